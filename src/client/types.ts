@@ -1,0 +1,71 @@
+import type { PublicConversion } from '../model/conversion.ts';
+import type { OptionDescriptor, VariantDescriptor } from '../formats/types.ts';
+import type { Readable } from 'node:stream';
+
+/** The API objects as the spec defines them (the CLI prints them unchanged with --json). */
+export interface FormatListing { data: { source: string; targets: string[] }[] }
+export interface FormatDetails {
+  source: string;
+  data: { target: string; max_upload_mb: number; credit_weight: number; options: OptionDescriptor[]; variants: VariantDescriptor[] }[];
+}
+export interface AccountView {
+  plan: { id: string; name: string };
+  credits: { type: 'plan_credits' | 'free_api_credits' | 'unmetered'; remaining: number | null; monthly_allowance: number; resets_at: string | null };
+  limits: {
+    max_upload_mb: number; conversions_per_window: number; window_seconds: number; concurrent_conversions: number;
+    active_conversions: number; requests_per_minute: number; result_ttl_hours: number;
+  };
+}
+export interface ListPage { data: PublicConversion[]; next_cursor: string | null }
+
+export type ConversionInputSpec =
+  | { kind: 'file'; path: string; filename?: string }
+  | { kind: 'stream'; stream: Readable; filename: string }
+  | { kind: 'url'; url: string; filename?: string };
+
+export interface CreateConversionRequest {
+  input: ConversionInputSpec;
+  target: string;
+  source?: string;
+  variant?: string;
+  options?: Record<string, string | number | boolean>;
+  callbackUrl?: string;
+  /** 0..30 seconds. */
+  wait?: number;
+  idempotencyKey?: string;
+}
+
+export interface DownloadResult {
+  stream: Readable;
+  filename: string;
+  size: number | null;
+}
+
+/**
+ * The one contract the CLI is written against: `HttpClient` reaches a convd over /v1,
+ * `LocalClient` runs the same service in-process. Errors are thrown as `ClientError` with the
+ * API's code and message.
+ */
+export interface ConvClient {
+  createConversion(request: CreateConversionRequest): Promise<PublicConversion>;
+  getConversion(id: string, options?: { wait?: number }): Promise<PublicConversion>;
+  listConversions(query: { status?: string; cursor?: string; limit?: number }): Promise<ListPage>;
+  deleteConversion(id: string): Promise<PublicConversion>;
+  download(id: string): Promise<DownloadResult>;
+  listFormats(): Promise<FormatListing>;
+  getFormat(source: string): Promise<FormatDetails>;
+  getAccount(): Promise<AccountView>;
+  close(): Promise<void>;
+}
+
+export class ClientError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number | null,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'ClientError';
+  }
+}

@@ -1,0 +1,45 @@
+import type { ConversionOptions } from '../model/conversion.ts';
+import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+
+/** Everything an engine needs for one job. An engine knows nothing of HTTP, accounts or credits. */
+export interface EngineJob {
+  inputPath: string;
+  /** The engine writes its result here (the caller owns the directory and cleans up). */
+  outputPath: string;
+  source: string;
+  target: string;
+  /** The variant key, or null when the pair has no variants. */
+  variant: string | null;
+  /** Validated options with defaults applied, typed as the descriptors say. */
+  options: ConversionOptions;
+  /** Aborted on cancel, time-out and shutdown; the engine must stop its work and its subprocesses. */
+  signal: AbortSignal;
+  /** Progress 0..100; callers rate-limit persistence, so engines may call it often. */
+  onProgress: (percent: number) => void;
+  /** A directory the engine may use for scratch files; removed by the caller afterwards. */
+  workDir: string;
+}
+
+export interface EngineStatus {
+  name: string;
+  available: boolean;
+  /** Binary path or library name, and its version, for `convd doctor`. */
+  binary?: string;
+  version?: string;
+  detail?: string;
+}
+
+/**
+ * An engine converts files of the pairs it declares. Failures are thrown as `ConversionFailure`
+ * (input_invalid, conversion_failed, timeout, ...); an abort rejects with the signal's reason.
+ */
+export interface Engine {
+  readonly name: string;
+  /** Probed once at start-up; an unavailable engine contributes no pairs to the registry. */
+  probe(): Promise<EngineStatus>;
+  /** Pairs this engine can run, given what `probe` found (e.g. h265 only when the binary has it). */
+  pairs(): ConversionPair[];
+  /** Formats this engine introduces (extensions and MIME types). */
+  formats(): FormatInfo[];
+  convert(job: EngineJob): Promise<void>;
+}

@@ -1,0 +1,40 @@
+import { ERROR_STATUS, type ApiErrorCode } from './codes.ts';
+
+export type ErrorDetails = Record<string, unknown>;
+/** Values substituted into the localized message template of the code. */
+export type MessageParams = Record<string, string | number>;
+
+/** An error that the interface answers with: one code, its status, optional details and message values. */
+export class ApiError extends Error {
+  readonly code: ApiErrorCode;
+  readonly status: number;
+  readonly details: ErrorDetails | undefined;
+  readonly params: MessageParams;
+  /** Extra response headers, e.g. Retry-After. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ApiErrorCode,
+    options: { details?: ErrorDetails; params?: MessageParams; headers?: Record<string, string> } = {},
+  ) {
+    super(code);
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.details = options.details;
+    this.params = options.params ?? {};
+    this.headers = options.headers ?? {};
+  }
+}
+
+export function isApiError(value: unknown): value is ApiError {
+  return value instanceof ApiError;
+}
+
+/** A conversion that ended in failure carries one of these (DESIGN.md), never an ApiError. */
+export class ConversionFailure extends Error {
+  constructor(readonly code: import('./codes.ts').ConversionErrorCode, message: string) {
+    super(message);
+    this.name = 'ConversionFailure';
+  }
+}

@@ -1,0 +1,29 @@
+/** Every error code the service answers with, and its HTTP status. Codes never change (spec 9). */
+export const ERROR_STATUS = {
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  validation_failed: 422,
+  unsupported_conversion: 422,
+  file_too_large: 413,
+  insufficient_credits: 402,
+  free_quota_exhausted: 402,
+  rate_limited: 429,
+  concurrency_limit: 429,
+  idempotency_conflict: 409,
+  not_ready: 409,
+  invalid_state: 409,
+  expired: 410,
+  method_not_allowed: 405,
+  unsupported_media_type: 415,
+  internal_error: 500,
+  api_disabled: 503,
+} as const;
+
+export type ApiErrorCode = keyof typeof ERROR_STATUS;
+
+/** Codes a failed conversion carries in its `error` (DESIGN.md). */
+export const CONVERSION_ERROR_CODES = [
+  'input_invalid', 'fetch_failed', 'file_too_large', 'conversion_failed', 'timeout', 'internal_error',
+] as const;
+export type ConversionErrorCode = (typeof CONVERSION_ERROR_CODES)[number];

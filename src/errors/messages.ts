@@ -1,0 +1,119 @@
+import type { ApiErrorCode } from './codes.ts';
+import type { MessageParams } from './api-error.ts';
+
+export const LANGUAGES = ['en', 'de'] as const;
+export type Language = (typeof LANGUAGES)[number];
+
+type Catalog = Record<ApiErrorCode, string>;
+
+/** `{name}` placeholders are filled from the error's params; a missing one is left out cleanly. */
+const MESSAGES: Record<Language, Catalog> = {
+  en: {
+    unauthenticated: 'API key missing or invalid.',
+    forbidden: 'This API key is not allowed to {action}.',
+    not_found: 'No {resource} with this identifier exists.',
+    validation_failed: 'Request parameters missing or invalid.{hint}',
+    unsupported_conversion: 'Converting {source} to {target} is not supported.',
+    file_too_large: 'The file is larger than the maximum of {max_upload_mb} MB for your plan.',
+    insufficient_credits: 'This conversion costs {cost} credits but only {remaining} remain.',
+    free_quota_exhausted:
+      'Your monthly free API credits are used up: {remaining} of {allowance} remain and this conversion costs {cost}.',
+    rate_limited: 'Too many requests; try again in {retry_after} seconds.',
+    concurrency_limit: 'Too many conversions in progress: your plan allows {limit} at a time.',
+    idempotency_conflict: 'This Idempotency-Key was already used for a different request.',
+    not_ready: 'The conversion has not succeeded, so there is nothing to download.',
+    invalid_state: 'The conversion is {status}; this action is not possible in that state.',
+    expired: 'The result has expired and was deleted.',
+    method_not_allowed: 'This method is not allowed here.',
+    unsupported_media_type: 'Unsupported request content type; send multipart/form-data, application/x-www-form-urlencoded or application/json.',
+    internal_error: 'An internal error occurred.',
+    api_disabled: 'The API is temporarily unavailable; try again in {retry_after} seconds.',
+  },
+  de: {
+    unauthenticated: 'API-Schlüssel fehlt oder ist ungültig.',
+    forbidden: 'Dieser API-Schlüssel darf nicht {action}.',
+    not_found: 'Es gibt kein {resource} mit dieser Kennung.',
+    validation_failed: 'Anfrageparameter fehlen oder sind ungültig.{hint}',
+    unsupported_conversion: 'Die Umwandlung von {source} nach {target} wird nicht unterstützt.',
+    file_too_large: 'Die Datei ist größer als die für Ihren Tarif erlaubten {max_upload_mb} MB.',
+    insufficient_credits: 'Diese Umwandlung kostet {cost} Credits, es sind aber nur noch {remaining} übrig.',
+    free_quota_exhausted:
+      'Ihre monatlichen kostenlosen API-Credits sind aufgebraucht: {remaining} von {allowance} übrig, diese Umwandlung kostet {cost}.',
+    rate_limited: 'Zu viele Anfragen; versuchen Sie es in {retry_after} Sekunden erneut.',
+    concurrency_limit: 'Zu viele laufende Umwandlungen: Ihr Tarif erlaubt {limit} gleichzeitig.',
+    idempotency_conflict: 'Dieser Idempotency-Key wurde bereits für eine andere Anfrage verwendet.',
+    not_ready: 'Die Umwandlung war nicht erfolgreich, daher gibt es nichts herunterzuladen.',
+    invalid_state: 'Die Umwandlung ist im Status {status}; diese Aktion ist in diesem Status nicht möglich.',
+    expired: 'Das Ergebnis ist abgelaufen und wurde gelöscht.',
+    method_not_allowed: 'Diese Methode ist hier nicht erlaubt.',
+    unsupported_media_type: 'Nicht unterstützter Inhaltstyp; senden Sie multipart/form-data, application/x-www-form-urlencoded oder application/json.',
+    internal_error: 'Ein interner Fehler ist aufgetreten.',
+    api_disabled: 'Die API ist vorübergehend nicht verfügbar; versuchen Sie es in {retry_after} Sekunden erneut.',
+  },
+};
+
+/** Words used inside messages (resource and action names), so German messages stay German. */
+const WORDS: Record<Language, Record<string, string>> = {
+  en: {},
+  de: {
+    conversion: 'Umwandlung', 'source format': 'Quellformat', route: 'Pfad',
+    read: 'lesen', convert: 'umwandeln', delete: 'löschen',
+    queued: 'wartend', fetching: 'ladend', processing: 'in Arbeit', succeeded: 'erfolgreich',
+    failed: 'fehlgeschlagen', cancelled: 'abgebrochen', expired: 'abgelaufen',
+  },
+};
+
+export function renderMessage(code: ApiErrorCode, params: MessageParams, language: Language): string {
+  return MESSAGES[language][code].replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) return name === 'hint' ? '' : '?';
+    const text = String(value);
+    return WORDS[language][text] ?? text;
+  });
+}
+
+/** Reasons a single field fails validation; used in `details.fields`. */
+export type FieldReason =
+  | 'required' | 'invalid_type' | 'out_of_range' | 'not_allowed' | 'unknown_option' | 'too_long'
+  | 'invalid_url' | 'https_only' | 'conflict' | 'invalid_value';
+
+const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
+  en: {
+    required: 'is required',
+    invalid_type: 'must be {expected}',
+    out_of_range: 'must be between {min} and {max}',
+    not_allowed: 'must be one of: {values}',
+    unknown_option: 'is not an option of this conversion; known: {values}',
+    too_long: 'must be at most {max} characters',
+    invalid_url: 'must be an absolute http or https URL',
+    https_only: 'must be an https URL',
+    conflict: 'send exactly one of file and url',
+    invalid_value: '{text}',
+  },
+  de: {
+    required: 'ist erforderlich',
+    invalid_type: 'muss {expected} sein',
+    out_of_range: 'muss zwischen {min} und {max} liegen',
+    not_allowed: 'muss einer dieser Werte sein: {values}',
+    unknown_option: 'ist keine Option dieser Umwandlung; bekannt: {values}',
+    too_long: 'darf höchstens {max} Zeichen lang sein',
+    invalid_url: 'muss eine absolute http- oder https-URL sein',
+    https_only: 'muss eine https-URL sein',
+    conflict: 'senden Sie genau eines von file und url',
+    invalid_value: '{text}',
+  },
+};
+
+const TYPE_WORDS: Record<Language, Record<string, string>> = {
+  en: { integer: 'an integer', number: 'a number', boolean: 'true or false', string: 'a string', object: 'an object' },
+  de: { integer: 'eine ganze Zahl', number: 'eine Zahl', boolean: 'true oder false', string: 'eine Zeichenkette', object: 'ein Objekt' },
+};
+
+export function renderFieldMessage(reason: FieldReason, params: MessageParams, language: Language): string {
+  return FIELD_MESSAGES[language][reason].replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) return '?';
+    if (name === 'expected') return TYPE_WORDS[language][String(value)] ?? String(value);
+    return String(value);
+  });
+}

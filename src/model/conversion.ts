@@ -1,0 +1,94 @@
+import type { ConversionStatus } from './status.ts';
+
+export type OptionValue = string | number | boolean;
+export type ConversionOptions = Record<string, OptionValue>;
+
+export interface ConversionError {
+  code: string;
+  message: string;
+}
+
+export interface ConversionResult {
+  filename: string;
+  size: number;
+  mime: string;
+  expires_at: string;
+}
+
+/** Where the input comes from. A file input is already spooled into the blob store at submission. */
+export type ConversionInput =
+  | { kind: 'file'; sha256: string }
+  | { kind: 'url'; url: string };
+
+/** The stored record. The public object (spec 2.1) is derived from it by `toPublicConversion`. */
+export interface ConversionRecord {
+  id: string;
+  account_id: string;
+  status: ConversionStatus;
+  source: string;
+  target: string;
+  variant: string | null;
+  options: ConversionOptions;
+  original_name: string;
+  input_size: number | null;
+  input: ConversionInput;
+  progress: number | null;
+  /** Credits held while the conversion is active; released (0) when it ends. */
+  reserved_credits: number;
+  /** Credits charged: set only when it succeeded. */
+  credits: number;
+  charged_at: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  result: ConversionResult | null;
+  error: ConversionError | null;
+  callback_url: string | null;
+  idempotency_key: string | null;
+  /** Hash of the request that created it, to tell a replay from a different request with the same key. */
+  request_fingerprint: string | null;
+}
+
+export interface PublicConversion {
+  id: string;
+  object: 'conversion';
+  status: ConversionStatus;
+  source: string;
+  target: string;
+  variant: string | null;
+  options: ConversionOptions;
+  original_name: string;
+  input_size: number | null;
+  progress: number | null;
+  credits: number;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  result: (ConversionResult & { download_url: string }) | null;
+  error: ConversionError | null;
+  links: { self: string; download: string };
+}
+
+export function toPublicConversion(record: ConversionRecord, baseUrl: string): PublicConversion {
+  const self = `${baseUrl}/conversions/${record.id}`;
+  const download = `${self}/download`;
+  return {
+    id: record.id,
+    object: 'conversion',
+    status: record.status,
+    source: record.source,
+    target: record.target,
+    variant: record.variant,
+    options: record.options,
+    original_name: record.original_name,
+    input_size: record.input_size,
+    progress: record.progress,
+    credits: record.credits,
+    created_at: record.created_at,
+    started_at: record.started_at,
+    finished_at: record.finished_at,
+    result: record.result ? { ...record.result, download_url: download } : null,
+    error: record.error,
+    links: { self, download },
+  };
+}

@@ -1,0 +1,81 @@
+import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts';
+import type { ConversionRecord } from '../model/conversion.ts';
+import type { ConversionStatus } from '../model/status.ts';
+
+export interface ListQuery {
+  accountId: string;
+  status?: ConversionStatus;
+  /** Return conversions strictly older than this id (ids sort by creation time). */
+  before?: string;
+  limit: number;
+}
+
+/** A webhook delivery, persisted so retries survive restarts. */
+export interface DeliveryRecord {
+  id: string;
+  conversion_id: string;
+  account_id: string;
+  event: 'conversion.succeeded' | 'conversion.failed';
+  url: string;
+  /** The exact body bytes that are signed and sent, as UTF-8 text. */
+  body: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: DeliveryAttempt[];
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+export interface DeliveryAttempt {
+  at: string;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+/**
+ * The persistence seam (lowdb today, a relational store later). Reads are served from memory by
+ * the lowdb implementation; writes are durable once `flush()` resolves. Every method is async so
+ * that a networked store can implement the same contract.
+ */
+export interface Store {
+  getConversion(id: string): Promise<ConversionRecord | undefined>;
+  insertConversion(record: ConversionRecord): Promise<void>;
+  /** Applies a patch and returns the updated record (undefined if it does not exist). */
+  updateConversion(id: string, patch: Partial<ConversionRecord>): Promise<ConversionRecord | undefined>;
+  listConversions(query: ListQuery): Promise<ConversionRecord[]>;
+  findByIdempotencyKey(accountId: string, key: string): Promise<ConversionRecord | undefined>;
+  /** Conversions in one of the given states, oldest first (queue recovery, sweeper). */
+  conversionsWithStatus(statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]>;
+  /** Succeeded conversions whose result expires at or before `isoTime`. */
+  conversionsExpiringBy(isoTime: string): Promise<ConversionRecord[]>;
+  /** Number of the account's conversions in the given states. */
+  countActive(accountId: string): Promise<number>;
+  /** Sum of credits charged to the account at or after `sinceIso`. */
+  creditsChargedSince(accountId: string, sinceIso: string): Promise<number>;
+  /** Sum of `reserved_credits` of the account's active conversions. */
+  creditsReserved(accountId: string): Promise<number>;
+  /** Creation times (ms) of the account's conversions created at or after `sinceMs`. */
+  createdSince(accountId: string, sinceMs: number): Promise<number[]>;
+  /** Removes ended conversions that finished before `isoTime`; returns how many went. */
+  pruneFinishedBefore(isoTime: string): Promise<number>;
+
+  getAccount(id: string): Promise<AccountRecord | undefined>;
+  listAccounts(): Promise<AccountRecord[]>;
+  putAccount(record: AccountRecord): Promise<void>;
+
+  getApiKey(id: string): Promise<ApiKeyRecord | undefined>;
+  findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  listApiKeys(accountId: string): Promise<ApiKeyRecord[]>;
+  putApiKey(record: ApiKeyRecord): Promise<void>;
+
+  getSettings(): Promise<Settings>;
+  putSettings(settings: Settings): Promise<void>;
+
+  getDelivery(id: string): Promise<DeliveryRecord | undefined>;
+  putDelivery(record: DeliveryRecord): Promise<void>;
+  listDeliveries(filter: { conversionId?: string; status?: DeliveryRecord['status'] }): Promise<DeliveryRecord[]>;
+
+  /** Resolves when every write made so far is on disk. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
