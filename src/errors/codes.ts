@@ -15,7 +15,6 @@ export const ERROR_STATUS = {
   invalid_state: 409,
   expired: 410,
   method_not_allowed: 405,
-  unsupported_media_type: 415,
   internal_error: 500,
   api_disabled: 503,
 } as const;

@@ -1,0 +1,126 @@
+import { ApiError } from '../../src/errors/api-error.ts';
+import { SCOPES, type AccountRecord, type ApiKeyRecord, type Scope } from '../../src/model/account.ts';
+import { isPlanId } from '../../src/model/plan.ts';
+import type { AccountService } from '../../src/service/accounts.ts';
+import { balanceOf } from '../../src/service/credits.ts';
+import type { ServiceConfig } from '../../src/service/config.ts';
+import type { Store } from '../../src/store/types.ts';
+
+export interface AdminContext {
+  store: Store;
+  accounts: AccountService;
+  config: ServiceConfig;
+}
+
+export class AdminError extends Error {
+  constructor(message: string, readonly exitCode = 1) {
+    super(message);
+    this.name = 'AdminError';
+  }
+}
+
+type Args = Record<string, unknown>;
+
+async function accountJson(context: AdminContext, account: AccountRecord) {
+  const plan = context.config.plans[account.plan];
+  const unmetered = plan.credits_type === 'unmetered';
+  return {
+    id: account.id,
+    name: account.name,
+    plan: account.plan,
+    created_at: account.created_at,
+    credits: {
+      type: plan.credits_type,
+      remaining: unmetered ? null : (await balanceOf(context.store, account)).remaining,
+      monthly_allowance: plan.monthly_allowance,
+      resets_at: unmetered ? null : account.resets_at,
+    },
+  };
+}
+
+function keyJson(key: ApiKeyRecord) {
+  return { id: key.id, account: key.account_id, prefix: key.prefix, scopes: key.scopes, created_at: key.created_at, revoked_at: key.revoked_at };
+}
+
+function parseScopes(raw: unknown): Scope[] {
+  if (raw === undefined) return [...SCOPES];
+  const list = String(raw).split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = list.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0 || list.length === 0) throw new AdminError(`scopes must be a comma-separated list of ${SCOPES.join(', ')}`, 2);
+  return [...new Set(list)] as Scope[];
+}
+
+function requireString(args: Args, name: string): string {
+  const value = args[name];
+  if (typeof value !== 'string' || value === '') throw new AdminError(`--${name} is required`, 2);
+  return value;
+}
+
+async function mustAccount(context: AdminContext, id: string): Promise<AccountRecord> {
+  const account = await context.accounts.currentAccount(id);
+  if (!account) throw new AdminError(`no account ${id}`, 4);
+  return account;
+}
+
+/** The admin operations behind `convd accounts|keys|webhook-secret|maintenance`, shared by the socket and the direct path. */
+export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args) => Promise<unknown>> = {
+  async 'accounts.create'(context, args) {
+    const plan = args.plan ?? 'free';
+    if (!isPlanId(plan)) throw new AdminError('--plan must be one of free, lite, standard, pro, unmetered', 2);
+    const account = await context.accounts.createAccount({ plan, name: typeof args.name === 'string' ? args.name : undefined });
+    return accountJson(context, account);
+  },
+  async 'accounts.update'(context, args) {
+    const id = requireString(args, 'id');
+    await mustAccount(context, id);
+    if (args.plan !== undefined && !isPlanId(args.plan)) throw new AdminError('--plan must be one of free, lite, standard, pro, unmetered', 2);
+    let credits: number | undefined;
+    if (args.credits !== undefined) {
+      credits = Number(args.credits);
+      if (!Number.isInteger(credits) || credits < 0) throw new AdminError('--credits must be a whole number >= 0', 2);
+    }
+    try {
+      const account = await context.accounts.updateAccount(id, { plan: isPlanId(args.plan) ? args.plan : undefined, credits });
+      return accountJson(context, account);
+    } catch (error) {
+      if (error instanceof ApiError) throw new AdminError(`no account ${id}`, 4);
+      throw error;
+    }
+  },
+  async 'accounts.list'(context) {
+    return Promise.all((await context.store.listAccounts()).map((account) => accountJson(context, account)));
+  },
+  async 'keys.create'(context, args) {
+    const accountId = requireString(args, 'account');
+    await mustAccount(context, accountId);
+    const { record, key } = await context.accounts.createKey(accountId, parseScopes(args.scopes));
+    return { id: record.id, key, account: record.account_id, scopes: record.scopes };
+  },
+  async 'keys.list'(context, args) {
+    const accountId = requireString(args, 'account');
+    await mustAccount(context, accountId);
+    return (await context.store.listApiKeys(accountId)).map(keyJson);
+  },
+  async 'keys.revoke'(context, args) {
+    const id = requireString(args, 'id');
+    if (!(await context.store.getApiKey(id))) throw new AdminError(`no key ${id}`, 4);
+    return keyJson(await context.accounts.revokeKey(id));
+  },
+  async 'webhook-secret'(context, args) {
+    const accountId = requireString(args, 'account');
+    await mustAccount(context, accountId);
+    return { account: accountId, secret: await context.accounts.webhookSecret(accountId, args.rotate === true) };
+  },
+  async maintenance(context, args) {
+    const settings = await context.store.getSettings();
+    settings.maintenance.enabled = args.enabled === true;
+    if (args.retry_after !== undefined) {
+      const retryAfter = Number(args.retry_after);
+      if (!Number.isInteger(retryAfter) || retryAfter < 1) throw new AdminError('--retry-after must be a whole number of seconds >= 1', 2);
+      settings.maintenance.retry_after = retryAfter;
+    }
+    await context.store.putSettings(settings);
+    await context.store.flush();
+    return { maintenance: settings.maintenance };
+  },
+};

@@ -1,0 +1,73 @@
+import { createServer, request, type Server } from 'node:http';
+import { chmod, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ConversionSystem } from '../../src/service/system.ts';
+import { ADMIN_OPERATIONS, AdminError, type AdminContext } from './operations.ts';
+
+export function adminSocketPath(dataDir: string): string {
+  return join(dataDir, 'convd.sock');
+}
+
+const MAX_BODY = 64 * 1024;
+
+/**
+ * The running daemon's admin channel: a unix socket in the data dir, owner-only, so admin
+ * commands change the live store instead of a second writer touching the JSON files.
+ */
+export async function startAdminSocket(dataDir: string, system: ConversionSystem): Promise<{ close(): Promise<void> }> {
+  const path = adminSocketPath(dataDir);
+  await rm(path, { force: true });
+  const context: AdminContext = { store: system.store, accounts: system.accounts, config: system.conversions.config };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY) chunks.push(chunk);
+    });
+    req.on('end', async () => {
+      const answer = (status: number, body: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+      };
+      try {
+        const { op, args } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { op: string; args: Record<string, unknown> };
+        const operation = ADMIN_OPERATIONS[op];
+        if (!operation) return answer(404, { error: `unknown operation ${op}`, exitCode: 2 });
+        answer(200, { result: await operation(context, args ?? {}) });
+      } catch (error) {
+        const exitCode = error instanceof AdminError ? error.exitCode : 1;
+        answer(400, { error: error instanceof Error ? error.message : String(error), exitCode });
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => resolve());
+  });
+  await chmod(path, 0o600);
+  return {
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())).then(() => rm(path, { force: true })),
+  };
+}
+
+/** Sends one operation to the daemon's socket. */
+export function callAdminSocket(dataDir: string, op: string, args: Record<string, unknown>): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: adminSocketPath(dataDir), method: 'POST', path: '/' }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { result?: unknown; error?: string; exitCode?: number };
+          if (res.statusCode === 200) resolve(body.result);
+          else reject(new AdminError(body.error ?? 'admin operation failed', body.exitCode ?? 1));
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ op, args }));
+  });
+}

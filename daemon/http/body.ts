@@ -1,0 +1,80 @@
+import type { IncomingMessage } from 'node:http';
+import { ApiError } from '../../src/errors/api-error.ts';
+import { REQUEST_FIELDS, validationError, type CreateRequestInput } from '../../src/service/create-request.ts';
+import { parseMultipart, type MultipartLimits } from './multipart.ts';
+
+const MAX_TEXT_BODY = 1024 * 1024;
+
+function bodyProblem(text: string): ApiError {
+  return new ApiError('validation_failed', { details: { body: text }, params: { hint: ` ${text}` } });
+}
+
+async function readText(req: IncomingMessage): Promise<string> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_TEXT_BODY) throw bodyProblem(`The request body is larger than ${MAX_TEXT_BODY} bytes.`);
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of req) {
+    total += (chunk as Buffer).length;
+    if (total > MAX_TEXT_BODY) throw bodyProblem(`The request body is larger than ${MAX_TEXT_BODY} bytes.`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Splits received names into request fields and options: `options[quality]` and any name that is
+ * not a field of spec 2.3 are options (flat form), a JSON `options` object too.
+ */
+function sortFields(entries: Iterable<[string, unknown]>): Pick<CreateRequestInput, 'fields' | 'options'> {
+  const fields: Record<string, unknown> = {};
+  const options: Record<string, unknown> = {};
+  for (const [name, value] of entries) {
+    const bracket = /^options\[([^\]]+)\]$/.exec(name);
+    if (bracket) options[bracket[1]!] = value;
+    else if (name === 'options') {
+      if (value !== null && typeof value === 'object' && !Array.isArray(value)) Object.assign(options, value);
+      else if (value !== undefined && value !== '') throw validationError({ options: { reason: 'invalid_type', params: { expected: 'object' } } });
+    } else if (REQUEST_FIELDS.has(name)) fields[name] = value;
+    else options[name] = value;
+  }
+  return { fields, options };
+}
+
+/** Reads a conversion request in any of the three content types of spec 2.3. */
+export async function readCreateRequest(
+  req: IncomingMessage,
+  limits: MultipartLimits,
+  idempotencyKey: string | undefined,
+): Promise<CreateRequestInput> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === 'multipart/form-data') {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    // A declared length far above the limit is refused before reading a byte of it.
+    if (declared > limits.maxFileBytes + 1024 * 1024) {
+      throw new ApiError('file_too_large', { details: { max_upload_mb: limits.maxFileMb }, params: { max_upload_mb: limits.maxFileMb } });
+    }
+    const body = await parseMultipart(req, limits);
+    return { ...sortFields(Object.entries(body.fields)), files: body.files, idempotencyKey };
+  }
+  if (type === 'application/x-www-form-urlencoded') {
+    const params = new URLSearchParams(await readText(req));
+    return { ...sortFields(params.entries()), files: [], idempotencyKey };
+  }
+  if (type === 'application/json') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readText(req));
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw bodyProblem('The body is not valid JSON.');
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw bodyProblem('The JSON body must be an object.');
+    if ('file' in parsed) throw bodyProblem('A file can be sent only as multipart/form-data; with JSON send `url`.');
+    return { ...sortFields(Object.entries(parsed)), files: [], idempotencyKey };
+  }
+  throw new ApiError('validation_failed', {
+    details: { content_type: type || null, accepted: ['multipart/form-data', 'application/x-www-form-urlencoded', 'application/json'] },
+    params: { hint: ' Send multipart/form-data, application/x-www-form-urlencoded or application/json.' },
+  });
+}

@@ -1,0 +1,111 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
+import { ApiError } from '../../src/errors/api-error.ts';
+import { fieldError, type SpooledFile } from '../../src/service/create-request.ts';
+
+export interface MultipartLimits {
+  maxFileBytes: number;
+  maxFileMb: number;
+  spoolPath: () => string;
+  discard: (path: string) => Promise<void>;
+}
+
+export interface MultipartBody {
+  fields: Record<string, string>;
+  files: SpooledFile[];
+}
+
+const MAX_FIELD_BYTES = 64 * 1024;
+const MAX_FIELDS = 200;
+const MAX_FILES = 2;
+
+/**
+ * Streams a multipart body straight to spool files (never the whole body in memory), hashing each
+ * file on the way for the idempotency fingerprint. Crossing the size limit stops at once with 413
+ * and removes what was written.
+ */
+export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): Promise<MultipartBody> {
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, string> = {};
+    const files: SpooledFile[] = [];
+    const spooled: string[] = [];
+    const writes: Promise<void>[] = [];
+    let failure: ApiError | undefined;
+    let parser: busboy.Busboy;
+
+    const fail = (error: ApiError) => {
+      if (failure) return;
+      failure = error;
+      req.unpipe(parser);
+      req.resume();
+      void Promise.allSettled(writes).then(async () => {
+        for (const path of spooled) await limits.discard(path);
+        reject(error);
+      });
+    };
+
+    try {
+      parser = busboy({
+        headers: req.headers,
+        limits: { fileSize: limits.maxFileBytes, fieldSize: MAX_FIELD_BYTES, fields: MAX_FIELDS, files: MAX_FILES, parts: MAX_FIELDS + MAX_FILES },
+        defParamCharset: 'utf8',
+      });
+    } catch {
+      reject(new ApiError('validation_failed', { details: { body: 'malformed multipart/form-data (boundary missing)' }, params: { hint: ' The multipart body could not be read.' } }));
+      return;
+    }
+
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated) fail(fieldError(name, 'value too long'));
+      else fields[name] = value;
+    });
+
+    parser.on('file', (name, stream, info) => {
+      if (name !== 'file') {
+        stream.resume();
+        fail(fieldError(name, 'files are accepted only in the field "file"'));
+        return;
+      }
+      const path = limits.spoolPath();
+      spooled.push(path);
+      const hash = createHash('sha256');
+      let size = 0;
+      const counter = new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          size += chunk.length;
+          hash.update(chunk);
+          callback(null, chunk);
+        },
+      });
+      stream.on('limit', () => {
+        fail(new ApiError('file_too_large', { details: { max_upload_mb: limits.maxFileMb }, params: { max_upload_mb: limits.maxFileMb } }));
+        stream.destroy();
+      });
+      const written = pipeline(stream, counter, createWriteStream(path, { mode: 0o600 }))
+        .then(() => {
+          if (!failure) files.push({ path, size, sha256: hash.digest('hex'), filename: info.filename ?? null });
+        })
+        .catch(() => {
+          if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));
+        });
+      writes.push(written);
+    });
+
+    parser.on('filesLimit', () => fail(fieldError('file', 'only one file per request')));
+    parser.on('fieldsLimit', () => fail(new ApiError('validation_failed', { details: { body: 'too many fields' } })));
+    parser.on('partsLimit', () => fail(new ApiError('validation_failed', { details: { body: 'too many parts' } })));
+    parser.on('error', () => fail(new ApiError('validation_failed', { details: { body: 'malformed multipart/form-data' } })));
+    parser.on('close', () => {
+      void Promise.allSettled(writes).then(async () => {
+        if (failure) return;
+        resolve({ fields, files });
+      });
+    });
+    req.on('aborted', () => fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } })));
+    req.pipe(parser);
+  });
+}

@@ -1,0 +1,18 @@
+import type { FormatInfo } from '../../formats/types.ts';
+
+export const IMAGE_FORMATS: FormatInfo[] = [
+  { key: 'jpg', extensions: ['jpg', 'jpeg', 'jpe', 'jfif'], mime: 'image/jpeg' },
+  { key: 'png', extensions: ['png'], mime: 'image/png' },
+  { key: 'webp', extensions: ['webp'], mime: 'image/webp' },
+  { key: 'avif', extensions: ['avif'], mime: 'image/avif' },
+  { key: 'gif', extensions: ['gif'], mime: 'image/gif' },
+  { key: 'tiff', extensions: ['tiff', 'tif'], mime: 'image/tiff' },
+  { key: 'svg', extensions: ['svg'], mime: 'image/svg+xml' },
+  { key: 'heif', extensions: ['heif', 'heic'], mime: 'image/heif' },
+];
+
+export const IMAGE_TARGETS = ['jpg', 'png', 'webp', 'avif', 'gif', 'tiff'] as const;
+export type ImageTarget = (typeof IMAGE_TARGETS)[number];
+
+/** Targets that can hold an animation: an animated input keeps all its frames only there. */
+export const ANIMATED_TARGETS: ReadonlySet<string> = new Set(['gif', 'webp']);

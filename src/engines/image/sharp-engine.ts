@@ -1,0 +1,99 @@
+import sharp, { type Sharp } from 'sharp';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
+import type { Engine, EngineJob, EngineStatus } from '../types.ts';
+import { ANIMATED_TARGETS, IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
+import { imageOptions } from './options.ts';
+
+export interface ImageEngineOptions {
+  /** Decompression-bomb guard: images with more pixels than this fail with input_invalid. */
+  maxInputPixels: number;
+}
+
+const FIT_VALUES = new Set(['inside', 'cover', 'contain', 'fill', 'outside']);
+type Fit = 'inside' | 'cover' | 'contain' | 'fill' | 'outside';
+
+/** Messages libvips gives for input it cannot decode (as opposed to failures of the engine itself). */
+const INPUT_ERROR = /unsupported image format|corrupt|premature end|bad seek|improper image header|not a known file format|pixel limit|Input file|VipsJpeg|VipsPng|gifload|webpload|heifload|tiff|svgload|Invalid|truncated|decode/i;
+
+export function createImageEngine(options: ImageEngineOptions): Engine {
+  let sources: string[] = [];
+
+  return {
+    name: 'image',
+    async probe(): Promise<EngineStatus> {
+      const heif = sharp.format.heif;
+      sources = ['jpg', 'png', 'webp', 'gif', 'tiff', 'svg'];
+      // AVIF and HEIF decoding depend on how libvips was built; offer them only when present.
+      if (heif?.input?.file) sources.push('avif', 'heif');
+      return { name: 'image', available: true, binary: 'sharp/libvips', version: `${sharp.versions.sharp} / ${sharp.versions.vips}` };
+    },
+    pairs(): ConversionPair[] {
+      return sources.flatMap((source) =>
+        IMAGE_TARGETS.map((target) => ({
+          source, target, engine: 'image', kind: 'image' as const, options: imageOptions(target), variants: [],
+        })),
+      );
+    },
+    formats: () => IMAGE_FORMATS,
+    convert: (job) => convertImage(job, options),
+  };
+}
+
+async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<void> {
+  const target = job.target as ImageTarget;
+  const animated = ANIMATED_TARGETS.has(target) && (job.source === 'gif' || job.source === 'webp');
+  job.onProgress(0);
+  let pipeline: Sharp = sharp(job.inputPath, {
+    limitInputPixels: settings.maxInputPixels,
+    animated,
+    failOn: 'error',
+    sequentialRead: true,
+  });
+  try {
+    await pipeline.metadata();
+  } catch (error) {
+    throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${describe(error)}`);
+  }
+  job.signal.throwIfAborted();
+  pipeline = resize(pipeline, job);
+  pipeline = job.options.strip === false ? pipeline.keepMetadata() : pipeline;
+  pipeline = encode(pipeline, target, job.options.quality);
+  try {
+    await pipeline.toFile(job.outputPath);
+  } catch (error) {
+    if (job.signal.aborted) throw job.signal.reason;
+    const message = describe(error);
+    if (INPUT_ERROR.test(message)) throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${message}`);
+    throw new ConversionFailure('conversion_failed', `Image conversion failed: ${message}`);
+  }
+  job.signal.throwIfAborted();
+  job.onProgress(100);
+}
+
+function resize(pipeline: Sharp, job: EngineJob): Sharp {
+  const width = typeof job.options.width === 'number' ? Math.round(job.options.width) : undefined;
+  const height = typeof job.options.height === 'number' ? Math.round(job.options.height) : undefined;
+  if (width === undefined && height === undefined) return pipeline;
+  const fitOption = String(job.options.fit ?? 'inside');
+  const fit: Fit = FIT_VALUES.has(fitOption) ? (fitOption as Fit) : 'inside';
+  return pipeline.resize({ width, height, fit, withoutEnlargement: false });
+}
+
+function encode(pipeline: Sharp, target: ImageTarget, rawQuality: unknown): Sharp {
+  const quality = typeof rawQuality === 'number' ? rawQuality : 80;
+  switch (target) {
+    case 'jpg': return pipeline.jpeg({ quality, mozjpeg: false });
+    case 'png': return pipeline.png();
+    case 'webp': return pipeline.webp({ quality });
+    // AVIF reaches JPEG's visual quality at a lower number (sharp's default is 50 for JPEG's 80),
+    // so the shared 1-100 scale is mapped down; effort 2 keeps encoding time near the other formats.
+    case 'avif': return pipeline.avif({ quality: Math.max(1, Math.round(quality * 0.64)), effort: 2 });
+    case 'gif': return pipeline.gif();
+    case 'tiff': return pipeline.tiff({ compression: 'lzw' });
+  }
+}
+
+function describe(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 300) ?? 'unknown error';
+}

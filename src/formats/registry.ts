@@ -1,0 +1,89 @@
+import type { Engine, EngineStatus } from '../engines/types.ts';
+import type { ConversionKind, ConversionPair, FormatInfo } from './types.ts';
+
+export type CreditWeights = Record<ConversionKind, number>;
+export const DEFAULT_CREDIT_WEIGHTS: CreditWeights = { image: 1, pdf: 1, data: 1, audio: 2, video: 4 };
+
+/**
+ * Source -> target pairs of every available engine. Built once at start-up from the engines'
+ * own declarations, so /formats, option validation, credit weights and the worker pool all read
+ * the same table and a new engine only adds entries.
+ */
+export class FormatRegistry {
+  private readonly pairsBySource = new Map<string, Map<string, ConversionPair>>();
+  private readonly formatsByKey = new Map<string, FormatInfo>();
+  private readonly formatsByExtension = new Map<string, FormatInfo>();
+  private readonly engines = new Map<string, Engine>();
+
+  private constructor(
+    readonly statuses: EngineStatus[],
+    private readonly weights: CreditWeights,
+  ) {}
+
+  /** Probes every engine; one that is unavailable contributes no pairs (no pair offered that cannot run). */
+  static async create(engines: Engine[], weights: CreditWeights = DEFAULT_CREDIT_WEIGHTS): Promise<FormatRegistry> {
+    const statuses = await Promise.all(
+      engines.map((engine) =>
+        engine.probe().catch((error: unknown): EngineStatus => ({
+          name: engine.name, available: false, detail: error instanceof Error ? error.message : String(error),
+        })),
+      ),
+    );
+    const registry = new FormatRegistry(statuses, weights);
+    engines.forEach((engine, index) => {
+      for (const info of engine.formats()) registry.addFormat(info);
+      if (!statuses[index]?.available) return;
+      registry.engines.set(engine.name, engine);
+      for (const pair of engine.pairs()) registry.addPair(pair);
+    });
+    return registry;
+  }
+
+  private addFormat(info: FormatInfo): void {
+    if (!this.formatsByKey.has(info.key)) this.formatsByKey.set(info.key, info);
+    for (const extension of info.extensions) {
+      if (!this.formatsByExtension.has(extension)) this.formatsByExtension.set(extension, info);
+    }
+  }
+
+  private addPair(pair: ConversionPair): void {
+    let targets = this.pairsBySource.get(pair.source);
+    if (!targets) this.pairsBySource.set(pair.source, (targets = new Map()));
+    // The first engine to declare a pair keeps it: engines are listed in order of preference.
+    if (!targets.has(pair.target)) targets.set(pair.target, pair);
+  }
+
+  /** Canonical format key for a name or extension (`jpeg` -> `jpg`, `.TIF` -> `tiff`), or undefined. */
+  normalize(name: string): string | undefined {
+    const key = name.trim().toLowerCase().replace(/^\./, '');
+    return this.formatsByExtension.get(key)?.key ?? (this.formatsByKey.has(key) ? key : undefined);
+  }
+
+  sources(): string[] {
+    return [...this.pairsBySource.keys()].sort();
+  }
+
+  targetsOf(source: string): ConversionPair[] {
+    return [...(this.pairsBySource.get(source)?.values() ?? [])].sort((a, b) => a.target.localeCompare(b.target));
+  }
+
+  pair(source: string, target: string): ConversionPair | undefined {
+    return this.pairsBySource.get(source)?.get(target);
+  }
+
+  allPairs(): ConversionPair[] {
+    return this.sources().flatMap((source) => this.targetsOf(source));
+  }
+
+  engine(name: string): Engine | undefined {
+    return this.engines.get(name);
+  }
+
+  format(key: string): FormatInfo | undefined {
+    return this.formatsByKey.get(key);
+  }
+
+  creditWeight(pair: ConversionPair): number {
+    return this.weights[pair.kind];
+  }
+}

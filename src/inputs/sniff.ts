@@ -1,0 +1,20 @@
+import { open } from 'node:fs/promises';
+import { fileTypeFromFile } from 'file-type';
+
+/**
+ * Guesses a file's format from its content: magic numbers through file-type, plus SVG, which is
+ * text and has none. Returns a file extension (`png`, `mp4`, `svg`), or undefined.
+ */
+export async function sniffFormat(path: string): Promise<string | undefined> {
+  const detected = await fileTypeFromFile(path).catch(() => undefined);
+  if (detected) return detected.ext;
+  const handle = await open(path, 'r');
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(2048), 0, 2048, 0);
+    const head = buffer.subarray(0, bytesRead).toString('utf8');
+    if (/^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]/i.test(head)) return 'svg';
+  } finally {
+    await handle.close();
+  }
+  return undefined;
+}

@@ -1,0 +1,160 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ApiError } from '../errors/api-error.ts';
+import type { AccountRecord, ApiKeyRecord, Scope } from '../model/account.ts';
+import type { PlanId } from '../model/plan.ts';
+import type { AccountView } from '../client/types.ts';
+import type { Store } from '../store/types.ts';
+import { applyMonthlyReset, balanceOf, nextMonthStart } from './credits.ts';
+import type { ServiceConfig } from './config.ts';
+import { newAccountId, newApiKey, newKeyId } from './ids.ts';
+
+export interface Caller {
+  account: AccountRecord;
+  key: ApiKeyRecord;
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+/** Accounts, keys and the account object (spec 2.6); also the admin operations behind `convd accounts|keys`. */
+export class AccountService {
+  constructor(
+    private readonly store: Store,
+    private readonly config: ServiceConfig,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** Resolves a bearer key to its account; any failure is the same 401, whatever was wrong. */
+  async authenticate(bearer: string | undefined): Promise<Caller> {
+    if (!bearer || !bearer.startsWith('cvk_') || bearer.length > 200) throw new ApiError('unauthenticated');
+    const hash = hashApiKey(bearer);
+    const key = await this.store.findApiKeyByHash(hash);
+    // The map lookup already matched the hash; the constant-time compare keeps the final decision
+    // free of any early-exit timing, whatever the store does.
+    if (!key || key.revoked_at || !timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) {
+      throw new ApiError('unauthenticated');
+    }
+    const account = await this.currentAccount(key.account_id);
+    if (!account) throw new ApiError('unauthenticated');
+    return { account, key };
+  }
+
+  requireScope(caller: Caller, scope: Scope): void {
+    if (!caller.key.scopes.includes(scope)) throw new ApiError('forbidden', { params: { action: scope } });
+  }
+
+  /** The account with its monthly reset applied (persisted the first time it is seen due). */
+  async currentAccount(id: string): Promise<AccountRecord | undefined> {
+    const account = await this.store.getAccount(id);
+    if (!account) return undefined;
+    const plan = this.config.plans[account.plan];
+    const rolled = plan.credits_type === 'unmetered' ? null : applyMonthlyReset(account, plan, this.now());
+    if (!rolled) return account;
+    await this.store.putAccount(rolled);
+    return rolled;
+  }
+
+  async view(account: AccountRecord): Promise<AccountView> {
+    const plan = this.config.plans[account.plan];
+    const unmetered = plan.credits_type === 'unmetered';
+    const balance = await balanceOf(this.store, account);
+    return {
+      plan: { id: plan.id, name: plan.name },
+      credits: {
+        type: plan.credits_type,
+        remaining: unmetered ? null : balance.remaining,
+        monthly_allowance: plan.monthly_allowance,
+        resets_at: unmetered ? null : account.resets_at,
+      },
+      limits: {
+        max_upload_mb: plan.max_upload_mb,
+        conversions_per_window: plan.conversions_per_window,
+        window_seconds: plan.window_seconds,
+        concurrent_conversions: plan.concurrent_conversions,
+        active_conversions: await this.store.countActive(account.id),
+        requests_per_minute: plan.requests_per_minute,
+        result_ttl_hours: plan.result_ttl_hours,
+      },
+    };
+  }
+
+  async createAccount(input: { plan: PlanId; name?: string }): Promise<AccountRecord> {
+    const now = this.now();
+    const plan = this.config.plans[input.plan];
+    const account: AccountRecord = {
+      id: newAccountId(),
+      name: input.name ?? '',
+      plan: input.plan,
+      created_at: now.toISOString(),
+      credits_base: plan.monthly_allowance,
+      credits_base_at: now.toISOString(),
+      resets_at: nextMonthStart(now).toISOString(),
+      webhook_secret: newWebhookSecret(),
+    };
+    await this.store.putAccount(account);
+    await this.store.flush();
+    return account;
+  }
+
+  /** A plan change starts the new plan's allowance unless a balance is given too. */
+  async updateAccount(id: string, change: { plan?: PlanId; credits?: number; name?: string }): Promise<AccountRecord> {
+    const account = await this.currentAccount(id);
+    if (!account) throw new ApiError('not_found', { params: { resource: 'account' } });
+    const now = this.now().toISOString();
+    const updated: AccountRecord = { ...account };
+    if (change.name !== undefined) updated.name = change.name;
+    if (change.plan !== undefined && change.plan !== account.plan) {
+      updated.plan = change.plan;
+      updated.credits_base = this.config.plans[change.plan].monthly_allowance;
+      updated.credits_base_at = now;
+    }
+    if (change.credits !== undefined) {
+      updated.credits_base = change.credits;
+      updated.credits_base_at = now;
+    }
+    await this.store.putAccount(updated);
+    await this.store.flush();
+    return updated;
+  }
+
+  async createKey(accountId: string, scopes: Scope[]): Promise<{ record: ApiKeyRecord; key: string }> {
+    if (!(await this.store.getAccount(accountId))) throw new ApiError('not_found', { params: { resource: 'account' } });
+    const key = newApiKey();
+    const record: ApiKeyRecord = {
+      id: newKeyId(),
+      account_id: accountId,
+      hash: hashApiKey(key),
+      prefix: key.slice(0, 10),
+      scopes,
+      created_at: this.now().toISOString(),
+      revoked_at: null,
+    };
+    await this.store.putApiKey(record);
+    await this.store.flush();
+    return { record, key };
+  }
+
+  async revokeKey(id: string): Promise<ApiKeyRecord> {
+    const record = await this.store.getApiKey(id);
+    if (!record) throw new ApiError('not_found', { params: { resource: 'key' } });
+    const revoked = { ...record, revoked_at: record.revoked_at ?? this.now().toISOString() };
+    await this.store.putApiKey(revoked);
+    await this.store.flush();
+    return revoked;
+  }
+
+  async webhookSecret(accountId: string, rotate: boolean): Promise<string> {
+    const account = await this.store.getAccount(accountId);
+    if (!account) throw new ApiError('not_found', { params: { resource: 'account' } });
+    if (!rotate) return account.webhook_secret;
+    const updated = { ...account, webhook_secret: newWebhookSecret() };
+    await this.store.putAccount(updated);
+    await this.store.flush();
+    return updated.webhook_secret;
+  }
+}

@@ -1,0 +1,36 @@
+import { DEFAULT_PLANS, type Plan, type PlanId } from '../model/plan.ts';
+import { DEFAULT_CREDIT_WEIGHTS, type CreditWeights } from '../formats/registry.ts';
+
+/** Everything the service's rules depend on; the daemon fills it from flags, env and defaults. */
+export interface ServiceConfig {
+  /** Public base address ending in /v1, used in `links` and `Location`. */
+  baseUrl: string;
+  plans: Record<PlanId, Plan>;
+  creditWeights: CreditWeights;
+  /** Ended conversions older than this are pruned from the store. */
+  retentionDays: number;
+  /** URL inputs may resolve to private/loopback addresses (trusted internal use only). */
+  allowPrivateUrls: boolean;
+  urlFetchTimeoutMs: number;
+  /** Per engine name; an engine run longer than this fails with `timeout`. */
+  engineTimeoutMs: Record<string, number>;
+  defaultEngineTimeoutMs: number;
+  maxInputPixels: number;
+  sweepIntervalMs: number;
+}
+
+export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): ServiceConfig {
+  return {
+    baseUrl: 'http://127.0.0.1:7700/v1',
+    plans: structuredClone(DEFAULT_PLANS) as Record<PlanId, Plan>,
+    creditWeights: { ...DEFAULT_CREDIT_WEIGHTS },
+    retentionDays: 30,
+    allowPrivateUrls: false,
+    urlFetchTimeoutMs: 60_000,
+    engineTimeoutMs: { image: 120_000, pdf: 300_000, data: 120_000, media: 1_800_000 },
+    defaultEngineTimeoutMs: 600_000,
+    maxInputPixels: 100_000_000,
+    sweepIntervalMs: 60_000,
+    ...overrides,
+  };
+}

@@ -1,0 +1,296 @@
+import { ApiError } from '../errors/api-error.ts';
+import type { FormatRegistry } from '../formats/registry.ts';
+import type { FormatDetails, FormatListing, ListPage } from '../client/types.ts';
+import type { AccountRecord } from '../model/account.ts';
+import { toPublicConversion, type ConversionRecord, type PublicConversion } from '../model/conversion.ts';
+import { ACTIVE_STATUSES, END_STATUSES, isStatus, type ConversionStatus } from '../model/status.ts';
+import type { JobSource } from '../queue/job-source.ts';
+import type { WorkerPool } from '../queue/worker-pool.ts';
+import type { BlobStore } from '../store/blob-store.ts';
+import type { Store } from '../store/types.ts';
+import type { AccountService } from './accounts.ts';
+import type { ServiceConfig } from './config.ts';
+import { balanceOf, conversionCost } from './credits.ts';
+import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
+import { EndEvents } from './end-events.ts';
+import { isConversionId, newConversionId } from './ids.ts';
+import { KeyedMutex } from './keyed-mutex.ts';
+
+const DEFAULT_PAGE = 20;
+const MAX_PAGE = 100;
+
+export interface CreateOutcome {
+  record: ConversionRecord;
+  /** True when an Idempotency-Key matched an earlier request: nothing new was started. */
+  replayed: boolean;
+  wait: number;
+}
+
+export interface DownloadHandle {
+  record: ConversionRecord;
+  size: number;
+  open(range?: { start: number; end: number }): NodeJS.ReadableStream;
+}
+
+/**
+ * The rules of the spec in one place: submission (validation, idempotency, limits, credits),
+ * reading, listing, cancelling, deleting, downloading and expiring conversions.
+ */
+export class ConversionService {
+  readonly events = new EndEvents();
+  /** Serializes each account's submissions (checks + insert) and each conversion's transitions. */
+  readonly locks = new KeyedMutex();
+
+  constructor(
+    readonly store: Store,
+    readonly blobs: BlobStore,
+    readonly registry: FormatRegistry,
+    readonly accounts: AccountService,
+    readonly config: ServiceConfig,
+    private readonly queue: JobSource,
+    private readonly rules: RequestRules,
+    readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** Set once the worker pool exists (the pool needs the service's runner, the service the pool). */
+  pool: WorkerPool | null = null;
+
+  publicView(record: ConversionRecord): PublicConversion {
+    return toPublicConversion(record, this.config.baseUrl);
+  }
+
+  async create(account: AccountRecord, input: CreateRequestInput): Promise<CreateOutcome> {
+    let adopted = false;
+    try {
+      const request = await validateCreateRequest(input, this.registry, this.rules);
+      const plan = this.config.plans[account.plan];
+      const inputSize = request.input.kind === 'file' ? request.input.file.size : null;
+      const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(this.registry.creditWeight(request.pair), inputSize);
+
+      const outcome = await this.locks.run(`account:${account.id}`, async (): Promise<CreateOutcome> => {
+        if (request.idempotencyKey) {
+          const earlier = await this.store.findByIdempotencyKey(account.id, request.idempotencyKey);
+          if (earlier) {
+            if (earlier.request_fingerprint !== request.fingerprint) throw new ApiError('idempotency_conflict');
+            return { record: earlier, replayed: true, wait: request.wait };
+          }
+        }
+        const active = await this.store.countActive(account.id);
+        if (active >= plan.concurrent_conversions) {
+          throw new ApiError('concurrency_limit', { params: { limit: plan.concurrent_conversions }, details: { limit: plan.concurrent_conversions } });
+        }
+        const nowMs = this.now().getTime();
+        const windowMs = plan.window_seconds * 1000;
+        const recent = await this.store.createdSince(account.id, nowMs - windowMs);
+        if (recent.length >= plan.conversions_per_window) {
+          const retryAfter = Math.max(1, Math.ceil((recent[recent.length - plan.conversions_per_window]! + windowMs - nowMs) / 1000));
+          throw new ApiError('rate_limited', {
+            params: { retry_after: retryAfter },
+            details: { limit: 'conversions_per_window', conversions_per_window: plan.conversions_per_window, window_seconds: plan.window_seconds },
+            headers: { 'Retry-After': String(retryAfter) },
+          });
+        }
+        if (plan.credits_type !== 'unmetered') {
+          const balance = await balanceOf(this.store, account);
+          if (balance.available < cost) {
+            const code = plan.credits_type === 'free_api_credits' ? 'free_quota_exhausted' : 'insufficient_credits';
+            throw new ApiError(code, {
+              params: { cost, remaining: Math.max(0, balance.available), allowance: plan.monthly_allowance },
+              details: { cost, remaining: Math.max(0, balance.available), monthly_allowance: plan.monthly_allowance },
+            });
+          }
+        }
+        const created = this.now();
+        const record: ConversionRecord = {
+          id: newConversionId(created.getTime()),
+          account_id: account.id,
+          status: 'queued',
+          source: request.pair.source,
+          target: request.pair.target,
+          variant: request.variant,
+          options: request.options,
+          original_name: request.originalName,
+          input_size: inputSize,
+          input: request.input.kind === 'file' ? { kind: 'file', sha256: request.input.file.sha256 } : { kind: 'url', url: request.input.url },
+          progress: null,
+          reserved_credits: cost,
+          credits: 0,
+          charged_at: null,
+          created_at: created.toISOString(),
+          started_at: null,
+          finished_at: null,
+          result: null,
+          error: null,
+          callback_url: request.callbackUrl,
+          idempotency_key: request.idempotencyKey,
+          request_fingerprint: request.fingerprint,
+        };
+        if (request.input.kind === 'file') {
+          await this.blobs.adoptInput(record.id, request.input.file.path);
+          adopted = true;
+        }
+        await this.store.insertConversion(record);
+        return { record, replayed: false, wait: request.wait };
+      });
+      if (!outcome.replayed) {
+        // Acknowledge only what is on disk: a crash right after the 202 must not lose the conversion.
+        await this.store.flush();
+        this.queue.push(outcome.record.id);
+      }
+      return outcome;
+    } finally {
+      if (!adopted) for (const file of input.files) await this.blobs.discardSpool(file.path);
+    }
+  }
+
+  /** The caller's conversion; another account's is indistinguishable from a missing one (404). */
+  async get(account: AccountRecord, id: string): Promise<ConversionRecord> {
+    const record = isConversionId(id) ? await this.store.getConversion(id) : undefined;
+    if (!record || record.account_id !== account.id) throw new ApiError('not_found', { params: { resource: 'conversion' } });
+    return this.expireIfDue(record);
+  }
+
+  /** Waits up to `seconds` for an end state; returns the record as it is then. */
+  async waitForEnd(record: ConversionRecord, seconds: number, signal?: AbortSignal): Promise<ConversionRecord> {
+    if (seconds <= 0 || END_STATUSES.has(record.status)) return record;
+    const ended = this.events.waitFor(record.id, seconds * 1000, signal);
+    // The state may have changed between the read and the subscription: read once more.
+    const current = await this.store.getConversion(record.id);
+    if (current && END_STATUSES.has(current.status)) return current;
+    return (await ended) ?? (await this.store.getConversion(record.id)) ?? record;
+  }
+
+  async list(account: AccountRecord, query: { status?: unknown; cursor?: unknown; limit?: unknown }): Promise<ListPage> {
+    const problems: Parameters<typeof validationError>[0] = {};
+    let status: ConversionStatus | undefined;
+    if (query.status !== undefined && query.status !== '') {
+      if (isStatus(query.status)) status = query.status;
+      else problems.status = { reason: 'not_allowed', params: { values: 'queued, fetching, processing, succeeded, failed, cancelled, expired' } };
+    }
+    let limit = DEFAULT_PAGE;
+    if (query.limit !== undefined && query.limit !== '') {
+      const parsed = typeof query.limit === 'string' && /^\d+$/.test(query.limit) ? Number(query.limit) : NaN;
+      if (!Number.isInteger(parsed) || parsed < 1 || parsed > MAX_PAGE) problems.limit = { reason: 'out_of_range', params: { min: 1, max: MAX_PAGE } };
+      else limit = parsed;
+    }
+    let before: string | undefined;
+    if (query.cursor !== undefined && query.cursor !== '') {
+      before = typeof query.cursor === 'string' ? decodeCursor(query.cursor) : undefined;
+      if (!before) problems.cursor = { reason: 'invalid_value', params: { text: 'is not a cursor returned by this endpoint' } };
+    }
+    if (Object.keys(problems).length > 0) throw validationError(problems);
+    // One extra row tells whether another page exists without a second query.
+    const rows = await this.store.listConversions({ accountId: account.id, status, before, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map((record) => this.publicView(record)),
+      next_cursor: rows.length > limit && last ? encodeCursor(last.id) : null,
+    };
+  }
+
+  /** DELETE: cancels active work, or deletes a succeeded result (-> expired); 409 otherwise. */
+  async delete(account: AccountRecord, id: string): Promise<ConversionRecord> {
+    const owned = await this.get(account, id);
+    let abortRunning = false;
+    const updated = await this.locks.run(`conversion:${owned.id}`, async () => {
+      const record = (await this.store.getConversion(owned.id))!;
+      if (ACTIVE_STATUSES.has(record.status)) {
+        abortRunning = record.status !== 'queued' || !this.queue.remove(record.id);
+        return this.finish(record, { status: 'cancelled', progress: record.progress });
+      }
+      if (record.status === 'succeeded') {
+        await this.blobs.delete('results', record.id);
+        const expired = await this.store.updateConversion(record.id, { status: 'expired' });
+        return expired!;
+      }
+      throw new ApiError('invalid_state', { params: { status: record.status }, details: { status: record.status } });
+    });
+    if (abortRunning) await this.pool?.abort(updated.id, 'cancelled');
+    await this.store.flush();
+    return updated;
+  }
+
+  async download(account: AccountRecord, id: string): Promise<DownloadHandle> {
+    const record = await this.get(account, id);
+    if (record.status === 'expired') throw new ApiError('expired');
+    if (record.status !== 'succeeded' || !record.result) throw new ApiError('not_ready');
+    const size = await this.blobs.size('results', record.id);
+    if (size === null) throw new ApiError('expired');
+    return { record, size, open: (range) => this.blobs.openRead('results', record.id, range) };
+  }
+
+  listFormats(): FormatListing {
+    return {
+      data: this.registry.sources().map((source) => ({
+        source,
+        targets: this.registry.targetsOf(source).map((pair) => pair.target),
+      })),
+    };
+  }
+
+  formatDetails(account: AccountRecord, rawSource: string): FormatDetails {
+    const source = this.registry.normalize(rawSource);
+    const pairs = source ? this.registry.targetsOf(source) : [];
+    if (!source || pairs.length === 0) throw new ApiError('not_found', { params: { resource: 'source format' } });
+    const plan = this.config.plans[account.plan];
+    return {
+      source,
+      data: pairs.map((pair) => ({
+        target: pair.target,
+        max_upload_mb: plan.max_upload_mb,
+        credit_weight: this.registry.creditWeight(pair),
+        options: pair.options,
+        variants: pair.variants,
+      })),
+    };
+  }
+
+  /**
+   * Moves a conversion to an end state (caller holds its lock): releases the reservation, drops
+   * the input, wakes waiters and subscribers (webhooks).
+   */
+  async finish(record: ConversionRecord, patch: Partial<ConversionRecord>): Promise<ConversionRecord> {
+    const updated = await this.store.updateConversion(record.id, {
+      ...patch,
+      reserved_credits: 0,
+      finished_at: this.now().toISOString(),
+    });
+    await this.blobs.delete('inputs', record.id);
+    this.events.emit(updated!);
+    return updated!;
+  }
+
+  private async expireIfDue(record: ConversionRecord): Promise<ConversionRecord> {
+    if (record.status !== 'succeeded' || !record.result || record.result.expires_at > this.now().toISOString()) return record;
+    return this.expire(record.id);
+  }
+
+  private async expire(id: string): Promise<ConversionRecord> {
+    return this.locks.run(`conversion:${id}`, async () => {
+      const current = (await this.store.getConversion(id))!;
+      if (current.status !== 'succeeded') return current;
+      await this.blobs.delete('results', id);
+      return (await this.store.updateConversion(id, { status: 'expired' }))!;
+    });
+  }
+
+  /** Expires results past `expires_at` (deleting their files) and prunes old history. */
+  async sweep(): Promise<{ expired: number; pruned: number }> {
+    const due = await this.store.conversionsExpiringBy(this.now().toISOString());
+    for (const record of due) await this.expire(record.id);
+    const cutoff = new Date(this.now().getTime() - this.config.retentionDays * 86_400_000).toISOString();
+    const pruned = await this.store.pruneFinishedBefore(cutoff);
+    return { expired: due.length, pruned };
+  }
+}
+
+export function encodeCursor(id: string): string {
+  return Buffer.from(id, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): string | undefined {
+  if (cursor.length > 100) return undefined;
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  return isConversionId(id) ? id : undefined;
+}

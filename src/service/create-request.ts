@@ -1,0 +1,205 @@
+import { createHash } from 'node:crypto';
+import { ApiError } from '../errors/api-error.ts';
+import type { FieldProblem } from '../formats/options.ts';
+import { validateOptions } from '../formats/options.ts';
+import type { FormatRegistry } from '../formats/registry.ts';
+import type { ConversionPair } from '../formats/types.ts';
+import type { ConversionOptions } from '../model/conversion.ts';
+import { cleanFileName, extensionOf } from '../inputs/file-name.ts';
+import { nameFromUrl } from '../inputs/fetch-url.ts';
+import { sniffFormat } from '../inputs/sniff.ts';
+
+/** An upload already streamed to disk by the face that received it. */
+export interface SpooledFile {
+  path: string;
+  size: number;
+  sha256: string;
+  filename: string | null;
+}
+
+/**
+ * The raw conversion request of spec 2.3, as any face received it (strings from forms, typed
+ * values from JSON). Everything is checked here, so HTTP and in-process callers share the rules.
+ */
+export interface CreateRequestInput {
+  fields: Record<string, unknown>;
+  options: Record<string, unknown>;
+  files: SpooledFile[];
+  idempotencyKey?: string | undefined;
+}
+
+export interface ValidCreateRequest {
+  pair: ConversionPair;
+  variant: string | null;
+  options: ConversionOptions;
+  input: { kind: 'file'; file: SpooledFile } | { kind: 'url'; url: string };
+  originalName: string;
+  callbackUrl: string | null;
+  wait: number;
+  idempotencyKey: string | null;
+  fingerprint: string;
+}
+
+export interface RequestRules {
+  /** The test-only switch that allows http (and private) callback URLs. */
+  allowInsecureCallbacks: boolean;
+}
+
+/** Request fields of spec 2.3; any other name in a request is a flat option (`quality=80`). */
+export const REQUEST_FIELDS: ReadonlySet<string> = new Set(['target', 'source', 'url', 'filename', 'variant', 'options', 'callback_url', 'wait', 'file']);
+const MAX_IDEMPOTENCY_KEY = 64;
+
+export function validationError(problems: Record<string, FieldProblem>, hint?: string): ApiError {
+  return new ApiError('validation_failed', {
+    details: { fields: problems },
+    params: hint ? { hint: ` ${hint}` } : {},
+  });
+}
+
+export function fieldError(name: string, text: string): ApiError {
+  return validationError({ [name]: { reason: 'invalid_value', params: { text } } });
+}
+
+function parseHttpUrl(value: string): URL | undefined {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function optionalString(fields: Record<string, unknown>, name: string, problems: Record<string, FieldProblem>): string | undefined {
+  const value = fields[name];
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') {
+    problems[name] = { reason: 'invalid_type', params: { expected: 'string' } };
+    return undefined;
+  }
+  return value;
+}
+
+/**
+ * Checks a create request against the spec and the registry: the fields, exactly one input, the
+ * source (field, file name, URL path, then content sniffing), the pair, the variant and the options.
+ */
+export async function validateCreateRequest(
+  input: CreateRequestInput,
+  registry: FormatRegistry,
+  rules: RequestRules,
+): Promise<ValidCreateRequest> {
+  const { fields } = input;
+  const problems: Record<string, FieldProblem> = {};
+
+  const target = optionalString(fields, 'target', problems);
+  if (target === undefined && !problems.target) problems.target = { reason: 'required', params: {} };
+  const sourceField = optionalString(fields, 'source', problems);
+  const urlField = optionalString(fields, 'url', problems);
+  const filenameField = optionalString(fields, 'filename', problems);
+  const variantField = optionalString(fields, 'variant', problems);
+  const callbackField = optionalString(fields, 'callback_url', problems);
+
+  if (input.files.length > 1) problems.file = { reason: 'invalid_value', params: { text: 'only one file per request' } };
+  if (input.files.length === 1 && urlField !== undefined) problems.url = { reason: 'conflict', params: {} };
+  if (input.files.length === 0 && urlField === undefined && !problems.url) problems.file = { reason: 'conflict', params: {} };
+
+  let url: URL | undefined;
+  if (urlField !== undefined && input.files.length === 0) {
+    url = parseHttpUrl(urlField);
+    if (!url) problems.url = { reason: 'invalid_url', params: {} };
+  }
+
+  let callbackUrl: string | null = null;
+  if (callbackField !== undefined) {
+    const parsed = parseHttpUrl(callbackField);
+    if (!parsed) problems.callback_url = { reason: 'invalid_url', params: {} };
+    else if (parsed.protocol !== 'https:' && !rules.allowInsecureCallbacks) problems.callback_url = { reason: 'https_only', params: {} };
+    else callbackUrl = parsed.toString();
+  }
+
+  let wait = 0;
+  const rawWait = fields.wait;
+  if (rawWait !== undefined && rawWait !== null && rawWait !== '') {
+    const parsed = typeof rawWait === 'number' ? rawWait : typeof rawWait === 'string' && /^\s*-?\d+\s*$/.test(rawWait) ? Number(rawWait) : NaN;
+    if (!Number.isInteger(parsed)) problems.wait = { reason: 'invalid_type', params: { expected: 'integer' } };
+    else if (parsed < 0 || parsed > 30) problems.wait = { reason: 'out_of_range', params: { min: 0, max: 30 } };
+    else wait = parsed;
+  }
+
+  const key = input.idempotencyKey;
+  if (key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
+    problems['Idempotency-Key'] = { reason: 'too_long', params: { max: MAX_IDEMPOTENCY_KEY } };
+  }
+
+  if (Object.keys(problems).length > 0) throw validationError(problems);
+
+  const file = input.files[0];
+  const originalName = file
+    ? cleanFileName(file.filename, 'upload')
+    : cleanFileName(filenameField ?? nameFromUrl(url!.toString()), 'download');
+
+  const source = await resolveSource(registry, sourceField, originalName, url, file);
+  const targetKey = registry.normalize(target!) ?? target!.toLowerCase();
+  if (!source) {
+    throw validationError(
+      { source: { reason: 'required', params: {} } },
+      'The source format could not be determined from the file name, URL or content; send `source`.',
+    );
+  }
+  const pair = registry.pair(source, targetKey);
+  if (!pair) throw new ApiError('unsupported_conversion', { params: { source, target: targetKey } });
+
+  let variant: string | null = null;
+  if (variantField !== undefined) {
+    if (!pair.variants.some((v) => v.key === variantField)) {
+      const values = pair.variants.map((v) => v.key).join(', ') || '-';
+      throw validationError({ variant: { reason: 'not_allowed', params: { values } } });
+    }
+    variant = variantField;
+  } else if (pair.variants.length > 0) {
+    variant = pair.variants[0]!.key;
+  }
+
+  const outcome = validateOptions(pair, input.options);
+  if (!outcome.ok) throw validationError(outcome.problems);
+
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify({
+      source, target: pair.target, variant, options: outcome.options, callbackUrl,
+      input: file ? { sha256: file.sha256, name: originalName } : { url: url!.toString(), name: originalName },
+    }))
+    .digest('hex');
+
+  return {
+    pair,
+    variant,
+    options: outcome.options,
+    input: file ? { kind: 'file', file } : { kind: 'url', url: url!.toString() },
+    originalName,
+    callbackUrl,
+    wait,
+    idempotencyKey: key ?? null,
+    fingerprint,
+  };
+}
+
+async function resolveSource(
+  registry: FormatRegistry,
+  sourceField: string | undefined,
+  originalName: string,
+  url: URL | undefined,
+  file: SpooledFile | undefined,
+): Promise<string | undefined> {
+  if (sourceField) return registry.normalize(sourceField) ?? sourceField.toLowerCase();
+  const fromName = extensionOf(originalName);
+  if (fromName && registry.normalize(fromName)) return registry.normalize(fromName);
+  if (url) {
+    const fromPath = extensionOf(nameFromUrl(url.toString()));
+    if (fromPath && registry.normalize(fromPath)) return registry.normalize(fromPath);
+  }
+  if (file) {
+    const sniffed = await sniffFormat(file.path);
+    if (sniffed) return registry.normalize(sniffed) ?? sniffed;
+  }
+  return fromName;
+}

@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto';
+import { monotonicFactory } from 'ulid';
+
+const nextUlid = monotonicFactory();
+
+/** `cnv_` + a ULID: sorts by creation time (list order and cursors rely on it), random beyond that. */
+export function newConversionId(now = Date.now()): string {
+  return `cnv_${nextUlid(now).toLowerCase()}`;
+}
+
+export function newAccountId(): string {
+  return `acc_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`;
+}
+
+export function newKeyId(): string {
+  return `key_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`;
+}
+
+/** 32 random bytes: far beyond guessing, which is why a plain SHA-256 is enough to store it. */
+export function newApiKey(): string {
+  return `cvk_${randomBytes(32).toString('base64url')}`;
+}
+
+export function isConversionId(value: string): boolean {
+  return /^cnv_[0-9a-hjkmnp-tv-z]{26}$/.test(value);
+}

@@ -1,0 +1,166 @@
+import { rename, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ConversionFailure } from '../errors/api-error.ts';
+import { fetchUrlToFile } from '../inputs/fetch-url.ts';
+import { resultFileName } from '../inputs/file-name.ts';
+import type { ConversionRecord } from '../model/conversion.ts';
+import { BYTES_PER_MB } from '../model/plan.ts';
+import { JobCancelled } from '../queue/worker-pool.ts';
+import { conversionCost, balanceOf } from './credits.ts';
+import type { ConversionService } from './conversion-service.ts';
+
+/** Progress is kept in memory on every change but written at most this often per conversion. */
+const PROGRESS_INTERVAL_MS = 250;
+
+export interface RunnerLog {
+  (event: string, fields: Record<string, unknown>): void;
+}
+
+/**
+ * Runs one queued conversion to its end: fetch (URL inputs), engine with a time limit and the
+ * job's AbortSignal, result into the blob store, then succeed (charge) or fail (release).
+ * A cancel moves the state itself; a shutdown puts the conversion back in the queue.
+ */
+export function createRunner(service: ConversionService, log: RunnerLog = () => undefined) {
+  const { store, blobs, registry, config } = service;
+
+  const transition = (id: string, update: (record: ConversionRecord) => Promise<ConversionRecord | null>) =>
+    service.locks.run(`conversion:${id}`, async () => {
+      const record = await store.getConversion(id);
+      return record ? update(record) : null;
+    });
+
+  const fail = (id: string, code: string, message: string) =>
+    transition(id, async (record) => {
+      if (record.status !== 'fetching' && record.status !== 'processing' && record.status !== 'queued') return null;
+      log('conversion.failed', { id, code });
+      return service.finish(record, { status: 'failed', credits: 0, error: { code, message } });
+    });
+
+  return async function run(id: string, signal: AbortSignal): Promise<void> {
+    const started = await transition(id, async (record) => {
+      if (record.status !== 'queued') return null;
+      const status = record.input.kind === 'url' ? 'fetching' : 'processing';
+      log('conversion.started', { id, status });
+      return (await store.updateConversion(id, {
+        status, started_at: service.now().toISOString(), progress: status === 'processing' ? 0 : null,
+      }))!;
+    });
+    if (!started) return;
+    let workDir: string | null = null;
+    try {
+      let record = started;
+      if (record.input.kind === 'url') record = await fetchInput(record, signal);
+      signal.throwIfAborted();
+
+      const pair = registry.pair(record.source, record.target);
+      const engine = pair ? registry.engine(pair.engine) : undefined;
+      if (!pair || !engine) throw new ConversionFailure('internal_error', `No engine for ${record.source} -> ${record.target} is available.`);
+      workDir = await blobs.createWorkDir(id);
+      const extension = registry.format(record.target)?.extensions[0] ?? record.target;
+      const outputPath = join(workDir, `output.${extension}`);
+      const timeoutMs = config.engineTimeoutMs[engine.name] ?? config.defaultEngineTimeoutMs;
+      const timeout = AbortSignal.timeout(timeoutMs);
+      const engineSignal = AbortSignal.any([signal, timeout]);
+
+      let lastWrite = 0;
+      let lastValue = -1;
+      const onProgress = (percent: number) => {
+        const value = Math.max(0, Math.min(99, Math.floor(percent)));
+        const now = Date.now();
+        if (value === lastValue || now - lastWrite < PROGRESS_INTERVAL_MS) return;
+        lastValue = value;
+        lastWrite = now;
+        void store.updateConversion(id, { progress: value });
+      };
+      try {
+        await engine.convert({
+          inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
+          variant: record.variant, options: record.options, signal: engineSignal, onProgress, workDir,
+        });
+      } catch (error) {
+        if (timeout.aborted && !signal.aborted) {
+          throw new ConversionFailure('timeout', `The conversion took longer than the limit of ${Math.round(timeoutMs / 1000)} s.`);
+        }
+        throw error;
+      }
+      signal.throwIfAborted();
+      const size = (await stat(outputPath)).size;
+      await rename(outputPath, blobs.resultPath(id));
+      const ended = await transition(id, async (current) => {
+        if (current.status !== 'processing') return null;
+        const now = service.now();
+        const plan = config.plans[(await service.accounts.currentAccount(current.account_id))?.plan ?? 'unmetered'];
+        const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(registry.creditWeight(pair), current.input_size);
+        log('conversion.succeeded', { id, size });
+        return service.finish(current, {
+          status: 'succeeded', progress: 100, credits: cost, charged_at: cost > 0 ? now.toISOString() : null,
+          result: {
+            filename: resultFileName(current.original_name, extension),
+            size,
+            mime: registry.format(current.target)?.mime ?? 'application/octet-stream',
+            expires_at: new Date(now.getTime() + plan.result_ttl_hours * 3_600_000).toISOString(),
+          },
+        });
+      });
+      // Cancelled while the result was being written: the file belongs to nobody.
+      if (!ended) await blobs.delete('results', id);
+    } catch (error) {
+      if (error instanceof JobCancelled || signal.aborted) {
+        const why = error instanceof JobCancelled ? error.why : signal.reason instanceof JobCancelled ? signal.reason.why : 'cancelled';
+        if (why === 'shutdown') await requeue(id);
+        return;
+      }
+      if (error instanceof ConversionFailure) await fail(id, error.code, error.message);
+      else {
+        log('conversion.internal_error', { id, error: error instanceof Error ? error.stack : String(error) });
+        await fail(id, 'internal_error', 'The conversion failed because of an internal error.');
+      }
+    } finally {
+      if (workDir) await blobs.removeWorkDir(workDir);
+      await store.flush().catch(() => undefined);
+    }
+  };
+
+  async function fetchInput(record: ConversionRecord, signal: AbortSignal): Promise<ConversionRecord> {
+    if (record.input.kind !== 'url') return record;
+    const account = await service.accounts.currentAccount(record.account_id);
+    const plan = config.plans[account?.plan ?? 'unmetered'];
+    const spool = blobs.spoolPath();
+    try {
+      const fetched = await fetchUrlToFile(record.input.url, spool, {
+        maxBytes: plan.max_upload_mb * BYTES_PER_MB,
+        timeoutMs: config.urlFetchTimeoutMs,
+        allowPrivate: config.allowPrivateUrls,
+        signal,
+      });
+      await blobs.adoptInput(record.id, spool);
+      const pair = registry.pair(record.source, record.target)!;
+      const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(registry.creditWeight(pair), fetched.bytes);
+      const moved = await transition(record.id, async (current) => {
+        if (current.status !== 'fetching') return null;
+        // A URL's size is known only now; a larger bracket needs the balance to cover it.
+        if (cost > current.reserved_credits && account) {
+          const balance = await balanceOf(store, account);
+          if (balance.available < cost - current.reserved_credits) {
+            throw new ConversionFailure('file_too_large', `The file's size (${Math.ceil(fetched.bytes / BYTES_PER_MB)} MB) costs ${cost} credits, more than the balance covers.`);
+          }
+        }
+        return (await store.updateConversion(record.id, {
+          status: 'processing', input_size: fetched.bytes, progress: 0, reserved_credits: Math.max(cost, current.reserved_credits),
+        }))!;
+      });
+      if (!moved) throw signal.reason ?? new JobCancelled(record.id, 'cancelled');
+      return moved;
+    } finally {
+      await blobs.discardSpool(spool);
+    }
+  }
+
+  async function requeue(id: string): Promise<void> {
+    await transition(id, async (record) => {
+      if (record.status !== 'fetching' && record.status !== 'processing') return null;
+      return (await store.updateConversion(id, { status: 'queued', progress: null, started_at: null }))!;
+    });
+  }
+}

@@ -1,0 +1,102 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
+import { defaultEngines } from '../engines/catalog.ts';
+import type { Engine } from '../engines/types.ts';
+import { FormatRegistry } from '../formats/registry.ts';
+import { MemoryJobSource } from '../queue/job-source.ts';
+import { WorkerPool } from '../queue/worker-pool.ts';
+import { LocalBlobStore } from '../store/blob-store.ts';
+import { LowdbStore } from '../store/lowdb-store.ts';
+import type { Store } from '../store/types.ts';
+import { AccountService } from './accounts.ts';
+import type { ServiceConfig } from './config.ts';
+import { ConversionService } from './conversion-service.ts';
+import { createRunner, type RunnerLog } from './runner.ts';
+
+export interface SystemOptions {
+  dataDir: string;
+  config: ServiceConfig;
+  workers?: number;
+  allowInsecureCallbacks?: boolean;
+  engines?: Engine[];
+  log?: RunnerLog;
+}
+
+/** The whole core wired together: store, blobs, registry, services, queue and worker pool. */
+export interface ConversionSystem {
+  store: Store;
+  blobs: LocalBlobStore;
+  registry: FormatRegistry;
+  accounts: AccountService;
+  conversions: ConversionService;
+  pool: WorkerPool;
+  /** Re-queues interrupted work, starts the workers and the expiry sweeper. */
+  start(): Promise<void>;
+  /** Stops the workers (running work gets `drainMs`, then goes back to the queue) and flushes. */
+  stop(drainMs?: number): Promise<void>;
+}
+
+export async function openSystem(options: SystemOptions): Promise<ConversionSystem> {
+  const { config } = options;
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const store = await LowdbStore.open({ dir: join(options.dataDir, 'store') });
+  const blobs = await LocalBlobStore.open(join(options.dataDir, 'blobs'));
+  const registry = await FormatRegistry.create(
+    options.engines ?? defaultEngines({ maxInputPixels: config.maxInputPixels }),
+    config.creditWeights,
+  );
+  const accounts = new AccountService(store, config);
+  const queue = new MemoryJobSource();
+  const conversions = new ConversionService(store, blobs, registry, accounts, config, queue, {
+    allowInsecureCallbacks: options.allowInsecureCallbacks ?? false,
+  });
+  const log = options.log ?? (() => undefined);
+  const runner = createRunner(conversions, log);
+  const workers = options.workers ?? availableParallelism();
+  const pool = new WorkerPool(queue, workers, runner, (id, error) =>
+    log('conversion.worker_error', { id, error: error instanceof Error ? error.message : String(error) }),
+  );
+  conversions.pool = pool;
+  let sweeper: NodeJS.Timeout | null = null;
+
+  async function recover(): Promise<void> {
+    await blobs.clearScratch();
+    const interrupted = await store.conversionsWithStatus(['fetching', 'processing']);
+    for (const record of interrupted) {
+      const inputThere = record.input.kind === 'url' || (await blobs.exists('inputs', record.id));
+      if (inputThere) {
+        await store.updateConversion(record.id, { status: 'queued', progress: null, started_at: null });
+        log('conversion.requeued', { id: record.id });
+      } else {
+        await conversions.finish(record, {
+          status: 'failed', credits: 0,
+          error: { code: 'internal_error', message: 'The input was lost when the service stopped; submit the conversion again.' },
+        });
+      }
+    }
+    // Files that no conversion needs any more are leftovers of a crash between two steps.
+    const needsInput = new Set((await store.conversionsWithStatus(['queued'])).map((r) => r.id));
+    for (const id of await blobs.list('inputs')) if (!needsInput.has(id)) await blobs.delete('inputs', id);
+    const hasResult = new Set((await store.conversionsWithStatus(['succeeded'])).map((r) => r.id));
+    for (const id of await blobs.list('results')) if (!hasResult.has(id)) await blobs.delete('results', id);
+    await store.flush();
+    for (const record of await store.conversionsWithStatus(['queued'])) queue.push(record.id);
+  }
+
+  return {
+    store, blobs, registry, accounts, conversions, pool,
+    async start() {
+      await recover();
+      await conversions.sweep();
+      pool.start();
+      sweeper = setInterval(() => void conversions.sweep().catch((error: unknown) => log('sweep.error', { error: String(error) })), config.sweepIntervalMs);
+      sweeper.unref();
+    },
+    async stop(drainMs = 0) {
+      if (sweeper) clearInterval(sweeper);
+      await pool.stop(drainMs);
+      await store.close();
+    },
+  };
+}

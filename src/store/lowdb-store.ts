@@ -1,0 +1,368 @@
+import { createHash } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Low } from 'lowdb';
+import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts';
+import type { ConversionRecord } from '../model/conversion.ts';
+import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
+import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
+import type { DeliveryRecord, ListQuery, Store } from './types.ts';
+
+interface MainData {
+  version: 1;
+  accounts: AccountRecord[];
+  keys: ApiKeyRecord[];
+  settings: Settings;
+  deliveries: DeliveryRecord[];
+}
+
+interface ShardData {
+  conversions: ConversionRecord[];
+}
+
+export interface LowdbStoreOptions {
+  dir: string;
+  /** How long writes are gathered before one flush writes every changed file. */
+  flushDelayMs?: number;
+  /**
+   * Conversions are spread over this many files, so a write rewrites one small file rather than
+   * the whole history (lowdb rewrites a file whole on every write).
+   */
+  shards?: number;
+}
+
+const DEFAULT_SETTINGS: Settings = { maintenance: { enabled: false, retry_after: 300 } };
+const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+const MAIN = -1;
+
+/**
+ * The Store on lowdb. All data is held in memory with indexes by id, account, status and
+ * idempotency key; writes mark a file dirty and are coalesced into one flush that rewrites only
+ * the changed files (temp file, fsync, rename). Reads never touch the disk.
+ */
+export class LowdbStore implements Store {
+  private readonly flushDelayMs: number;
+  private readonly shardCount: number;
+  private main!: Low<MainData>;
+  private shards: Low<ShardData>[] = [];
+  private readonly dirty = new Set<number>();
+  private flushTimer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+  private waiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  private closed = false;
+
+  private readonly conversions = new Map<string, ConversionRecord>();
+  /** Ids of each account's conversions, oldest first (ids sort by creation time). */
+  private readonly byAccount = new Map<string, string[]>();
+  private readonly activeByAccount = new Map<string, Set<string>>();
+  private readonly succeeded = new Set<string>();
+  private readonly byIdempotencyKey = new Map<string, string>();
+  private readonly keysByHash = new Map<string, ApiKeyRecord>();
+
+  private constructor(private readonly dir: string, options: LowdbStoreOptions) {
+    this.flushDelayMs = options.flushDelayMs ?? 5;
+    this.shardCount = options.shards ?? 256;
+  }
+
+  static async open(options: LowdbStoreOptions): Promise<LowdbStore> {
+    const store = new LowdbStore(options.dir, options);
+    await store.load();
+    return store;
+  }
+
+  private async load(): Promise<void> {
+    const conversionsDir = join(this.dir, 'conversions');
+    await mkdir(conversionsDir, { recursive: true, mode: 0o700 });
+    this.main = new Low<MainData>(new DurableJsonFile(join(this.dir, 'main.json')), {
+      version: 1, accounts: [], keys: [], settings: structuredClone(DEFAULT_SETTINGS), deliveries: [],
+    });
+    await this.main.read();
+    this.main.data.deliveries ??= [];
+    this.main.data.settings ??= structuredClone(DEFAULT_SETTINGS);
+    for (const key of this.main.data.keys) this.keysByHash.set(key.hash, key);
+
+    this.shards = await Promise.all(
+      Array.from({ length: this.shardCount }, async (_, index) => {
+        const name = index.toString(16).padStart(2, '0');
+        const shard = new Low<ShardData>(new DurableJsonFile(join(conversionsDir, `${name}.json`)), { conversions: [] });
+        await shard.read();
+        return shard;
+      }),
+    );
+    const all = this.shards.flatMap((shard) => shard.data.conversions);
+    all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    for (const record of all) this.index(record);
+  }
+
+  private shardOf(id: string): number {
+    return createHash('sha1').update(id).digest().readUInt32BE(0) % this.shardCount;
+  }
+
+  private index(record: ConversionRecord): void {
+    this.conversions.set(record.id, record);
+    let ids = this.byAccount.get(record.account_id);
+    if (!ids) this.byAccount.set(record.account_id, (ids = []));
+    // New ids are almost always the largest; keep the array sorted for the rare exception.
+    if (ids.length === 0 || ids[ids.length - 1]! < record.id) ids.push(record.id);
+    else ids.splice(lowerBound(ids, record.id), 0, record.id);
+    this.indexStatus(record);
+    if (record.idempotency_key) {
+      this.byIdempotencyKey.set(idempotencyIndexKey(record.account_id, record.idempotency_key), record.id);
+    }
+  }
+
+  private indexStatus(record: ConversionRecord): void {
+    let active = this.activeByAccount.get(record.account_id);
+    if (!active) this.activeByAccount.set(record.account_id, (active = new Set()));
+    if (ACTIVE_STATUSES.has(record.status)) active.add(record.id);
+    else active.delete(record.id);
+    if (record.status === 'succeeded') this.succeeded.add(record.id);
+    else this.succeeded.delete(record.id);
+  }
+
+  private markDirty(shard: number): void {
+    this.dirty.add(shard);
+    if (!this.flushTimer && !this.closed) {
+      // Not unref'd: pending writes must keep the process alive until they are on disk.
+      this.flushTimer = setTimeout(() => void this.runFlush(), this.flushDelayMs);
+    }
+  }
+
+  private runFlush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    const batch = [...this.dirty];
+    this.dirty.clear();
+    const waiters = this.waiters;
+    this.waiters = [];
+    this.flushing = this.flushing.then(async () => {
+      try {
+        for (const shard of batch) {
+          await (shard === MAIN ? this.main.write() : this.shards[shard]!.write());
+        }
+        if (batch.length > 0) {
+          await fsyncDirectory(this.dir);
+          if (batch.some((s) => s !== MAIN)) await fsyncDirectory(join(this.dir, 'conversions'));
+        }
+        for (const waiter of waiters) waiter.resolve();
+      } catch (error) {
+        for (const waiter of waiters) waiter.reject(error);
+      }
+    });
+    return this.flushing;
+  }
+
+  async flush(): Promise<void> {
+    if (this.dirty.size === 0) return this.flushing;
+    const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    return done;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.runFlush();
+  }
+
+  async getConversion(id: string): Promise<ConversionRecord | undefined> {
+    const record = this.conversions.get(id);
+    return record ? { ...record } : undefined;
+  }
+
+  async insertConversion(record: ConversionRecord): Promise<void> {
+    if (this.conversions.has(record.id)) throw new Error(`duplicate conversion id ${record.id}`);
+    const stored = { ...record };
+    const shard = this.shardOf(stored.id);
+    this.shards[shard]!.data.conversions.push(stored);
+    this.index(stored);
+    this.markDirty(shard);
+  }
+
+  async updateConversion(id: string, patch: Partial<ConversionRecord>): Promise<ConversionRecord | undefined> {
+    const record = this.conversions.get(id);
+    if (!record) return undefined;
+    const { id: _ignored, account_id: _owner, ...rest } = patch;
+    Object.assign(record, rest);
+    if (patch.status) this.indexStatus(record);
+    this.markDirty(this.shardOf(id));
+    return { ...record };
+  }
+
+  async listConversions(query: ListQuery): Promise<ConversionRecord[]> {
+    const ids = this.byAccount.get(query.accountId) ?? [];
+    const page: ConversionRecord[] = [];
+    let index = query.before === undefined ? ids.length - 1 : lowerBound(ids, query.before) - 1;
+    for (; index >= 0 && page.length < query.limit; index--) {
+      const record = this.conversions.get(ids[index]!);
+      if (record && (!query.status || record.status === query.status)) page.push({ ...record });
+    }
+    return page;
+  }
+
+  async findByIdempotencyKey(accountId: string, key: string): Promise<ConversionRecord | undefined> {
+    const id = this.byIdempotencyKey.get(idempotencyIndexKey(accountId, key));
+    const record = id ? this.conversions.get(id) : undefined;
+    if (!record) return undefined;
+    if (Date.now() - Date.parse(record.created_at) > IDEMPOTENCY_TTL_MS) return undefined;
+    return { ...record };
+  }
+
+  async conversionsWithStatus(statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]> {
+    const wanted = new Set(statuses);
+    const found: ConversionRecord[] = [];
+    for (const record of this.conversions.values()) if (wanted.has(record.status)) found.push({ ...record });
+    return found.sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+
+  async conversionsExpiringBy(isoTime: string): Promise<ConversionRecord[]> {
+    const found: ConversionRecord[] = [];
+    for (const id of this.succeeded) {
+      const record = this.conversions.get(id);
+      if (record?.result && record.result.expires_at <= isoTime) found.push({ ...record });
+    }
+    return found;
+  }
+
+  async countActive(accountId: string): Promise<number> {
+    return this.activeByAccount.get(accountId)?.size ?? 0;
+  }
+
+  async creditsChargedSince(accountId: string, sinceIso: string): Promise<number> {
+    let total = 0;
+    for (const id of this.byAccount.get(accountId) ?? []) {
+      const record = this.conversions.get(id);
+      if (record?.charged_at && record.charged_at >= sinceIso) total += record.credits;
+    }
+    return total;
+  }
+
+  async creditsReserved(accountId: string): Promise<number> {
+    let total = 0;
+    for (const id of this.activeByAccount.get(accountId) ?? []) total += this.conversions.get(id)?.reserved_credits ?? 0;
+    return total;
+  }
+
+  async createdSince(accountId: string, sinceMs: number): Promise<number[]> {
+    const ids = this.byAccount.get(accountId) ?? [];
+    const times: number[] = [];
+    for (let index = ids.length - 1; index >= 0; index--) {
+      const created = Date.parse(this.conversions.get(ids[index]!)?.created_at ?? '');
+      if (!(created >= sinceMs)) break;
+      times.push(created);
+    }
+    return times.reverse();
+  }
+
+  async pruneFinishedBefore(isoTime: string): Promise<number> {
+    const accounts = new Map(this.main.data.accounts.map((a) => [a.id, a]));
+    const doomed = new Set<string>();
+    for (const record of this.conversions.values()) {
+      if (ACTIVE_STATUSES.has(record.status) || record.status === 'succeeded') continue;
+      if (!record.finished_at || record.finished_at >= isoTime) continue;
+      // A charge inside the current credit period is part of the balance: keep it.
+      const base = accounts.get(record.account_id)?.credits_base_at ?? '';
+      if (record.charged_at && record.charged_at >= base) continue;
+      doomed.add(record.id);
+    }
+    if (doomed.size === 0) return 0;
+    this.shards.forEach((shard, index) => {
+      const before = shard.data.conversions.length;
+      shard.data.conversions = shard.data.conversions.filter((r) => !doomed.has(r.id));
+      if (shard.data.conversions.length !== before) this.markDirty(index);
+    });
+    for (const id of doomed) {
+      const record = this.conversions.get(id)!;
+      this.conversions.delete(id);
+      this.succeeded.delete(id);
+      const ids = this.byAccount.get(record.account_id);
+      if (ids) {
+        const at = lowerBound(ids, id);
+        if (ids[at] === id) ids.splice(at, 1);
+      }
+      if (record.idempotency_key) this.byIdempotencyKey.delete(idempotencyIndexKey(record.account_id, record.idempotency_key));
+    }
+    this.main.data.deliveries = this.main.data.deliveries.filter((d) => !doomed.has(d.conversion_id) || d.status === 'pending');
+    this.markDirty(MAIN);
+    return doomed.size;
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | undefined> {
+    const account = this.main.data.accounts.find((a) => a.id === id);
+    return account ? { ...account } : undefined;
+  }
+
+  async listAccounts(): Promise<AccountRecord[]> {
+    return this.main.data.accounts.map((a) => ({ ...a }));
+  }
+
+  async putAccount(record: AccountRecord): Promise<void> {
+    upsert(this.main.data.accounts, { ...record });
+    this.markDirty(MAIN);
+  }
+
+  async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
+    const key = this.main.data.keys.find((k) => k.id === id);
+    return key ? { ...key } : undefined;
+  }
+
+  async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    return this.keysByHash.get(hash);
+  }
+
+  async listApiKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    return this.main.data.keys.filter((k) => k.account_id === accountId).map((k) => ({ ...k }));
+  }
+
+  async putApiKey(record: ApiKeyRecord): Promise<void> {
+    const stored = { ...record };
+    upsert(this.main.data.keys, stored);
+    this.keysByHash.set(stored.hash, stored);
+    this.markDirty(MAIN);
+  }
+
+  async getSettings(): Promise<Settings> {
+    return structuredClone(this.main.data.settings);
+  }
+
+  async putSettings(settings: Settings): Promise<void> {
+    this.main.data.settings = structuredClone(settings);
+    this.markDirty(MAIN);
+  }
+
+  async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
+    const delivery = this.main.data.deliveries.find((d) => d.id === id);
+    return delivery ? structuredClone(delivery) : undefined;
+  }
+
+  async putDelivery(record: DeliveryRecord): Promise<void> {
+    upsert(this.main.data.deliveries, structuredClone(record));
+    this.markDirty(MAIN);
+  }
+
+  async listDeliveries(filter: { conversionId?: string; status?: DeliveryRecord['status'] }): Promise<DeliveryRecord[]> {
+    return this.main.data.deliveries
+      .filter((d) => (!filter.conversionId || d.conversion_id === filter.conversionId) && (!filter.status || d.status === filter.status))
+      .map((d) => structuredClone(d));
+  }
+}
+
+function idempotencyIndexKey(accountId: string, key: string): string {
+  return `${accountId}\u0000${key}`;
+}
+
+function upsert<T extends { id: string }>(list: T[], record: T): void {
+  const index = list.findIndex((item) => item.id === record.id);
+  if (index === -1) list.push(record);
+  else list[index] = record;
+}
+
+/** First index whose id is >= `id` in an ascending array. */
+function lowerBound(ids: string[], id: string): number {
+  let low = 0;
+  let high = ids.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (ids[mid]! < id) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
