@@ -25,6 +25,17 @@ async function admin(op: string, args: Record<string, unknown>, options: { dataD
 interface AccountOut { id: string; name: string; plan: string; credits: { remaining: number | null; resets_at: string | null } }
 interface KeyOut { id: string; account: string; prefix?: string; key?: string; scopes: string[]; revoked_at?: string | null }
 
+interface DeliveryOut {
+  id: string; conversion_id: string; event: string; url: string; status: string; next_attempt_at: string | null;
+  attempts: { at: string; status_code: number | null; error: string | null }[];
+}
+
+const deliveryLine = (d: DeliveryOut) => {
+  const attempts = d.attempts.map((a) => a.status_code ?? a.error ?? '?').join(', ');
+  const next = d.next_attempt_at ? `  next ${d.next_attempt_at}` : '';
+  return `${d.id}  ${d.conversion_id}  ${d.event}  ${d.status}  attempts [${attempts}]${next}  ${d.url}`;
+};
+
 const accountLine = (a: AccountOut) =>
   `${a.id}  plan=${a.plan}  credits=${a.credits.remaining ?? 'unmetered'}${a.name ? `  name=${a.name}` : ''}`;
 const keyLine = (k: KeyOut) => `${k.id}  ${k.prefix ?? ''}…  scopes=${k.scopes.join(',')}${k.revoked_at ? '  revoked' : ''}`;
@@ -108,6 +119,16 @@ is printed once on stderr.`)
     .addOption(dataDirOption()).option('--json', 'print JSON')
     .action((o: { account: string; rotate?: boolean; dataDir?: string; json?: boolean }) =>
       admin('webhook-secret', { account: o.account, rotate: o.rotate === true }, o, (s: { secret: string }) => s.secret));
+
+  const deliveries = program.command('deliveries').description('webhook deliveries: attempts, status codes, next attempt');
+  deliveries.command('list').description('list deliveries, newest first')
+    .option('--conversion <cnv_id>', 'only the deliveries of this conversion')
+    .addOption(dataDirOption()).option('--json', 'print JSON')
+    .action((o: { conversion?: string; dataDir?: string; json?: boolean }) =>
+      admin('deliveries.list', { conversion: o.conversion }, o, (list: DeliveryOut[]) => list.map(deliveryLine).join('\n') || '(no deliveries)'));
+  deliveries.command('redeliver <delivery_id>').description('send a delivery again now (needs the running daemon)')
+    .addOption(dataDirOption()).option('--json', 'print JSON')
+    .action((id: string, o: { dataDir?: string; json?: boolean }) => admin('deliveries.redeliver', { id }, o, deliveryLine));
 
   program.command('maintenance <state>').description('switch the API off (on) or back on (off); /v1 answers 503 api_disabled while on')
     .option('--retry-after <seconds>', 'Retry-After sent while on').addOption(dataDirOption()).option('--json', 'print JSON')

@@ -24,7 +24,11 @@ export async function startDaemon(config: DaemonConfig, log: Log): Promise<Runni
     await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
     return acquireDataDirLock(config.dataDir);
   });
-  const serviceConfig = defaultServiceConfig({ allowPrivateUrls: config.allowPrivateUrls });
+  const serviceConfig = defaultServiceConfig({
+    allowPrivateUrls: config.allowPrivateUrls,
+    // Test setting: shrinks the 1.5 h webhook retry schedule (e.g. 0.001) instead of sleeping through it.
+    webhookScheduleScale: Number(process.env.CONVD_WEBHOOK_SCHEDULE_SCALE ?? 1) || 1,
+  });
   const system = await openSystem({
     dataDir: config.dataDir,
     config: serviceConfig,

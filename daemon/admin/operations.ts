@@ -4,12 +4,15 @@ import { isPlanId } from '../../src/model/plan.ts';
 import type { AccountService } from '../../src/service/accounts.ts';
 import { balanceOf } from '../../src/service/credits.ts';
 import type { ServiceConfig } from '../../src/service/config.ts';
-import type { Store } from '../../src/store/types.ts';
+import type { DeliveryRecord, Store } from '../../src/store/types.ts';
+import type { WebhookDeliverer } from '../../src/webhooks/deliverer.ts';
 
 export interface AdminContext {
   store: Store;
   accounts: AccountService;
   config: ServiceConfig;
+  /** Present only inside the running daemon (redelivery needs its delivery worker). */
+  webhooks?: WebhookDeliverer;
 }
 
 export class AdminError extends Error {
@@ -40,6 +43,12 @@ async function accountJson(context: AdminContext, account: AccountRecord) {
 
 function keyJson(key: ApiKeyRecord) {
   return { id: key.id, account: key.account_id, prefix: key.prefix, scopes: key.scopes, created_at: key.created_at, revoked_at: key.revoked_at };
+}
+
+/** A delivery as the operator sees it: everything but the body (which holds the conversion). */
+function deliveryJson(delivery: DeliveryRecord) {
+  const { body: _body, ...rest } = delivery;
+  return rest;
 }
 
 function parseScopes(raw: unknown): Scope[] {
@@ -110,6 +119,18 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
     const accountId = requireString(args, 'account');
     await mustAccount(context, accountId);
     return { account: accountId, secret: await context.accounts.webhookSecret(accountId, args.rotate === true) };
+  },
+  async 'deliveries.list'(context, args) {
+    const conversionId = typeof args.conversion === 'string' ? args.conversion : undefined;
+    const list = await context.store.listDeliveries({ conversionId });
+    return list.sort((a, b) => (a.created_at < b.created_at ? 1 : -1)).map(deliveryJson);
+  },
+  async 'deliveries.redeliver'(context, args) {
+    const id = requireString(args, 'id');
+    if (!context.webhooks) throw new AdminError('redelivery needs the running daemon: start convd first', 1);
+    const delivery = await context.webhooks.redeliver(id);
+    if (!delivery) throw new AdminError(`no delivery ${id}`, 4);
+    return deliveryJson(delivery);
   },
   async maintenance(context, args) {
     const settings = await context.store.getSettings();

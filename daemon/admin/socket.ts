@@ -17,7 +17,9 @@ const MAX_BODY = 64 * 1024;
 export async function startAdminSocket(dataDir: string, system: ConversionSystem): Promise<{ close(): Promise<void> }> {
   const path = adminSocketPath(dataDir);
   await rm(path, { force: true });
-  const context: AdminContext = { store: system.store, accounts: system.accounts, config: system.conversions.config };
+  const context: AdminContext = {
+    store: system.store, accounts: system.accounts, config: system.conversions.config, webhooks: system.webhooks,
+  };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;

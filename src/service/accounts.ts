@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/api-error.ts';
 import type { AccountRecord, ApiKeyRecord, Scope } from '../model/account.ts';
 import type { PlanId } from '../model/plan.ts';
@@ -7,6 +7,7 @@ import type { Store } from '../store/types.ts';
 import { applyMonthlyReset, balanceOf, nextMonthStart } from './credits.ts';
 import type { ServiceConfig } from './config.ts';
 import { newAccountId, newApiKey, newKeyId } from './ids.ts';
+import { generateWebhookSecret } from '../webhooks/signature.ts';
 
 export interface Caller {
   account: AccountRecord;
@@ -15,10 +16,6 @@ export interface Caller {
 
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
-}
-
-export function newWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
 }
 
 /** Accounts, keys and the account object (spec 2.6); also the admin operations behind `convd accounts|keys`. */
@@ -94,7 +91,7 @@ export class AccountService {
       credits_base: plan.monthly_allowance,
       credits_base_at: now.toISOString(),
       resets_at: nextMonthStart(now).toISOString(),
-      webhook_secret: newWebhookSecret(),
+      webhook_secret: generateWebhookSecret(),
     };
     await this.store.putAccount(account);
     await this.store.flush();
@@ -152,7 +149,7 @@ export class AccountService {
     const account = await this.store.getAccount(accountId);
     if (!account) throw new ApiError('not_found', { params: { resource: 'account' } });
     if (!rotate) return account.webhook_secret;
-    const updated = { ...account, webhook_secret: newWebhookSecret() };
+    const updated = { ...account, webhook_secret: generateWebhookSecret() };
     await this.store.putAccount(updated);
     await this.store.flush();
     return updated.webhook_secret;

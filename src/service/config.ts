@@ -17,6 +17,9 @@ export interface ServiceConfig {
   defaultEngineTimeoutMs: number;
   maxInputPixels: number;
   sweepIntervalMs: number;
+  /** Multiplies the webhook retry waits: 1 in production, small in tests (never 1.5 h of sleep). */
+  webhookScheduleScale: number;
+  webhookTimeoutMs: number;
 }
 
 export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): ServiceConfig {
@@ -31,6 +34,8 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     defaultEngineTimeoutMs: 600_000,
     maxInputPixels: 100_000_000,
     sweepIntervalMs: 60_000,
+    webhookScheduleScale: 1,
+    webhookTimeoutMs: 10_000,
     ...overrides,
   };
 }

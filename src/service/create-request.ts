@@ -8,6 +8,7 @@ import type { ConversionOptions } from '../model/conversion.ts';
 import { cleanFileName, extensionOf } from '../inputs/file-name.ts';
 import { nameFromUrl } from '../inputs/fetch-url.ts';
 import { sniffFormat } from '../inputs/sniff.ts';
+import { checkCallbackUrl } from '../webhooks/callback-url.ts';
 
 /** An upload already streamed to disk by the face that received it. */
 export interface SpooledFile {
@@ -111,10 +112,10 @@ export async function validateCreateRequest(
 
   let callbackUrl: string | null = null;
   if (callbackField !== undefined) {
-    const parsed = parseHttpUrl(callbackField);
-    if (!parsed) problems.callback_url = { reason: 'invalid_url', params: {} };
-    else if (parsed.protocol !== 'https:' && !rules.allowInsecureCallbacks) problems.callback_url = { reason: 'https_only', params: {} };
-    else callbackUrl = parsed.toString();
+    const problem = parseHttpUrl(callbackField) ? checkCallbackUrl(callbackField, { allowInsecure: rules.allowInsecureCallbacks }) : 'invalid_url';
+    if (problem === 'invalid_url') problems.callback_url = { reason: 'invalid_url', params: {} };
+    else if (problem === 'https_required') problems.callback_url = { reason: 'https_only', params: {} };
+    else callbackUrl = new URL(callbackField).toString();
   }
 
   let wait = 0;

@@ -9,10 +9,13 @@ import { WorkerPool } from '../queue/worker-pool.ts';
 import { LocalBlobStore } from '../store/blob-store.ts';
 import { LowdbStore } from '../store/lowdb-store.ts';
 import type { Store } from '../store/types.ts';
+import type { ConversionRecord } from '../model/conversion.ts';
 import { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
 import { ConversionService } from './conversion-service.ts';
 import { createRunner, type RunnerLog } from './runner.ts';
+import { WebhookDeliverer } from '../webhooks/deliverer.ts';
+import { RETRY_WAITS_MS } from '../webhooks/schedule.ts';
 
 export interface SystemOptions {
   dataDir: string;
@@ -31,6 +34,7 @@ export interface ConversionSystem {
   accounts: AccountService;
   conversions: ConversionService;
   pool: WorkerPool;
+  webhooks: WebhookDeliverer;
   /** Re-queues interrupted work, starts the workers and the expiry sweeper. */
   start(): Promise<void>;
   /** Stops the workers (running work gets `drainMs`, then goes back to the queue) and flushes. */
@@ -58,6 +62,30 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     log('conversion.worker_error', { id, error: error instanceof Error ? error.message : String(error) }),
   );
   conversions.pool = pool;
+
+  const webhooks = new WebhookDeliverer({
+    store,
+    secretFor: async (accountId) => (await store.getAccount(accountId))?.webhook_secret ?? '',
+    allowInsecure: options.allowInsecureCallbacks ?? false,
+    scheduleScale: config.webhookScheduleScale,
+    timeoutMs: config.webhookTimeoutMs,
+    log: {
+      info: (message, fields) => log('webhook.info', { message, ...fields }),
+      warn: (message, fields) => log('webhook.warn', { message, ...fields }),
+      error: (message, fields) => log('webhook.error', { message, ...fields }),
+    },
+  });
+  const deliver = (record: ConversionRecord) => {
+    if (!record.callback_url || (record.status !== 'succeeded' && record.status !== 'failed')) return;
+    void webhooks.enqueue({
+      conversionId: record.id,
+      accountId: record.account_id,
+      url: record.callback_url,
+      event: record.status === 'succeeded' ? 'conversion.succeeded' : 'conversion.failed',
+      data: conversions.publicView(record),
+    }).catch((error: unknown) => log('webhook.error', { id: record.id, error: String(error) }));
+  };
+  conversions.events.subscribe(deliver);
   let sweeper: NodeJS.Timeout | null = null;
 
   async function recover(): Promise<void> {
@@ -82,12 +110,19 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     for (const id of await blobs.list('results')) if (!hasResult.has(id)) await blobs.delete('results', id);
     await store.flush();
     for (const record of await store.conversionsWithStatus(['queued'])) queue.push(record.id);
+    // A crash between an end state and its delivery record: enqueue is idempotent per
+    // conversion and event, so offering every recent end state again sends nothing twice.
+    const horizon = new Date(Date.now() - RETRY_WAITS_MS.reduce((a, b) => a + b, 0) * config.webhookScheduleScale).toISOString();
+    for (const record of await store.conversionsWithStatus(['succeeded', 'failed'])) {
+      if (record.callback_url && record.finished_at && record.finished_at >= horizon) deliver(record);
+    }
   }
 
   return {
-    store, blobs, registry, accounts, conversions, pool,
+    store, blobs, registry, accounts, conversions, pool, webhooks,
     async start() {
       await recover();
+      await webhooks.start();
       await conversions.sweep();
       pool.start();
       sweeper = setInterval(() => void conversions.sweep().catch((error: unknown) => log('sweep.error', { error: String(error) })), config.sweepIntervalMs);
@@ -96,6 +131,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     async stop(drainMs = 0) {
       if (sweeper) clearInterval(sweeper);
       await pool.stop(drainMs);
+      await webhooks.stop();
       await store.close();
     },
   };

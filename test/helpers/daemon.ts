@@ -1,0 +1,128 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const MAIN = join(ROOT, 'daemon', 'main.ts');
+
+export interface DaemonHandle {
+  /** http://127.0.0.1:PORT */
+  url: string;
+  /** url + /v1 */
+  baseUrl: string;
+  /** The bootstrap key of the first start (an unmetered account with every scope). */
+  apiKey: string;
+  accountId: string;
+  dataDir: string;
+  process: ChildProcess;
+  /** Everything the daemon wrote to stderr so far. */
+  stderr(): string;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+  /** SIGKILL (crash) and wait for exit. */
+  kill(): Promise<void>;
+  /** Starts a new daemon process on the same data dir (after stop or kill). */
+  restart(extraArgs?: string[]): Promise<DaemonHandle>;
+  /** Stops the daemon if running and deletes the data dir. */
+  dispose(): Promise<void>;
+}
+
+export interface StartOptions {
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+  dataDir?: string;
+  /** Known key and account when restarting on an existing data dir. */
+  apiKey?: string;
+  accountId?: string;
+}
+
+/** Runs the admin CLI (`convd accounts ...`) against a data dir and returns its JSON output. */
+export async function convdAdmin(dataDir: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: unknown }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, '--data-dir', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)));
+  let json: unknown = null;
+  try {
+    json = JSON.parse(stdout);
+  } catch {
+    json = null;
+  }
+  return { code, stdout, stderr, json };
+}
+
+/** Spawns the real convd on an ephemeral port with its own data dir and waits until it listens. */
+export async function startDaemon(options: StartOptions = {}): Promise<DaemonHandle> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'convd-test-')));
+  const args = ['--import', 'tsx', MAIN, 'serve', '--port', '0', '--data-dir', dataDir, ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ready = await new Promise<{ url: string; apiKey?: string; accountId?: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`convd did not start in time:\n${stderr}`)), 30_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const listening = /convd listening on (http:\/\/\S+)/.exec(stderr);
+      if (listening) {
+        clearTimeout(timer);
+        resolve({
+          url: listening[1]!,
+          apiKey: /api key (cvk_[A-Za-z0-9_-]+)/.exec(stderr)?.[1],
+          accountId: /created account (acc_[A-Za-z0-9]+)/.exec(stderr)?.[1],
+        });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`convd exited with ${code} before listening:\n${stderr}`));
+    });
+  });
+  const apiKey = ready.apiKey ?? options.apiKey;
+  const accountId = ready.accountId ?? options.accountId;
+  if (!apiKey || !accountId) throw new Error('no API key: pass apiKey/accountId when restarting on an existing data dir');
+  const waitExit = async (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  const handle: DaemonHandle = {
+    url: ready.url,
+    baseUrl: `${ready.url}/v1`,
+    apiKey,
+    accountId,
+    dataDir,
+    process: child,
+    stderr: () => stderr,
+    stop: () => waitExit('SIGTERM'),
+    kill: () => waitExit('SIGKILL'),
+    restart: (extraArgs) => startDaemon({ ...options, args: extraArgs ?? options.args, dataDir, apiKey, accountId }),
+    async dispose() {
+      await waitExit('SIGKILL');
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return handle;
+}
+
+/** fetch against the daemon with the key set; returns status, headers and parsed JSON (or text). */
+export async function api(
+  daemon: Pick<DaemonHandle, 'baseUrl' | 'apiKey'>,
+  path: string,
+  init: RequestInit & { key?: string | null } = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const headers = new Headers(init.headers);
+  const key = init.key === undefined ? daemon.apiKey : init.key;
+  if (key !== null && !headers.has('authorization')) headers.set('authorization', `Bearer ${key}`);
+  const response = await fetch(`${daemon.baseUrl}${path}`, { ...init, headers });
+  const text = await response.text();
+  let body: unknown = text;
+  if ((response.headers.get('content-type') ?? '').includes('json')) body = JSON.parse(text);
+  return { status: response.status, headers: response.headers, body };
+}
