@@ -17,6 +17,8 @@ import {
   type FormatListing, type ListPage,
 } from './types.ts';
 
+const CLOSE_GRACE_MS = 500;
+
 export interface LocalClientOptions {
   workers?: number;
 }
@@ -144,7 +146,11 @@ class LocalClient implements ConvClient {
   }
 
   async close(): Promise<void> {
-    await this.system.stop();
+    // sharp cannot abort an encode half-way: give running work a moment, then remove the
+    // ephemeral data dir anyway (a late write into it fails harmlessly).
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.system.stop(), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))]);
+    clearTimeout(timer);
     await rm(this.dataDir, { recursive: true, force: true });
   }
 }

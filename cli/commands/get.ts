@@ -1,0 +1,23 @@
+import type { Command } from 'commander';
+import { examples } from '../args.ts';
+import type { Context } from '../context.ts';
+import { renderConversion } from '../render.ts';
+
+export function registerGet(program: Command, ctx: Context): void {
+  program
+    .command('get')
+    .description('show one conversion')
+    .argument('<id>', 'conversion id (cnv_…)')
+    .addHelpText('after', examples([
+      ['conv get cnv_01J9Z3', 'status, result and error of a conversion'],
+      ["conv get cnv_01J9Z3 --json | jq -r .status", 'the API object, for scripts'],
+    ]))
+    .action(async (id: string) => {
+      const client = await ctx.client({ allowLocal: false });
+      const conversion = await client.getConversion(id);
+      const out = ctx.output;
+      if (out.mode.json) out.json(conversion);
+      else if (out.mode.quiet) return;
+      else out.stdout.write(renderConversion(conversion, out.out));
+    });
+}

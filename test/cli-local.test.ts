@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import sharp from 'sharp';
+import { cleanEnv, spawnConv, tempDir } from './cli-helpers.ts';
+
+/** With no server configured, `convert` and `formats` run in-process (the real binary, no daemon). */
+
+let dir: { path: string; remove: () => Promise<void> };
+let env: NodeJS.ProcessEnv;
+
+before(async () => {
+  dir = await tempDir('conv-local-test-');
+  env = cleanEnv({ HOME: dir.path, XDG_CONFIG_HOME: join(dir.path, 'config') });
+  await writeFile(join(dir.path, 'green.png'), await sharp({ create: { width: 24, height: 16, channels: 3, background: '#00ff00' } }).png().toBuffer());
+});
+after(() => dir.remove());
+
+const conv = (args: string[], stdin?: Buffer) => spawnConv(args, { env, cwd: dir.path, stdin });
+
+describe('in-process conv', () => {
+  it('convert writes the result into the current directory when no -o is given', async () => {
+    const result = await conv(['convert', 'green.png', '--to', 'webp', '-O', 'quality=70', '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const conversion = JSON.parse(result.stdout) as { status: string; options: { quality: number } };
+    assert.equal(conversion.status, 'succeeded');
+    assert.equal(conversion.options.quality, 70);
+    const image = await sharp(join(dir.path, 'green.webp')).metadata();
+    assert.deepEqual([image.format, image.width, image.height], ['webp', 24, 16]);
+    assert.ok(!(await readdir(dir.path)).some((name) => name.endsWith('.part')));
+  });
+
+  it('convert - -o - pipes a real image through', async () => {
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#123456' } }).png().toBuffer();
+    const result = await conv(['convert', '-', '--from', 'png', '--to', 'tiff', '-o', '-'], png);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal((await sharp(result.stdoutBytes).metadata()).format, 'tiff');
+  });
+
+  it('a broken input fails with exit 5; bad options with exit 2', async () => {
+    await writeFile(join(dir.path, 'broken.png'), 'nope');
+    const broken = await conv(['convert', 'broken.png', '--to', 'webp']);
+    assert.equal(broken.code, 5);
+    assert.match(broken.stderr, /^error: input_invalid: broken\.png: /);
+    const options = await conv(['convert', 'green.png', '--to', 'png', '-O', 'quality=50']);
+    assert.equal(options.code, 2);
+    assert.match(options.stderr, /-O quality: is not an option of this conversion/);
+  });
+
+  it('formats lists what this machine converts', async () => {
+    const listing = await conv(['formats', '--json']);
+    assert.equal(listing.code, 0, listing.stderr);
+    const png = (JSON.parse(listing.stdout) as { data: { source: string; targets: string[] }[] }).data.find((entry) => entry.source === 'png');
+    assert.ok(png?.targets.includes('webp'));
+    const details = await conv(['formats', 'png']);
+    assert.match(details.stdout, /^png →\nTARGET\s+CREDITS\s+MAX MB\s+OPTIONS/);
+  });
+});
