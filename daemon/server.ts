@@ -15,6 +15,13 @@ export interface RunningDaemon {
   close(drainMs?: number): Promise<void>;
 }
 
+function scheduleScale(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 1;
+  const scale = Number(raw);
+  if (!(scale > 0 && scale <= 1)) throw new Error(`CONVD_WEBHOOK_SCHEDULE_SCALE must be a number in (0, 1], not ${raw}`);
+  return scale;
+}
+
 export type Log = (event: string, fields: Record<string, unknown>) => void;
 
 export async function startDaemon(config: DaemonConfig, log: Log): Promise<RunningDaemon> {
@@ -27,7 +34,7 @@ export async function startDaemon(config: DaemonConfig, log: Log): Promise<Runni
   const serviceConfig = defaultServiceConfig({
     allowPrivateUrls: config.allowPrivateUrls,
     // Test setting: shrinks the 1.5 h webhook retry schedule (e.g. 0.001) instead of sleeping through it.
-    webhookScheduleScale: Number(process.env.CONVD_WEBHOOK_SCHEDULE_SCALE ?? 1) || 1,
+    webhookScheduleScale: scheduleScale(process.env.CONVD_WEBHOOK_SCHEDULE_SCALE),
   });
   const system = await openSystem({
     dataDir: config.dataDir,
