@@ -1,0 +1,33 @@
+import { defaultEngines } from '../src/engines/catalog.ts';
+import type { EngineStatus } from '../src/engines/types.ts';
+import { FormatRegistry } from '../src/formats/registry.ts';
+import { defaultServiceConfig } from '../src/service/config.ts';
+
+export interface DoctorReport {
+  engines: (EngineStatus & { pairs: number })[];
+  pairs: number;
+}
+
+/** `convd doctor`: each engine, the binary it found, its version and whether it can run. */
+export async function doctor(): Promise<DoctorReport> {
+  const config = defaultServiceConfig();
+  const engines = defaultEngines({ maxInputPixels: config.maxInputPixels });
+  const registry = await FormatRegistry.create(engines, config.creditWeights);
+  const pairs = registry.allPairs();
+  return {
+    engines: registry.statuses.map((status) => ({
+      ...status,
+      pairs: pairs.filter((pair) => pair.engine === status.name).length,
+    })),
+    pairs: pairs.length,
+  };
+}
+
+export function formatDoctor(report: DoctorReport): string {
+  const lines = report.engines.map((engine) => {
+    const state = engine.available ? 'ok         ' : 'UNAVAILABLE';
+    const detail = engine.detail ? `  (${engine.detail})` : '';
+    return `${state}  ${engine.name.padEnd(6)}  ${String(engine.pairs).padStart(3)} pairs  ${engine.binary ?? '-'}  ${engine.version ?? ''}${detail}`;
+  });
+  return [...lines, `${report.pairs} conversion pairs offered`].join('\n');
+}

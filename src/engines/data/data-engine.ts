@@ -1,0 +1,160 @@
+import { readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
+import type { Engine, EngineJob, EngineStatus } from '../types.ts';
+import { DATA_FORMATS, DELIMITERS, MARKDOWN_OPTIONS, TABULAR, dataOptions, type Tabular } from './formats.ts';
+import { markdownToHtml } from './markdown.ts';
+import { detectDelimiter, readCsv, readJson, readNdjson, readYaml, type Row } from './read.ts';
+import { decodeUtf8 } from './utf8.ts';
+import {
+  checkRow, collectColumns, TextSink, writeCsv, writeJsonArray, writeNdjson, writeYamlSequence, yamlDocument,
+} from './write.ts';
+
+/** Records that can be read more than once (a CSV target needs the column names before the first row). */
+type RowSource = () => AsyncIterable<Row>;
+
+/** Data and text formats: csv, tsv, json, ndjson, yaml between each other, and markdown -> html. */
+export function createDataEngine(): Engine {
+  return {
+    name: 'data',
+    async probe(): Promise<EngineStatus> {
+      const versions = ['csv-parse', 'csv-stringify', 'yaml', 'marked', 'sanitize-html', 'jsonc-parser']
+        .map((name) => `${name} ${packageVersion(name)}`);
+      return { name: 'data', available: true, binary: 'javascript libraries', version: versions.join(', ') };
+    },
+    pairs(): ConversionPair[] {
+      const pairs: ConversionPair[] = [];
+      for (const source of TABULAR) {
+        for (const target of TABULAR) {
+          if (source !== target) {
+            pairs.push({ source, target, engine: 'data', kind: 'data', options: dataOptions(source, target), variants: [] });
+          }
+        }
+      }
+      pairs.push({ source: 'md', target: 'html', engine: 'data', kind: 'data', options: MARKDOWN_OPTIONS, variants: [] });
+      return pairs;
+    },
+    formats: () => DATA_FORMATS,
+    convert: convertData,
+  };
+}
+
+/** A dependency's version, from the package.json above its entry point (not all export ./package.json). */
+function packageVersion(name: string): string {
+  const require = createRequire(import.meta.url);
+  let dir = dirname(require.resolve(name));
+  while (dir !== dirname(dir)) {
+    try {
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (manifest.name === name) return manifest.version ?? '?';
+    } catch {
+      // no package.json at this level
+    }
+    dir = dirname(dir);
+  }
+  return '?';
+}
+
+async function convertData(job: EngineJob): Promise<void> {
+  job.onProgress(0);
+  job.signal.throwIfAborted();
+  if (job.source === 'md' && job.target === 'html') {
+    const text = decodeUtf8(await readFile(job.inputPath), 'Markdown file');
+    await writeFile(job.outputPath, markdownToHtml(text, job.options.full_document !== false));
+  } else if (isTabular(job.source) && isTabular(job.target)) {
+    await convertTabular(job, job.source, job.target);
+  } else {
+    throw new ConversionFailure('conversion_failed', `The data engine cannot convert ${job.source} to ${job.target}.`);
+  }
+  job.onProgress(100);
+}
+
+function isTabular(format: string): format is Tabular {
+  return (TABULAR as readonly string[]).includes(format);
+}
+
+function option<T extends string | number | boolean>(job: EngineJob, name: string, fallback: T): T {
+  const value = job.options[name];
+  return (typeof value === typeof fallback ? value : fallback) as T;
+}
+
+async function convertTabular(job: EngineJob, source: Tabular, target: Tabular): Promise<void> {
+  const header = option(job, 'header', true);
+  let rows: RowSource | undefined;
+  let document: unknown;
+  let isDocument = false;
+
+  if (source === 'csv' || source === 'tsv') {
+    const named = option(job, 'delimiter', 'auto');
+    const delimiter = source === 'tsv' ? '\t' : named === 'auto' ? await detectDelimiter(job.inputPath) : DELIMITERS[named] ?? ',';
+    const what = source === 'tsv' ? 'TSV file' : 'CSV file';
+    rows = () => readCsv(job.inputPath, delimiter, header, what);
+  } else if (source === 'ndjson') {
+    rows = () => checkedRows(readNdjson(job.inputPath), target);
+  } else {
+    document = source === 'json' ? await readJson(job.inputPath) : await readYaml(job.inputPath);
+    isDocument = true;
+    if (target === 'csv' || target === 'tsv' || target === 'ndjson') {
+      const items = Array.isArray(document) ? document : document !== null && typeof document === 'object' ? [document] : undefined;
+      if (!items) throw new ConversionFailure('input_invalid', `The ${source.toUpperCase()} file holds a single ${document === null ? 'null' : typeof document}, not records.`);
+      rows = () => checkedRows(fromArray(items), target);
+      isDocument = false;
+    }
+  }
+  job.signal.throwIfAborted();
+
+  const sink = new TextSink(job.outputPath);
+  try {
+    if (isDocument) {
+      const indent = option(job, 'indent', 2);
+      await sink.write(target === 'json' ? `${JSON.stringify(document, null, indent) ?? 'null'}\n` : yamlDocument(document, Math.max(1, indent)));
+    } else if (rows) {
+      const aborting = abortable(rows, job.signal);
+      if (target === 'csv' || target === 'tsv') {
+        const delimiter = target === 'tsv' ? '\t' : DELIMITERS[option(job, 'delimiter', 'comma')] ?? ',';
+        const columns = await collectColumns(aborting());
+        await writeCsv(sink, aborting(), columns.length > 0 ? columns : null, delimiter, header);
+      } else if (target === 'json') {
+        await writeJsonArray(sink, aborting(), option(job, 'indent', 2));
+      } else if (target === 'yaml') {
+        await writeYamlSequence(sink, aborting(), Math.max(1, option(job, 'indent', 2)));
+      } else {
+        await writeNdjson(sink, aborting());
+      }
+    }
+    await sink.close();
+  } catch (error) {
+    sink.destroy();
+    throw error;
+  }
+}
+
+async function* fromArray(items: unknown[]): AsyncGenerator<unknown> {
+  yield* items;
+}
+
+/** For CSV/TSV targets every record must be an object or an array; JSON-like targets take any value. */
+async function* checkedRows(values: AsyncIterable<unknown>, target: Tabular): AsyncGenerator<Row> {
+  let index = 0;
+  for await (const value of values) {
+    yield (target === 'csv' || target === 'tsv' ? checkRow(value, index) : value) as Row;
+    index++;
+  }
+}
+
+/** Checks the signal every 1000 records, so a cancel lands while a large file is converted. */
+function abortable(rows: RowSource, signal: AbortSignal): RowSource {
+  return async function* () {
+    let count = 0;
+    for await (const row of rows()) {
+      if (++count % 1000 === 0) {
+        signal.throwIfAborted();
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      yield row;
+    }
+  };
+}

@@ -1,0 +1,70 @@
+import { Marked } from 'marked';
+import sanitizeHtml from 'sanitize-html';
+
+/** One parser instance with GitHub-flavoured Markdown; raw HTML in the source is sanitised afterwards. */
+const markdown = new Marked({ gfm: true, async: false });
+
+/**
+ * What survives in the HTML: text structure, tables, code, links and images over http(s) and
+ * mailto. Scripts, styles, iframes, forms, event handlers and javascript:/data: URLs do not.
+ */
+const SANITIZE: sanitizeHtml.IOptions = {
+  allowedTags: [
+    ...sanitizeHtml.defaults.allowedTags.filter((tag) => tag !== 'style'),
+    'img', 'del', 'ins', 'sup', 'sub', 'details', 'summary', 'input',
+  ],
+  allowedAttributes: {
+    // rel is always overwritten by the transform below.
+    a: ['href', 'title', 'name', 'rel'],
+    img: ['src', 'alt', 'title', 'width', 'height'],
+    th: ['align', 'colspan', 'rowspan'],
+    td: ['align', 'colspan', 'rowspan'],
+    ol: ['start'],
+    code: ['class'],
+    // GFM task lists render as disabled checkboxes.
+    input: ['type', 'checked', 'disabled'],
+    h1: ['id'], h2: ['id'], h3: ['id'], h4: ['id'], h5: ['id'], h6: ['id'],
+  },
+  allowedSchemes: ['http', 'https', 'mailto'],
+  allowedSchemesAppliedToAttributes: ['href', 'src'],
+  allowProtocolRelative: false,
+  allowedClasses: { code: [/^language-[\w-]+$/] },
+  exclusiveFilter: (frame) => frame.tag === 'input' && frame.attribs.type !== 'checkbox',
+  transformTags: {
+    a: sanitizeHtml.simpleTransform('a', { rel: 'noopener noreferrer nofollow' }),
+  },
+};
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"]/g, (char) => ESCAPES[char] ?? char);
+}
+
+/** Markdown -> sanitised HTML; a complete page (title from the first heading) unless `fullDocument` is false. */
+export function markdownToHtml(source: string, fullDocument: boolean): string {
+  const rendered = markdown.parse(source) as string;
+  const body = sanitizeHtml(rendered, SANITIZE);
+  if (!fullDocument) return body;
+  const heading = /<h1[^>]*>([\s\S]*?)<\/h1>/.exec(body)?.[1];
+  const title = heading ? sanitizeHtml(heading, { allowedTags: [], allowedAttributes: {} }).trim() : 'Document';
+  return [
+    '<!doctype html>',
+    '<html>',
+    '<head>',
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(decodeEntities(title))}</title>`,
+    '</head>',
+    '<body>',
+    body.trimEnd(),
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+}
+
+/** The heading text comes out entity-encoded; decode the few entities sanitize-html writes before re-escaping. */
+function decodeEntities(text: string): string {
+  return text.replace(/&(amp|lt|gt|quot|#39);/g, (_, name: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[name] ?? '');
+}

@@ -1,0 +1,164 @@
+import { stat } from 'node:fs/promises';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
+import { lastLines, runProcess } from '../subprocess.ts';
+import type { Engine, EngineJob, EngineStatus } from '../types.ts';
+import { buildPlan, REQUIRED_ENCODERS } from './args.ts';
+import { findBinary, type FindOptions } from './binaries.ts';
+import {
+  AUDIO_SOURCES, AUDIO_TARGETS, FRAME_TARGETS, MEDIA_FORMATS, VIDEO_SOURCES, VIDEO_TARGETS,
+} from './formats.ts';
+import { audioOptions, frameOptions, videoOptions, videoVariants } from './options.ts';
+import { probeMedia } from './probe.ts';
+import { ProgressReader } from './progress.ts';
+
+export interface MediaEngineOptions extends FindOptions {
+  /**
+   * Wall-clock limit of one ffmpeg run; past it the process group is killed and the job fails with
+   * ConversionFailure('timeout'). The worker pool's own limit (through the AbortSignal) still applies.
+   */
+  timeLimitMs?: number;
+}
+
+interface Toolchain {
+  ffmpeg: string;
+  ffprobe: string;
+  version: string;
+  encoders: Set<string>;
+}
+
+/**
+ * Messages of ffmpeg's demuxers when the input's data runs out or is damaged mid-stream. ffmpeg
+ * still exits 0 in that case, with an output that is shorter than the input: treated as a failed
+ * conversion rather than a silently partial result. (Decoder hiccups alone are tolerated.)
+ */
+const DAMAGED_INPUT = /partial file|corrupt input packet|^file:.*: (Invalid data found when processing input|End of file)$/;
+/** ffmpeg errors that say the input, not the engine, is at fault. */
+const INPUT_ERROR = /Invalid data found|moov atom not found|could not find codec parameters|partial file|does not contain any stream|matches no streams|not on whitelist|Error while decoding|Invalid NAL|corrupt/i;
+
+const VERSION_TIME_LIMIT_MS = 15_000;
+
+/** Audio and video with the ffmpeg binary (driven directly: own process group, -progress pipe). */
+export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
+  let tools: Toolchain | undefined;
+
+  return {
+    name: 'media',
+    async probe(): Promise<EngineStatus> {
+      tools = undefined;
+      const ffmpeg = await findBinary('ffmpeg', settings);
+      const ffprobe = await findBinary('ffprobe', settings);
+      if (!ffmpeg || !ffprobe) {
+        return {
+          name: 'media', available: false, binary: ffmpeg?.path ?? ffprobe?.path,
+          detail: `${!ffmpeg ? 'ffmpeg' : 'ffprobe'} not found (set FFMPEG_PATH/FFPROBE_PATH, put it on PATH, or install @ffmpeg-installer/ffmpeg and @ffprobe-installer/ffprobe)`,
+        };
+      }
+      try {
+        const version = await firstLine(ffmpeg.path, ['-hide_banner', '-version']);
+        await firstLine(ffprobe.path, ['-hide_banner', '-version']);
+        const encoders = await listEncoders(ffmpeg.path);
+        tools = { ffmpeg: ffmpeg.path, ffprobe: ffprobe.path, version: version.replace(/^ffmpeg version\s+/, '').split(' ')[0] ?? version, encoders };
+        const missing = Object.entries(REQUIRED_ENCODERS)
+          .filter(([, needed]) => needed.some((encoder) => !encoders.has(encoder)))
+          .map(([target]) => target);
+        return {
+          name: 'media', available: true, binary: `${ffmpeg.path} (${ffmpeg.origin})`, version: tools.version,
+          detail: [
+            `ffprobe ${ffprobe.path} (${ffprobe.origin})`,
+            encoders.has('libx265') ? 'h265 available' : 'no libx265: h265 variants not offered',
+            missing.length > 0 ? `targets without an encoder: ${missing.join(', ')}` : 'all targets available',
+          ].join('; '),
+        };
+      } catch (error) {
+        return {
+          name: 'media', available: false, binary: ffmpeg.path,
+          detail: `ffmpeg does not run: ${error instanceof Error ? error.message : String(error)}`,
+        };
+      }
+    },
+    pairs: () => (tools ? mediaPairs(tools.encoders) : []),
+    formats: () => MEDIA_FORMATS,
+    async convert(job: EngineJob): Promise<void> {
+      if (!tools) throw new ConversionFailure('internal_error', 'The media engine was not probed or ffmpeg is unavailable.');
+      await convertMedia(tools, job, settings.timeLimitMs);
+    },
+  };
+}
+
+function mediaPairs(encoders: Set<string>): ConversionPair[] {
+  const has = (target: keyof typeof REQUIRED_ENCODERS): boolean => REQUIRED_ENCODERS[target].every((e) => encoders.has(e));
+  const h265 = encoders.has('libx265');
+  const pairs: ConversionPair[] = [];
+  for (const source of [...AUDIO_SOURCES, ...VIDEO_SOURCES]) {
+    for (const target of AUDIO_TARGETS) {
+      if (has(target)) pairs.push({ source, target, engine: 'media', kind: 'audio', options: audioOptions(target), variants: [] });
+    }
+  }
+  for (const source of VIDEO_SOURCES) {
+    for (const target of VIDEO_TARGETS) {
+      if (!has(target)) continue;
+      pairs.push({ source, target, engine: 'media', kind: 'video', options: videoOptions(target), variants: videoVariants(target, h265) });
+    }
+    for (const target of FRAME_TARGETS) {
+      if (has(target)) pairs.push({ source, target, engine: 'media', kind: 'video', options: frameOptions(), variants: [] });
+    }
+  }
+  return pairs;
+}
+
+async function convertMedia(tools: Toolchain, job: EngineJob, timeLimitMs: number | undefined): Promise<void> {
+  job.onProgress(0);
+  const probe = await probeMedia(tools.ffprobe, job.inputPath, job.signal);
+  if (job.variant === 'h265' && !tools.encoders.has('libx265')) {
+    throw new ConversionFailure('conversion_failed', 'This ffmpeg has no H.265 encoder (libx265).');
+  }
+  const plan = buildPlan(job, probe);
+  const progress = new ProgressReader(plan.expectedSeconds, job.onProgress);
+  let damaged: string | undefined;
+  const result = await runProcess(tools.ffmpeg, plan.args, {
+    signal: job.signal,
+    timeoutMs: timeLimitMs,
+    onStdoutLine: (line) => progress.line(line),
+    onStderrLine: (line) => {
+      if (damaged === undefined && DAMAGED_INPUT.test(line)) damaged = line;
+    },
+  });
+  const stderr = lastLines(result.stderrTail.split(`file:${job.inputPath}`).join('input').split(`file:${job.outputPath}`).join('output'));
+  if (result.code !== 0) {
+    const code = INPUT_ERROR.test(result.stderrTail) ? 'input_invalid' : 'conversion_failed';
+    throw new ConversionFailure(code, `ffmpeg failed (exit ${result.code ?? result.signal}): ${stderr || 'no message'}`);
+  }
+  if (damaged !== undefined) {
+    throw new ConversionFailure('input_invalid', `The input is damaged or truncated: ${stderr}`);
+  }
+  const size = await stat(job.outputPath).then((s) => s.size, () => 0);
+  if (size === 0) throw new ConversionFailure('conversion_failed', `ffmpeg wrote no output${stderr ? `: ${stderr}` : ''}.`);
+  job.onProgress(100);
+}
+
+async function firstLine(binary: string, args: string[]): Promise<string> {
+  let first: string | undefined;
+  const result = await runProcess(binary, args, {
+    timeoutMs: VERSION_TIME_LIMIT_MS,
+    onStdoutLine: (line) => {
+      first ??= line;
+    },
+  });
+  if (result.code !== 0 || !first) throw new Error(`${binary} ${args.join(' ')} exited with ${result.code}: ${lastLines(result.stderrTail)}`);
+  return first;
+}
+
+/** Encoder names from `ffmpeg -encoders` (lines like ` A..... libopus  libopus Opus`). */
+async function listEncoders(ffmpeg: string): Promise<Set<string>> {
+  const encoders = new Set<string>();
+  const result = await runProcess(ffmpeg, ['-hide_banner', '-encoders'], {
+    timeoutMs: VERSION_TIME_LIMIT_MS,
+    onStdoutLine: (line) => {
+      const match = /^\s*[VAS][A-Z.]{5}\s+(\S+)/.exec(line);
+      if (match?.[1]) encoders.add(match[1]);
+    },
+  });
+  if (result.code !== 0) throw new Error(`ffmpeg -encoders exited with ${result.code}`);
+  return encoders;
+}

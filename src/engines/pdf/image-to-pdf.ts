@@ -1,0 +1,109 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { PDFDocument, type PDFImage } from 'pdf-lib';
+import sharp, { type Metadata } from 'sharp';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { EngineJob } from '../types.ts';
+import { PAGE_SIZES, type PageSize } from './formats.ts';
+
+export interface ImageToPdfSettings {
+  /** Decompression-bomb guard, as in the image engine. */
+  maxInputPixels: number;
+}
+
+interface Encoded {
+  kind: 'jpg' | 'png';
+  bytes: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/**
+ * One image (every page of a multi-page TIFF) -> PDF. JPEG and PNG go in as they are when nothing
+ * needs fixing (lossless, small); other formats, rotated or non-RGB JPEGs and animations are
+ * re-encoded by sharp: PNG when there is transparency, else high-quality JPEG.
+ */
+export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): Promise<void> {
+  job.onProgress(0);
+  const input = await readFile(job.inputPath);
+  let meta: Metadata;
+  try {
+    meta = await sharp(input, { limitInputPixels: settings.maxInputPixels }).metadata();
+  } catch (error) {
+    throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${describe(error)}`);
+  }
+  // Pages of a TIFF are pages of the document; frames of a GIF or WebP animation are not.
+  const pageCount = job.source === 'tiff' ? Math.max(1, meta.pages ?? 1) : 1;
+  const pdf = await PDFDocument.create();
+  const margin = typeof job.options.margin === 'number' ? job.options.margin : 0;
+  const variant = (job.variant ?? 'fit') as PageSize | 'fit';
+
+  for (let page = 0; page < pageCount; page++) {
+    job.signal.throwIfAborted();
+    const encoded = await encode(input, job.source, meta, page, settings);
+    let image: PDFImage;
+    try {
+      image = encoded.kind === 'jpg' ? await pdf.embedJpg(encoded.bytes) : await pdf.embedPng(encoded.bytes);
+    } catch (error) {
+      throw new ConversionFailure('input_invalid', `The image cannot be embedded: ${describe(error)}`);
+    }
+    // Physical size from the image's resolution (72 dpi when it states none): a 300 dpi A4 scan
+    // lands on A4 exactly.
+    const density = meta.density && meta.density > 0 ? meta.density : 72;
+    const naturalWidth = (encoded.width * 72) / density;
+    const naturalHeight = (encoded.height * 72) / density;
+    let pageWidth: number;
+    let pageHeight: number;
+    if (variant === 'fit') {
+      pageWidth = naturalWidth + 2 * margin;
+      pageHeight = naturalHeight + 2 * margin;
+    } else {
+      const [short, long] = PAGE_SIZES[variant];
+      // Landscape pages for landscape images.
+      [pageWidth, pageHeight] = naturalWidth > naturalHeight ? [long, short] : [short, long];
+    }
+    const boxWidth = Math.max(1, pageWidth - 2 * margin);
+    const boxHeight = Math.max(1, pageHeight - 2 * margin);
+    // Scaled down to fit, never up: a small image stays sharp.
+    const scale = Math.min(1, boxWidth / naturalWidth, boxHeight / naturalHeight);
+    const width = naturalWidth * scale;
+    const height = naturalHeight * scale;
+    const target = pdf.addPage([pageWidth, pageHeight]);
+    target.drawImage(image, { x: (pageWidth - width) / 2, y: (pageHeight - height) / 2, width, height });
+    job.onProgress(Math.floor(((page + 1) / pageCount) * 90));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  job.signal.throwIfAborted();
+  await writeFile(job.outputPath, await pdf.save());
+  job.onProgress(100);
+}
+
+async function encode(input: Buffer, source: string, meta: Metadata, page: number, settings: ImageToPdfSettings): Promise<Encoded> {
+  const upright = !meta.orientation || meta.orientation === 1;
+  const width = meta.width ?? 0;
+  const height = meta.height ?? 0;
+  // 'truncated' fails on a cut-off file yet tolerates the benign warnings many camera JPEGs raise.
+  const decode = { limitInputPixels: settings.maxInputPixels, failOn: 'truncated' as const };
+  try {
+    const passJpeg = source === 'jpg' && meta.format === 'jpeg' && upright && (meta.space === 'srgb' || meta.space === 'b-w');
+    const passPng = source === 'png' && meta.format === 'png' && (meta.pages ?? 1) === 1;
+    if (passJpeg || passPng) {
+      // pdf-lib only reads a JPEG's header, and can spin on a damaged PNG: decode it all once
+      // with libvips first, so a broken file fails here instead of being embedded or hanging.
+      await sharp(input, decode).stats();
+      return { kind: passJpeg ? 'jpg' : 'png', bytes: input, width, height };
+    }
+    const pipeline = sharp(input, { ...decode, page })
+      .rotate() // applies EXIF orientation
+      .toColourspace('srgb');
+    const hasAlpha = meta.hasAlpha === true;
+    const { data, info } = await (hasAlpha ? pipeline.png() : pipeline.jpeg({ quality: 92, chromaSubsampling: '4:4:4' }))
+      .toBuffer({ resolveWithObject: true });
+    return { kind: hasAlpha ? 'png' : 'jpg', bytes: data, width: info.width, height: info.height };
+  } catch (error) {
+    throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${source}: ${describe(error)}`);
+  }
+}
+
+function describe(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? 'unknown error';
+}

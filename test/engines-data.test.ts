@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { ConversionFailure } from '../src/errors/api-error.ts';
+import { createDataEngine } from '../src/engines/data/data-engine.ts';
+import type { EngineJob } from '../src/engines/types.ts';
+import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionOptions } from '../src/model/conversion.ts';
+
+const engine = createDataEngine();
+const status = await engine.probe();
+const pairs = engine.pairs();
+
+/** The records every tabular fixture holds: quotes, delimiters, newlines and non-Latin text included. */
+const ROWS = [
+  { id: '1', name: 'Zoë, "the" café', note: 'line one\nline two', city: 'Zürich' },
+  { id: '2', name: 'Ωmega', note: '', city: 'Москва' },
+  { id: '3', name: 'plain', note: 'semi;colon | pipe', city: '東京' },
+];
+const COLUMNS = Object.keys(ROWS[0]!);
+
+/** RFC 4180 written by hand, so the fixtures do not come from the library under test. */
+function delimited(delimiter: string, rows: Record<string, string>[] = ROWS): string {
+  const quote = (value: string) => (/[",\n\t;|]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
+  return [COLUMNS, ...rows.map((row) => COLUMNS.map((c) => row[c]!))].map((values) => values.map(quote).join(delimiter)).join('\r\n') + '\r\n';
+}
+
+const MARKDOWN = [
+  '# Report & "Summary" <3',
+  '',
+  'Some *emphasis*, a [link](https://example.com) and [bad](javascript:alert(1)).',
+  '',
+  '| a | b |',
+  '|---|---|',
+  '| 1 | 2 |',
+  '',
+  '<script>alert("x")</script>',
+  '<img src="x.png" onerror="alert(1)">',
+  '',
+  '- [x] done',
+  '',
+].join('\n');
+
+const FIXTURES: Record<string, string> = {
+  csv: delimited(','),
+  tsv: delimited('\t'),
+  json: JSON.stringify(ROWS, null, 2),
+  ndjson: ROWS.map((row) => JSON.stringify(row)).join('\n') + '\n',
+  yaml: stringifyYaml(ROWS),
+  md: MARKDOWN,
+};
+
+/** Decodes an output with a parser of its own format. */
+function decode(target: string, text: string): unknown {
+  switch (target) {
+    case 'csv': return parseCsv(text, { columns: true });
+    case 'tsv': return parseCsv(text, { columns: true, delimiter: '\t' });
+    case 'json': return JSON.parse(text);
+    case 'ndjson': return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown);
+    case 'yaml': return parseYaml(text);
+    default: return text;
+  }
+}
+
+let dir: string;
+let counter = 0;
+const proven = new Set<string>();
+
+async function input(name: string, content: string | Buffer): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, content);
+  return path;
+}
+
+function defaults(pair: ConversionPair | undefined): ConversionOptions {
+  const options: ConversionOptions = {};
+  for (const d of pair?.options ?? []) if (d.default !== null) options[d.name] = d.default;
+  return options;
+}
+
+/** Runs a conversion with the pair's defaults plus `options`; returns the output text. */
+async function convert(source: string, target: string, inputPath: string, options: ConversionOptions = {}, extra: Partial<EngineJob> = {}): Promise<string> {
+  const pair = pairs.find((p) => p.source === source && p.target === target);
+  const outputPath = join(dir, `out-${++counter}.${target}`);
+  await engine.convert({
+    inputPath, outputPath, source, target, variant: null, options: { ...defaults(pair), ...options },
+    signal: new AbortController().signal, onProgress: () => undefined, workDir: dir, ...extra,
+  });
+  return readFile(outputPath, 'utf8');
+}
+
+async function fails(promise: Promise<unknown>, code: string, pattern: RegExp): Promise<void> {
+  let caught: unknown;
+  await promise.catch((error: unknown) => (caught = error));
+  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure, got ${String(caught)}`);
+  assert.equal(caught.code, code, caught.message);
+  assert.match(caught.message, pattern);
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'convd-data-'));
+});
+
+after(async () => {
+  console.log(`data engine: ${proven.size} of ${pairs.length} pairs proven`);
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('data engine', () => {
+  it('is available and offers csv/tsv/json/ndjson/yaml between each other and md -> html', () => {
+    assert.ok(status.available);
+    for (const source of ['csv', 'tsv', 'json', 'ndjson', 'yaml']) {
+      for (const target of ['csv', 'tsv', 'json', 'ndjson', 'yaml']) {
+        if (source !== target) assert.ok(pairs.some((p) => p.source === source && p.target === target), `${source} -> ${target}`);
+      }
+    }
+    assert.ok(pairs.some((p) => p.source === 'md' && p.target === 'html'));
+    const keys = new Set(engine.formats().map((f) => f.key));
+    for (const pair of pairs) {
+      assert.equal(pair.kind, 'data');
+      assert.ok(keys.has(pair.source) && keys.has(pair.target));
+      assert.equal(new Set(pair.options.map((o) => o.name)).size, pair.options.length, 'option names are unique');
+    }
+  });
+});
+
+describe('every data pair converts, checked with a parser of the target format', () => {
+  for (const pair of pairs) {
+    it(`${pair.source} -> ${pair.target}`, async () => {
+      const fixture = FIXTURES[pair.source];
+      assert.ok(fixture !== undefined, `no fixture for ${pair.source}: add one`);
+      const text = await convert(pair.source, pair.target, await input(`in-${pair.source}-${pair.target}.${pair.source}`, fixture));
+      if (pair.target === 'html') {
+        assert.match(text, /^<!doctype html>/);
+        assert.match(text, /<title>Report &amp; &quot;Summary&quot; &lt;3<\/title>/);
+        assert.match(text, /<h1[^>]*>Report &amp; (&quot;|")Summary(&quot;|") &lt;3<\/h1>/);
+        assert.match(text, /<table>[\s\S]*<td>1<\/td>[\s\S]*<\/table>/);
+        assert.match(text, /<a href="https:\/\/example.com" rel="noopener noreferrer nofollow">link<\/a>/);
+        assert.match(text, /<img src="x.png" \/>/);
+        assert.doesNotMatch(text, /<script|onerror|javascript:/i);
+      } else {
+        assert.deepEqual(decode(pair.target, text), ROWS);
+      }
+      proven.add(`${pair.source}->${pair.target}`);
+    });
+  }
+});
+
+describe('data options', () => {
+  it('csv: the delimiter is detected, or taken from the option', async () => {
+    const semicolons = await input('semi.csv', delimited(';'));
+    assert.deepEqual(decode('json', await convert('csv', 'json', semicolons)), ROWS);
+    assert.deepEqual(decode('json', await convert('csv', 'json', semicolons, { delimiter: 'semicolon' })), ROWS);
+    // Forced to the wrong delimiter, the file is one column per line.
+    const wrong = decode('json', await convert('csv', 'json', await input('two.csv', 'a;b\n1;2\n'), { delimiter: 'comma' }));
+    assert.deepEqual(wrong, [{ 'a;b': '1;2' }]);
+  });
+
+  it('csv output: delimiter and header options', async () => {
+    const json = await input('rows.json', FIXTURES.json!);
+    const piped = await convert('json', 'csv', json, { delimiter: 'pipe', header: false });
+    assert.deepEqual(parseCsv(piped, { delimiter: '|' }), ROWS.map((row) => COLUMNS.map((c) => row[c as keyof typeof row])));
+  });
+
+  it('header=false: rows become arrays, and arrays write back as rows', async () => {
+    const csv = await input('plain.csv', 'a,b\n1,2\n');
+    const arrays = await convert('csv', 'json', csv, { header: false });
+    assert.deepEqual(JSON.parse(arrays), [['a', 'b'], ['1', '2']]);
+    const back = await convert('json', 'tsv', await input('arrays.json', arrays));
+    assert.equal(back, 'a\tb\n1\t2\n');
+  });
+
+  it('indent: 0 is one line, 4 is four spaces; yaml takes an indent too', async () => {
+    const csv = await input('indent.csv', FIXTURES.csv!);
+    const flat = await convert('csv', 'json', csv, { indent: 0 });
+    assert.equal(flat, JSON.stringify(ROWS) + '\n');
+    const wide = await convert('csv', 'json', csv, { indent: 4 });
+    assert.equal(wide, JSON.stringify(ROWS, null, 4) + '\n');
+    const yaml = await convert('json', 'yaml', await input('nested.json', '{"a":{"b":[1,2]}}'), { indent: 4 });
+    assert.equal(yaml, 'a:\n    b:\n        - 1\n        - 2\n');
+  });
+
+  it('json -> yaml -> json keeps any document, not only tables', async () => {
+    const value = { name: 'x', list: [1, 2.5, true, null, { deep: 'ü' }], empty: {} };
+    const yaml = await convert('json', 'yaml', await input('doc.json', JSON.stringify(value)));
+    const json = await convert('yaml', 'json', await input('doc.yaml', yaml));
+    assert.deepEqual(JSON.parse(json), value);
+  });
+
+  it('nested values go into one CSV cell as JSON; keys missing in some records leave empty cells', async () => {
+    const csv = await convert('ndjson', 'csv', await input('mixed.ndjson', '{"a":1,"n":{"x":[1]}}\n\n{"b":"y"}\n'));
+    assert.equal(csv, 'a,n,b\n1,"{""x"":[1]}",\n,,y\n');
+  });
+
+  it('md -> html without full_document gives only the body content', async () => {
+    const html = await convert('md', 'html', await input('frag.md', '## Hi\n'), { full_document: false });
+    assert.equal(html.trim(), '<h2>Hi</h2>');
+  });
+});
+
+describe('malformed data fails with input_invalid and points at the line', () => {
+  it('csv: a quote never closed', async () => {
+    await fails(convert('csv', 'json', await input('open.csv', 'a,b\n1,2\n3,"four\n5,6\n')), 'input_invalid', /line 3/);
+  });
+
+  it('csv: a record with the wrong number of fields', async () => {
+    await fails(convert('csv', 'yaml', await input('short.csv', 'a,b,c\n1,2,3\n4,5\n')), 'input_invalid', /line 3/);
+  });
+
+  it('csv: a header naming a column twice', async () => {
+    await fails(convert('csv', 'json', await input('dup.csv', 'a,b,a\n1,2,3\n')), 'input_invalid', /"a" twice/);
+  });
+
+  it('tsv: bytes that are not UTF-8', async () => {
+    const bytes = Buffer.concat([Buffer.from('a\tb\n1\t2\n'), Buffer.from([0x33, 0x09, 0xff, 0xfe, 0x0a])]);
+    await fails(convert('tsv', 'json', await input('latin.tsv', bytes)), 'input_invalid', /UTF-8.*line 3/);
+  });
+
+  it('json: a syntax error on line 3', async () => {
+    await fails(convert('json', 'csv', await input('bad.json', '[\n  {"a": 1},\n  {"a": }\n]')), 'input_invalid', /line 3, column 9/);
+  });
+
+  it('json: a single number is no table', async () => {
+    await fails(convert('json', 'csv', await input('scalar.json', '42')), 'input_invalid', /single number/);
+  });
+
+  it('json: an array of numbers is no table for csv', async () => {
+    await fails(convert('json', 'tsv', await input('numbers.json', '[1,2]')), 'input_invalid', /Record 1 is a number/);
+  });
+
+  it('ndjson: line 2 is not JSON', async () => {
+    await fails(convert('ndjson', 'json', await input('bad.ndjson', '{"a":1}\n{"a":\n{"a":3}\n')), 'input_invalid', /Line 2/);
+  });
+
+  it('yaml: bad indentation on line 3', async () => {
+    await fails(convert('yaml', 'json', await input('bad.yaml', 'a:\n  b: 1\n c: 2\n')), 'input_invalid', /line 3/);
+  });
+
+  it('yaml: a duplicate key', async () => {
+    await fails(convert('yaml', 'json', await input('dupkey.yaml', 'a: 1\nb: 2\na: 3\n')), 'input_invalid', /line 3/);
+  });
+
+  it('yaml: an alias bomb is refused instead of expanded', async () => {
+    const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
+    for (let i = 0; i < 8; i++) {
+      const prev = String.fromCharCode(97 + i);
+      const next = String.fromCharCode(98 + i);
+      lines.push(`${next}: &${next} [${Array(10).fill(`*${prev}`).join(',')}]`);
+    }
+    await fails(convert('yaml', 'json', await input('bomb.yaml', lines.join('\n'))), 'input_invalid', /alias/i);
+  });
+
+  it('markdown that is not UTF-8', async () => {
+    await fails(convert('md', 'html', await input('bad.md', Buffer.from([0x23, 0x20, 0xc3, 0x28, 0x0a]))), 'input_invalid', /line 1/);
+  });
+
+  it('a cancelled conversion rejects with the reason', async () => {
+    const many = Array.from({ length: 5000 }, (_, i) => `${i},x`).join('\n');
+    const controller = new AbortController();
+    const reason = new Error('cancelled');
+    const running = convert('csv', 'json', await input('many.csv', `n,v\n${many}\n`), {}, { signal: controller.signal });
+    controller.abort(reason);
+    await assert.rejects(running, (error) => error === reason);
+  });
+});

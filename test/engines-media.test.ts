@@ -1,0 +1,452 @@
+import assert from 'node:assert/strict';
+import { copyFile, mkdtemp, open, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { after, before, describe, it } from 'node:test';
+import { ConversionFailure } from '../src/errors/api-error.ts';
+import { findBinary } from '../src/engines/media/binaries.ts';
+import { createMediaEngine } from '../src/engines/media/media-engine.ts';
+import { ProgressReader } from '../src/engines/media/progress.ts';
+import { liveChildPids, runProcess } from '../src/engines/subprocess.ts';
+import type { EngineJob } from '../src/engines/types.ts';
+import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionOptions } from '../src/model/conversion.ts';
+import { childrenNamed, leftoversOfGroup } from './engines-proc.ts';
+
+// The suite runs on whatever ffmpeg the engine finds (FFMPEG_PATH, PATH or the npm packages):
+// without one it fails, since CI must have it.
+const engine = createMediaEngine();
+const status = await engine.probe();
+const pairs = engine.pairs();
+const ffmpeg = (await findBinary('ffmpeg'))?.path;
+const ffprobe = (await findBinary('ffprobe'))?.path;
+
+const SECONDS = 2;
+const WIDTH = 160;
+const HEIGHT = 120;
+const VIDEO = `testsrc2=size=${WIDTH}x${HEIGHT}:rate=10:duration=${SECONDS}`;
+const AUDIO = `sine=frequency=440:sample_rate=44100:duration=${SECONDS}`;
+
+/** How each source fixture is encoded: codecs a real file of that kind typically carries. */
+const FIXTURES: Record<string, string[]> = {
+  mp4: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-f', 'mp4'],
+  webm: ['-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libopus', '-f', 'webm'],
+  mov: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'pcm_s16le', '-f', 'mov'],
+  mkv: ['-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libvorbis', '-f', 'matroska'],
+  avi: ['-c:v', 'mpeg4', '-c:a', 'libmp3lame', '-f', 'avi'],
+  mp3: ['-vn', '-c:a', 'libmp3lame', '-f', 'mp3'],
+  wav: ['-vn', '-c:a', 'pcm_s16le', '-f', 'wav'],
+  ogg: ['-vn', '-c:a', 'libvorbis', '-f', 'ogg'],
+  flac: ['-vn', '-c:a', 'flac', '-f', 'flac'],
+  aac: ['-vn', '-c:a', 'aac', '-f', 'adts'],
+  m4a: ['-vn', '-c:a', 'aac', '-f', 'ipod'],
+  opus: ['-vn', '-c:a', 'libopus', '-f', 'opus'],
+};
+
+/** What ffprobe must find in each target: codec of the first video and audio stream. */
+const EXPECTED: Record<string, { video?: string; audio?: string; timed: boolean }> = {
+  mp3: { audio: 'mp3', timed: true }, wav: { audio: 'pcm_s16le', timed: true }, ogg: { audio: 'vorbis', timed: true },
+  flac: { audio: 'flac', timed: true }, aac: { audio: 'aac', timed: true }, m4a: { audio: 'aac', timed: true },
+  opus: { audio: 'opus', timed: true },
+  mp4: { video: 'h264', audio: 'aac', timed: true }, mov: { video: 'h264', audio: 'aac', timed: true },
+  mkv: { video: 'h264', audio: 'aac', timed: true }, webm: { video: 'vp9', audio: 'opus', timed: true },
+  gif: { video: 'gif', timed: true }, jpg: { video: 'mjpeg', timed: false }, png: { video: 'png', timed: false },
+};
+
+interface Probed {
+  format: { duration?: string; format_name?: string };
+  streams: { codec_type: string; codec_name: string; width?: number; height?: number; sample_rate?: string; channels?: number; r_frame_rate?: string; codec_tag_string?: string }[];
+}
+
+async function probe(file: string): Promise<Probed> {
+  const lines: string[] = [];
+  const result = await runProcess(ffprobe!, ['-v', 'error', '-show_format', '-show_streams', '-of', 'json', file], {
+    onStdoutLine: (line) => lines.push(line),
+  });
+  assert.equal(result.code, 0, `ffprobe ${file}: ${result.stderrTail}`);
+  return JSON.parse(lines.join('\n')) as Probed;
+}
+
+async function ffmpegRun(args: string[]): Promise<void> {
+  const result = await runProcess(ffmpeg!, ['-hide_banner', '-v', 'error', '-nostdin', '-y', ...args]);
+  assert.equal(result.code, 0, `ffmpeg ${args.join(' ')}: ${result.stderrTail}`);
+}
+
+let dir: string;
+let counter = 0;
+/** Duration of each source fixture as ffprobe reads it (an AVI rounds up to whole frames). */
+const fixtureSeconds = new Map<string, number>();
+const proven = new Set<string>();
+
+function job(source: string, target: string, input: string, extra: Partial<EngineJob> = {}, options: ConversionOptions = {}): EngineJob {
+  const pair = pairs.find((p) => p.source === source && p.target === target);
+  return {
+    inputPath: input,
+    outputPath: join(dir, `out-${++counter}.${target}`),
+    source,
+    target,
+    variant: pair?.variants[0]?.key ?? null,
+    options: { ...defaults(pair), ...options },
+    signal: new AbortController().signal,
+    onProgress: () => undefined,
+    workDir: dir,
+    ...extra,
+  };
+}
+
+/** Options as the registry hands them over: validated, with every default applied. */
+function defaults(pair: ConversionPair | undefined): ConversionOptions {
+  const options: ConversionOptions = {};
+  for (const d of pair?.options ?? []) if (d.default !== null) options[d.name] = d.default;
+  // Keep the suite fast on two cores.
+  if (pair?.options.some((d) => d.name === 'preset')) options.preset = 'ultrafast';
+  return options;
+}
+
+function fixture(source: string): string {
+  return join(dir, `fixture.${source}`);
+}
+
+function assertNear(actual: number, expected: number, what: string): void {
+  assert.ok(Math.abs(actual - expected) <= expected * 0.05, `${what}: ${actual} s is not within 5 % of ${expected} s`);
+}
+
+async function assertNoMediaProcesses(): Promise<void> {
+  assert.deepEqual(liveChildPids(), [], 'runProcess has no live child');
+  assert.deepEqual(childrenNamed('ffmpeg'), [], 'no ffmpeg child of ours exists (running or zombie)');
+  assert.deepEqual(childrenNamed('ffprobe'), []);
+}
+
+async function rejectsWith(promise: Promise<void>, code: string): Promise<ConversionFailure> {
+  let caught: unknown;
+  await promise.catch((error: unknown) => (caught = error));
+  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure(${code}), got ${String(caught)}`);
+  assert.equal(caught.code, code, caught.message);
+  return caught;
+}
+
+/** A valid zip archive holding one stored (uncompressed) file: what a renamed .zip really is. */
+function storedZip(name: string, data: Buffer): Buffer {
+  const fileName = Buffer.from(name);
+  const crc = crc32(data);
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt32LE(crc, 14);
+  local.writeUInt32LE(data.length, 18);
+  local.writeUInt32LE(data.length, 22);
+  local.writeUInt16LE(fileName.length, 26);
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt16LE(20, 4);
+  central.writeUInt16LE(20, 6);
+  central.writeUInt32LE(crc, 16);
+  central.writeUInt32LE(data.length, 20);
+  central.writeUInt32LE(data.length, 24);
+  central.writeUInt16LE(fileName.length, 28);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(1, 8);
+  end.writeUInt16LE(1, 10);
+  end.writeUInt32LE(central.length + fileName.length, 12);
+  end.writeUInt32LE(local.length + fileName.length + data.length, 16);
+  return Buffer.concat([local, fileName, data, central, fileName, end]);
+}
+
+/** A silent 10-hour mono WAV: a valid header over a sparse file of zeros (which is silence). */
+async function tenHourSilence(path: string): Promise<void> {
+  const rate = 8000;
+  const bytes = rate * 2 * 10 * 3600;
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + bytes, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(bytes, 40);
+  await writeFile(path, header);
+  await truncate(path, 44 + bytes);
+}
+
+before(async () => {
+  assert.ok(status.available, `media engine unavailable: ${status.detail}`);
+  dir = await mkdtemp(join(tmpdir(), 'convd-media-'));
+  const sources = [...new Set(pairs.map((p) => p.source))];
+  await Promise.all(sources.map(async (source) => {
+    const args = FIXTURES[source];
+    assert.ok(args, `no fixture recipe for source ${source}: add one`);
+    const audioRate = source === 'opus' || source === 'webm' ? ['-ar', '48000'] : [];
+    await ffmpegRun(['-f', 'lavfi', '-i', VIDEO, '-f', 'lavfi', '-i', AUDIO, '-ac', '2', ...audioRate, '-shortest', ...args, fixture(source)]);
+    fixtureSeconds.set(source, Number((await probe(fixture(source))).format.duration));
+  }));
+  await ffmpegRun(['-f', 'lavfi', '-i', VIDEO, '-an', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', join(dir, 'silent-video.mp4')]);
+  await tenHourSilence(join(dir, 'ten-hours.wav'));
+});
+
+after(async () => {
+  console.log(`media engine (ffmpeg ${status.version}): ${proven.size} of ${pairs.length} pairs proven`);
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('media engine', () => {
+  it('finds ffmpeg and offers the audio and video pairs of issue 3', () => {
+    assert.ok(status.available, status.detail);
+    assert.ok(status.version && status.binary);
+    const has = (source: string, target: string) => pairs.some((p) => p.source === source && p.target === target);
+    for (const source of ['mp3', 'wav', 'ogg', 'flac', 'aac', 'm4a', 'opus', 'mp4', 'webm', 'mov', 'mkv', 'avi']) {
+      for (const target of ['mp3', 'wav', 'ogg', 'flac', 'aac', 'm4a', 'opus']) assert.ok(has(source, target), `${source} -> ${target}`);
+    }
+    for (const source of ['mp4', 'webm', 'mov', 'mkv', 'avi']) {
+      for (const target of ['mp4', 'webm', 'mov', 'mkv', 'gif', 'jpg', 'png']) assert.ok(has(source, target), `${source} -> ${target}`);
+    }
+    for (const pair of pairs) {
+      assert.equal(pair.engine, 'media');
+      assert.equal(pair.kind, EXPECTED[pair.target]?.audio && !EXPECTED[pair.target]?.video ? 'audio' : 'video');
+      for (const option of pair.options) {
+        if (option.type === 'enum') assert.ok(option.values.length > 0 && (option.default === null || option.values.includes(String(option.default))));
+      }
+    }
+    const keys = new Set(engine.formats().map((f) => f.key));
+    for (const pair of pairs) assert.ok(keys.has(pair.source) && keys.has(pair.target));
+  });
+});
+
+describe('progress parsing', () => {
+  it('turns -progress blocks into percentages: negative starts ignored, never 100 (the engine says that)', () => {
+    const seen: number[] = [];
+    const reader = new ProgressReader(10, (p) => seen.push(p));
+    const block = (lines: string[]) => lines.forEach((line) => reader.line(line));
+    block(['out_time_us=-9223372036854775807', 'out_time=-577014:32:22.775808', 'progress=continue']);
+    block(['out_time_ms=2500000', 'progress=continue']); // older ffmpeg: microseconds under this name
+    block(['out_time_us=N/A', 'out_time=00:00:07.500000', 'progress=continue']);
+    block(['out_time_us=10020000', 'progress=continue']); // past the probed duration: capped at 99
+    block(['progress=end']);
+    assert.deepEqual(seen, [0, 25, 75, 99, 99]);
+  });
+
+  it('without a known duration nothing is reported', () => {
+    const seen: number[] = [];
+    const reader = new ProgressReader(null, (p) => seen.push(p));
+    ['out_time_us=1000000', 'progress=continue', 'progress=end'].forEach((line) => reader.line(line));
+    assert.deepEqual(seen, []);
+  });
+});
+
+describe('every media pair converts, checked with ffprobe', { concurrency: 2 }, () => {
+  for (const pair of pairs) {
+    it(`${pair.source} -> ${pair.target}`, async () => {
+      const expected = EXPECTED[pair.target];
+      assert.ok(expected, `no expectation for target ${pair.target}: add one`);
+      const progress: number[] = [];
+      const j = job(pair.source, pair.target, fixture(pair.source), { onProgress: (p) => progress.push(p) });
+      await engine.convert(j);
+      const out = await probe(j.outputPath);
+      const video = out.streams.find((s) => s.codec_type === 'video');
+      const audio = out.streams.find((s) => s.codec_type === 'audio');
+      if (expected.video) {
+        assert.equal(video?.codec_name, expected.video);
+        assert.equal(video?.width, WIDTH);
+        assert.equal(video?.height, HEIGHT);
+      } else {
+        assert.equal(video, undefined, 'an audio target carries no video');
+      }
+      if (expected.audio) assert.equal(audio?.codec_name, expected.audio);
+      if (expected.timed) assertNear(Number(out.format.duration), fixtureSeconds.get(pair.source)!, 'duration');
+      assert.equal(progress.at(-1), 100);
+      proven.add(`${pair.source}->${pair.target}`);
+    });
+  }
+});
+
+describe('variants and options', { concurrency: 2 }, () => {
+  // Every variant that is not the default, once, on the first source offering it.
+  const extraVariants = new Map<string, { pair: ConversionPair; variant: string }>();
+  for (const pair of pairs) {
+    for (const variant of pair.variants.slice(1)) {
+      const key = `${pair.target}:${variant.key}`;
+      if (!extraVariants.has(key)) extraVariants.set(key, { pair, variant: variant.key });
+    }
+  }
+  for (const { pair, variant } of extraVariants.values()) {
+    it(`${pair.source} -> ${pair.target} variant ${variant}`, async () => {
+      const j = job(pair.source, pair.target, fixture(pair.source), { variant });
+      await engine.convert(j);
+      const out = await probe(j.outputPath);
+      const video = out.streams.find((s) => s.codec_type === 'video');
+      assert.equal(video?.codec_name, variant === 'h265' ? 'hevc' : EXPECTED[pair.target]?.video);
+      if (variant === 'h265' && pair.target !== 'mkv') assert.equal(video?.codec_tag_string, 'hvc1');
+      assertNear(Number(out.format.duration), fixtureSeconds.get(pair.source)!, 'duration');
+    });
+  }
+
+  it('an 8 kHz mono input converts to every audio target with the default options', async () => {
+    const targets = [...new Set(pairs.filter((p) => p.kind === 'audio').map((p) => p.target))];
+    for (const target of targets) {
+      const j = job('wav', target, join(dir, 'ten-hours.wav'), {}, { trim_end: 5 });
+      await engine.convert(j);
+      assertNear(Number((await probe(j.outputPath)).format.duration), 5, `${target} duration`);
+    }
+  });
+
+  it('audio: bitrate, sample_rate and channels', async () => {
+    const j = job('wav', 'mp3', fixture('wav'), {}, { bitrate: '64k', sample_rate: '22050', channels: '1' });
+    await engine.convert(j);
+    const audio = (await probe(j.outputPath)).streams[0]!;
+    assert.equal(audio.sample_rate, '22050');
+    assert.equal(audio.channels, 1);
+    const size = (await stat(j.outputPath)).size;
+    // 64 kbit/s for 2 s is 16 kB (plus a header); the default 192k would be three times that.
+    assert.ok(size < 24_000, `${size} bytes`);
+  });
+
+  it('audio: trim_start and trim_end cut the clip', async () => {
+    const j = job('flac', 'ogg', fixture('flac'), {}, { trim_start: 0.5, trim_end: 1.5 });
+    await engine.convert(j);
+    assertNear(Number((await probe(j.outputPath)).format.duration), 1, 'trimmed duration');
+  });
+
+  it('video: width keeps the aspect ratio, fps is applied, trim works', async () => {
+    const j = job('mov', 'mp4', fixture('mov'), {}, { width: 80, fps: 5, trim_end: 1 });
+    await engine.convert(j);
+    const out = await probe(j.outputPath);
+    const video = out.streams.find((s) => s.codec_type === 'video')!;
+    assert.deepEqual([video.width, video.height, video.r_frame_rate], [80, 60, '5/1']);
+    assertNear(Number(out.format.duration), 1, 'trimmed duration');
+  });
+
+  it('gif: width is honoured and never enlarges', async () => {
+    const small = job('mp4', 'gif', fixture('mp4'), {}, { width: 64 });
+    const large = job('mp4', 'gif', fixture('mp4'), { variant: 'fast' }, { width: 1000 });
+    await Promise.all([engine.convert(small), engine.convert(large)]);
+    assert.equal((await probe(small.outputPath)).streams[0]!.width, 64);
+    assert.equal((await probe(large.outputPath)).streams[0]!.width, WIDTH);
+  });
+
+  it('still frame: time and size options; a time past the end is input_invalid', async () => {
+    const j = job('webm', 'png', fixture('webm'), {}, { time: 0.5, height: 60 });
+    await engine.convert(j);
+    const frame = (await probe(j.outputPath)).streams[0]!;
+    assert.deepEqual([frame.codec_name, frame.width, frame.height], ['png', 80, 60]);
+    await rejectsWith(engine.convert(job('webm', 'jpg', fixture('webm'), {}, { time: 60 })), 'input_invalid');
+  });
+
+  it('trim_end before trim_start is input_invalid', async () => {
+    await rejectsWith(engine.convert(job('mp3', 'wav', fixture('mp3'), {}, { trim_start: 1.5, trim_end: 1 })), 'input_invalid');
+  });
+
+  it('an audio target from a video without sound is input_invalid', async () => {
+    const failure = await rejectsWith(engine.convert(job('mp4', 'mp3', join(dir, 'silent-video.mp4'))), 'input_invalid');
+    assert.match(failure.message, /no audio stream/);
+  });
+
+  it('a video target from a file without video is input_invalid', async () => {
+    await rejectsWith(engine.convert(job('mp4', 'webm', fixture('m4a'))), 'input_invalid');
+  });
+
+  it('reports progress from ffmpeg while it runs, rising to 100', async () => {
+    const progress: number[] = [];
+    // ~50 minutes of silence: long enough for several progress blocks, about two seconds of work.
+    const j = job('wav', 'mp3', join(dir, 'ten-hours.wav'), { onProgress: (p) => progress.push(p) }, { trim_end: 3000, bitrate: '64k' });
+    await engine.convert(j);
+    assert.ok(progress.some((p) => p > 0 && p < 100), `intermediate progress: ${progress.join(',')}`);
+    assert.deepEqual(progress, [...progress].sort((a, b) => a - b), 'never goes back');
+    assert.equal(progress.at(-1), 100);
+    assertNear(Number((await probe(j.outputPath)).format.duration), 3000, 'duration');
+  });
+});
+
+describe('cancel, time limit and hostile inputs leave no process behind', () => {
+  it('cancel kills ffmpeg and its process group; the job rejects with the reason', async () => {
+    const controller = new AbortController();
+    let groups: number[] = [];
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const j = job('wav', 'mp3', join(dir, 'ten-hours.wav'), {
+      signal: controller.signal,
+      onProgress: (p) => {
+        if (p > 0) {
+          groups = liveChildPids();
+          started();
+        }
+      },
+    });
+    const conversion = engine.convert(j);
+    conversion.catch(() => undefined);
+    await running;
+    assert.equal(groups.length, 1, 'one ffmpeg is running');
+    const reason = new Error('cancelled');
+    controller.abort(reason);
+    await assert.rejects(conversion, (error) => error === reason);
+    assert.deepEqual(leftoversOfGroup(groups[0]!), []);
+    await assertNoMediaProcesses();
+  });
+
+  it('the 10-hour silent audio hits the time limit: timeout, no process left', async () => {
+    const limited = createMediaEngine({ timeLimitMs: 1000 });
+    await limited.probe();
+    const began = Date.now();
+    await rejectsWith(limited.convert(job('wav', 'mp3', join(dir, 'ten-hours.wav'))), 'timeout');
+    assert.ok(Date.now() - began < 5000);
+    await assertNoMediaProcesses();
+  });
+
+  it('a time limit from the worker pool (abort with a timeout reason) ends the same way', async () => {
+    const reason = new ConversionFailure('timeout', 'The conversion took longer than its limit.');
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(reason), 800);
+    await assert.rejects(engine.convert(job('wav', 'ogg', join(dir, 'ten-hours.wav'), { signal: controller.signal })), (e) => e === reason);
+    await assertNoMediaProcesses();
+  });
+
+  it('a truncated video (moov at the end, cut in half) is input_invalid', async () => {
+    const source = await readFile(fixture('mp4'));
+    const path = join(dir, 'truncated.mp4');
+    await writeFile(path, source.subarray(0, source.length >> 1));
+    await rejectsWith(engine.convert(job('mp4', 'webm', path)), 'input_invalid');
+    await assertNoMediaProcesses();
+  });
+
+  it('a truncated streamable video (moov first, data cut) is input_invalid, not a shorter output', async () => {
+    const streamable = join(dir, 'faststart.mp4');
+    await ffmpegRun(['-i', fixture('mp4'), '-c', 'copy', '-movflags', '+faststart', streamable]);
+    const source = await readFile(streamable);
+    const path = join(dir, 'truncated-faststart.mp4');
+    await writeFile(path, source.subarray(0, Math.floor(source.length * 0.6)));
+    const failure = await rejectsWith(engine.convert(job('mp4', 'mkv', path)), 'input_invalid');
+    assert.match(failure.message, /damaged or truncated/);
+    await assertNoMediaProcesses();
+  });
+
+  it('a zip renamed .mp4 is input_invalid', async () => {
+    const path = join(dir, 'archive.mp4');
+    await writeFile(path, storedZip('clip.mp4', await readFile(fixture('mp4'))));
+    await rejectsWith(engine.convert(job('mp4', 'mp4', path)), 'input_invalid');
+    await assertNoMediaProcesses();
+  });
+
+  it('a 1 GB sparse file named .mp4 is input_invalid, quickly', async () => {
+    const path = join(dir, 'sparse.mp4');
+    const handle = await open(path, 'w');
+    await handle.truncate(1024 ** 3);
+    await handle.close();
+    const began = Date.now();
+    await rejectsWith(engine.convert(job('mp4', 'gif', path)), 'input_invalid');
+    assert.ok(Date.now() - began < 5000, 'does not read the gigabyte');
+    await assertNoMediaProcesses();
+  });
+
+  it('an HLS playlist named .mp4 is refused (no demuxer that pulls in other files)', async () => {
+    const path = join(dir, 'playlist.mp4');
+    await copyFile(fixture('mp4'), join(dir, 'segment.mp4'));
+    await writeFile(path, '#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nsegment.mp4\n#EXT-X-ENDLIST\n');
+    await rejectsWith(engine.convert(job('mp4', 'mp4', path)), 'input_invalid');
+    await assertNoMediaProcesses();
+  });
+});

@@ -1,0 +1,185 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ConversionFailure } from '../src/errors/api-error.ts';
+import { ensureExecutable } from '../src/engines/media/binaries.ts';
+import { liveChildPids, runProcess } from '../src/engines/subprocess.ts';
+import { isRunning, leftoversOfGroup, processesInGroup, waitFor } from './engines-proc.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Starts `sh -c script`; `started` resolves with its pid once it runs (the script prints `$$` first). */
+function startShell(script: string, options: Parameters<typeof runProcess>[2] = {}) {
+  let onPid: (pid: number) => void = () => undefined;
+  const started = new Promise<number>((resolve) => (onPid = resolve));
+  let pid = 0;
+  const promise = runProcess('sh', ['-c', `echo $$; ${script}`], {
+    ...options,
+    onStdoutLine: (line) => {
+      if (!pid) onPid((pid = Number(line)));
+    },
+  });
+  // Callers await `promise` after `started`; keep an early rejection from counting as unhandled.
+  promise.catch(() => undefined);
+  return { started, promise };
+}
+
+describe('runProcess', () => {
+  it('returns the exit code and streams stdout and stderr line by line', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const result = await runProcess('sh', ['-c', 'printf "a\\nb\\r\\nc"; printf "e1\\re2\\n" >&2; exit 3'], {
+      onStdoutLine: (line) => out.push(line),
+      onStderrLine: (line) => err.push(line),
+    });
+    assert.equal(result.code, 3);
+    assert.deepEqual(out, ['a', 'b', 'c']);
+    assert.deepEqual(err, ['e1', 'e2']);
+    assert.equal(result.stderrTail, 'e1\ne2');
+  });
+
+  it('keeps only a bounded tail of a large stderr, newest lines last', async () => {
+    // 200 000 numbered lines (~1.3 MB) on stderr.
+    const result = await runProcess('sh', ['-c', 'seq 1 200000 >&2'], { stderrTailBytes: 4096 });
+    assert.equal(result.code, 0);
+    assert.ok(result.stderrTail.length <= 4096, `tail is ${result.stderrTail.length} chars`);
+    assert.ok(result.stderrTail.endsWith('199999\n200000'));
+    assert.ok(!result.stderrTail.includes('\n1\n'));
+  });
+
+  it('cuts a line that never ends instead of buffering it', async () => {
+    const lines: string[] = [];
+    await runProcess('sh', ['-c', 'head -c 3000000 /dev/zero | tr "\\0" x >&2'], { onStderrLine: (l) => lines.push(l) });
+    assert.equal(lines.length, 1);
+    assert.ok(lines[0]!.length < 20_000 && lines[0]!.endsWith('…'));
+  });
+
+  it('rejects when the command does not exist, and leaves nothing registered', async () => {
+    await assert.rejects(runProcess('/nonexistent/binary', []), /ENOENT/);
+    assert.deepEqual(liveChildPids(), []);
+  });
+
+  it('does not start anything for an already aborted signal', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('already'));
+    await assert.rejects(runProcess('sleep', ['5'], { signal: controller.signal }), /already/);
+    assert.deepEqual(liveChildPids(), []);
+  });
+
+  it('on abort kills the whole process group, then rejects with the reason', async () => {
+    const controller = new AbortController();
+    // The shell starts a background grandchild in the same group: both must go.
+    const run = startShell('sleep 30 & sleep 30; wait', { signal: controller.signal });
+    const pid = await run.started;
+    await waitFor(() => processesInGroup(pid).length >= 3, 5000, 'shell and two sleeps');
+    assert.deepEqual(liveChildPids(), [pid]);
+    const reason = new Error('cancelled by user');
+    const began = Date.now();
+    controller.abort(reason);
+    await assert.rejects(run.promise, (error) => error === reason);
+    assert.ok(Date.now() - began < 1500, 'SIGTERM was enough; no wait for the grace period');
+    assert.deepEqual(leftoversOfGroup(pid), [], 'nothing of the group runs and the leader was reaped');
+    assert.deepEqual(liveChildPids(), []);
+  });
+
+  it('sends SIGKILL after the grace period to a group that ignores SIGTERM', async () => {
+    const controller = new AbortController();
+    const run = startShell('trap "" TERM; sleep 30 & sleep 30; wait', { signal: controller.signal, killGraceMs: 300 });
+    const pid = await run.started;
+    await waitFor(() => processesInGroup(pid).length >= 3, 5000, 'shell and two sleeps');
+    const began = Date.now();
+    controller.abort(new Error('stop'));
+    await assert.rejects(run.promise, /stop/);
+    const took = Date.now() - began;
+    assert.ok(took >= 280 && took < 3000, `took ${took} ms`);
+    assert.deepEqual(leftoversOfGroup(pid), []);
+  });
+
+  it('enforces a time limit with ConversionFailure("timeout")', async () => {
+    const run = startShell('sleep 30', { timeoutMs: 300 });
+    const pid = await run.started;
+    await assert.rejects(run.promise, (error) => error instanceof ConversionFailure && error.code === 'timeout');
+    assert.deepEqual(leftoversOfGroup(pid), []);
+  });
+
+  it('kills its children when the parent process exits', async () => {
+    // A separate Node process starts a long child through runProcess, then exits.
+    const script = [
+      `import { runProcess } from ${JSON.stringify(join(ROOT, 'src/engines/subprocess.ts'))};`,
+      `runProcess('sh', ['-c', 'echo $$; exec sleep 30'], { onStdoutLine: (line) => { console.log(line); setTimeout(() => process.exit(0), 50); } });`,
+    ].join('\n');
+    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    parent.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => parent.on('close', resolve));
+    assert.equal(code, 0);
+    const childPid = Number(output.trim());
+    assert.ok(childPid > 0, `child pid printed: ${output}`);
+    await waitFor(() => !isRunning(childPid), 3000, `child ${childPid} to be killed`);
+  });
+});
+
+describe('ensureExecutable', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'convd-exec-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('adds the execute bits to a binary unpacked without them', async () => {
+    const file = join(dir, 'tool');
+    await writeFile(file, '#!/bin/sh\necho ok\n');
+    await chmod(file, 0o644);
+    const runnable = await ensureExecutable(file, join(dir, 'cache'));
+    assert.equal(runnable, file);
+    assert.equal((await stat(file)).mode & 0o111, 0o111);
+    const result = await runProcess(runnable, [], { onStdoutLine: (line) => assert.equal(line, 'ok') });
+    assert.equal(result.code, 0);
+  });
+
+  it('copies a binary it may not chmod into a cache, for a user who does not own node_modules', { skip: process.getuid?.() !== 0 && 'needs root to act as another user' }, async (t) => {
+    // The other user must be able to read this checkout (a clone under /root may not be).
+    const readable = await new Promise<boolean>((resolve) => {
+      const probe = spawn('sh', ['-c', 'test -r "$1" && test -x "$2"', 'sh', join(ROOT, 'src/engines/media/binaries.ts'), join(ROOT, 'node_modules/.bin')], { uid: 65534, gid: 65534 });
+      probe.on('close', (code) => resolve(code === 0));
+      probe.on('error', () => resolve(false));
+    });
+    if (!readable) {
+      t.skip('the checkout is not readable by uid 65534');
+      return;
+    }
+    // As root: a root-owned 0744 file (what `chmod u+x` leaves) is not runnable for uid 65534.
+    const file = join(dir, 'rootonly');
+    await writeFile(file, '#!/bin/sh\necho copied-ok\n');
+    await chmod(file, 0o744);
+    await chmod(dir, 0o755);
+    const cache = join(dir, 'nobody-cache');
+    const script = [
+      `import { ensureExecutable } from ${JSON.stringify(join(ROOT, 'src/engines/media/binaries.ts'))};`,
+      `const path = await ensureExecutable(${JSON.stringify(file)}, ${JSON.stringify(cache)});`,
+      `const { execFileSync } = await import('node:child_process');`,
+      `console.log(path + ' ' + execFileSync(path).toString().trim());`,
+    ].join('\n');
+    await runProcess('mkdir', ['-m', '777', cache]);
+    const lines: string[] = [];
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        cwd: ROOT, uid: 65534, gid: 65534, env: { ...process.env, HOME: dir, TSX_TSCONFIG_PATH: join(ROOT, 'tsconfig.json') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => lines.push(...c.toString().trim().split('\n')));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code, stderr }));
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(lines.at(-1), `${join(cache, 'rootonly')} copied-ok`);
+    assert.equal((await stat(file)).mode & 0o777, 0o744, 'the original is left alone');
+  });
+});
