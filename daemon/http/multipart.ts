@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import { ApiError } from '../../src/errors/api-error.ts';
@@ -34,6 +34,11 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
     const files: SpooledFile[] = [];
     const spooled: string[] = [];
     const writes: Promise<void>[] = [];
+    // File parts still being written: a failure (an aborted request above all, which never ends
+    // them) must end them, or their writes never settle and their spool files are never removed.
+    // Destroyed with an error: a part that busboy already ended but that is not yet drained would
+    // otherwise leave its pipeline() pending forever (Node 20).
+    const streams: Readable[] = [];
     let failure: ApiError | undefined;
     let parser: busboy.Busboy;
 
@@ -42,6 +47,7 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       failure = error;
       req.unpipe(parser);
       req.resume();
+      for (const stream of streams) stream.destroy(error);
       void Promise.allSettled(writes).then(async () => {
         for (const path of spooled) await limits.discard(path);
         reject(error);
@@ -51,7 +57,9 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
     try {
       parser = busboy({
         headers: req.headers,
-        limits: { fileSize: limits.maxFileBytes, fieldSize: MAX_FIELD_BYTES, fields: MAX_FIELDS, files: MAX_FILES, parts: MAX_FIELDS + MAX_FILES },
+        // busboy reports 'limit' when a file *reaches* fileSize; one byte more makes it fire only
+        // for a file above the maximum, so a file of exactly max_upload_mb is accepted.
+        limits: { fileSize: limits.maxFileBytes + 1, fieldSize: MAX_FIELD_BYTES, fields: MAX_FIELDS, files: MAX_FILES, parts: MAX_FIELDS + MAX_FILES },
         defParamCharset: 'utf8',
       });
     } catch {
@@ -72,6 +80,7 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       }
       const path = limits.spoolPath();
       spooled.push(path);
+      streams.push(stream);
       const hash = createHash('sha256');
       let size = 0;
       const counter = new Transform({

@@ -7,7 +7,8 @@ import { fileTypeFromFile } from 'file-type';
  */
 export async function sniffFormat(path: string): Promise<string | undefined> {
   const detected = await fileTypeFromFile(path).catch(() => undefined);
-  if (detected) return detected.ext;
+  // file-type calls any XML document `xml`, an SVG that opens with `<?xml ...?>` too: look closer.
+  if (detected && detected.ext !== 'xml') return detected.ext;
   const handle = await open(path, 'r');
   try {
     const { buffer, bytesRead } = await handle.read(Buffer.alloc(2048), 0, 2048, 0);
@@ -16,5 +17,5 @@ export async function sniffFormat(path: string): Promise<string | undefined> {
   } finally {
     await handle.close();
   }
-  return undefined;
+  return detected?.ext;
 }

@@ -128,8 +128,10 @@ export async function validateCreateRequest(
   }
 
   const key = input.idempotencyKey;
-  if (key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
+  if (key !== undefined && key.length > MAX_IDEMPOTENCY_KEY) {
     problems['Idempotency-Key'] = { reason: 'too_long', params: { max: MAX_IDEMPOTENCY_KEY } };
+  } else if (key !== undefined && key.trim().length === 0) {
+    problems['Idempotency-Key'] = { reason: 'invalid_value', params: { text: 'must not be empty' } };
   }
 
   if (Object.keys(problems).length > 0) throw validationError(problems);
