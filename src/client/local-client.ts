@@ -7,11 +7,15 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../errors/api-error.ts';
 import { renderMessage } from '../errors/messages.ts';
+import { defaultEngines } from '../engines/catalog.ts';
+import type { KnownEngine, LazyEngine } from '../engines/lazy.ts';
+import { FormatRegistry } from '../formats/registry.ts';
 import type { AccountRecord } from '../model/account.ts';
 import type { PublicConversion } from '../model/conversion.ts';
-import { defaultServiceConfig } from '../service/config.ts';
+import { defaultServiceConfig, type ServiceConfig } from '../service/config.ts';
 import type { SpooledFile } from '../service/create-request.ts';
-import { openSystem, type ConversionSystem } from '../service/system.ts';
+import type { ConversionSystem } from '../service/system.ts';
+import { formatFingerprint, readFormatCache, writeFormatCache } from './format-cache.ts';
 import {
   ClientError, type AccountView, type ConvClient, type CreateConversionRequest, type DownloadResult, type FormatDetails,
   type FormatListing, type ListPage,
@@ -21,23 +25,31 @@ const CLOSE_GRACE_MS = 500;
 
 export interface LocalClientOptions {
   workers?: number;
+  /** Where the format cache lives ($XDG_CACHE_HOME) and which ffmpeg is found; default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** false: always probe the engines, never read or write the format cache. */
+  formatCache?: boolean;
 }
 
 /**
  * The service in-process, for `conv` with no server configured: an ephemeral store in a temp dir
  * (nothing persists between runs), one unmetered account (no credits or limits that matter).
  * URL inputs may reach private addresses: this is the user's own machine, not a shared server.
+ *
+ * Nothing is opened here. The store and the worker pool open on the first call that needs them.
+ * The engines' probe findings are cached between runs (format-cache.ts): with a current cache,
+ * `listFormats` and `getFormat` cost a few file reads, and a conversion loads only the engine it
+ * needs (sharp for images; never pdf-lib or ffmpeg for a PNG batch). Without one, every engine is
+ * probed once and the findings written for the next run.
  */
 export async function createLocalClient(options: LocalClientOptions = {}): Promise<ConvClient> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'conv-local-'));
-  const system = await openSystem({
-    dataDir,
-    config: defaultServiceConfig({ baseUrl: 'local:/v1', allowPrivateUrls: true, sweepIntervalMs: 3_600_000 }),
-    workers: options.workers,
-  });
-  await system.start();
-  const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'local' });
-  return new LocalClient(system, account, dataDir);
+  return new LocalClient(options);
+}
+
+interface OpenSystem {
+  system: ConversionSystem;
+  account: AccountRecord;
+  dataDir: string;
 }
 
 function toClientError(error: unknown): never {
@@ -48,11 +60,69 @@ function toClientError(error: unknown): never {
 }
 
 class LocalClient implements ConvClient {
-  constructor(
-    private readonly system: ConversionSystem,
-    private readonly account: AccountRecord,
-    private readonly dataDir: string,
-  ) {}
+  private readonly config: ServiceConfig = defaultServiceConfig({ baseUrl: 'local:/v1', allowPrivateUrls: true, sweepIntervalMs: 3_600_000 });
+  private readonly env: NodeJS.ProcessEnv;
+  private opening: Promise<OpenSystem> | null = null;
+  private registryPromise: Promise<FormatRegistry> | null = null;
+  private enginesPromise: Promise<{ engines: LazyEngine[]; save: (() => Promise<void>) | null }> | null = null;
+  private closed = false;
+  private closing: Promise<void> | null = null;
+
+  constructor(private readonly options: LocalClientOptions) {
+    this.env = options.env ?? process.env;
+  }
+
+  /** Opens the service once, on first use (temp dir, store, workers; engines as `engines()` made them). */
+  private open(): Promise<OpenSystem> {
+    if (this.closed) return Promise.reject(new ClientError('internal_error', 'the in-process service was closed', null));
+    return (this.opening ??= (async () => {
+      const [{ openSystem }, { engines }] = await Promise.all([import('../service/system.ts'), this.engines()]);
+      const dataDir = await mkdtemp(join(tmpdir(), 'conv-local-'));
+      try {
+        const system = await openSystem({ dataDir, config: this.config, workers: this.options.workers, engines });
+        await system.start();
+        const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'local' });
+        return { system, account, dataDir };
+      } catch (error) {
+        await rm(dataDir, { recursive: true, force: true });
+        throw error;
+      }
+    })());
+  }
+
+  /**
+   * The engines, built once: from the cached findings when they are current (nothing loaded),
+   * else plain lazy engines, which the registry's probe loads; their findings are then cached.
+   */
+  private engines(): Promise<{ engines: LazyEngine[]; save: (() => Promise<void>) | null }> {
+    return (this.enginesPromise ??= (async () => {
+      const settings = { maxInputPixels: this.config.maxInputPixels };
+      const fingerprint = this.options.formatCache === false ? null : await formatFingerprint(this.env).catch(() => null);
+      const cached = fingerprint ? await readFormatCache(this.env, fingerprint) : null;
+      const known = new Map((cached ?? []).map((engine) => [engine.name, engine]));
+      const engines = defaultEngines(settings, known);
+      if (cached && engines.every((engine) => known.has(engine.name))) return { engines, save: null };
+      const fresh = defaultEngines(settings);
+      const save = fingerprint
+        ? async () => {
+          const found = fresh.map((engine) => engine.known()).filter((k): k is KnownEngine => k !== undefined);
+          if (found.length === fresh.length) await writeFormatCache(this.env, fingerprint, found);
+        }
+        : null;
+      return { engines: fresh, save };
+    })());
+  }
+
+  /** The format registry: the open service's, else one built from the engines (probed if need be). */
+  private registry(): Promise<FormatRegistry> {
+    if (this.opening) return this.opening.then(({ system }) => system.registry);
+    return (this.registryPromise ??= (async () => {
+      const { engines, save } = await this.engines();
+      const registry = await FormatRegistry.create(engines, this.config.creditWeights);
+      await save?.();
+      return registry;
+    })());
+  }
 
   private async call<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -62,13 +132,9 @@ class LocalClient implements ConvClient {
     }
   }
 
-  private view(record: Parameters<ConversionSystem['conversions']['publicView']>[0]): PublicConversion {
-    return this.system.conversions.publicView(record);
-  }
-
   /** Copies the input into the spool, hashing it for the idempotency fingerprint as a daemon would. */
-  private async spool(source: Readable, filename: string | null): Promise<SpooledFile> {
-    const path = this.system.blobs.spoolPath();
+  private async spool(system: ConversionSystem, source: Readable, filename: string | null): Promise<SpooledFile> {
+    const path = system.blobs.spoolPath();
     const hash = createHash('sha256');
     let size = 0;
     await pipeline(
@@ -87,6 +153,7 @@ class LocalClient implements ConvClient {
 
   createConversion(request: CreateConversionRequest): Promise<PublicConversion> {
     return this.call(async () => {
+      const { system, account } = await this.open();
       const fields: Record<string, unknown> = { target: request.target };
       if (request.source) fields.source = request.source;
       if (request.variant) fields.variant = request.variant;
@@ -97,60 +164,94 @@ class LocalClient implements ConvClient {
         fields.url = input.url;
         if (input.filename) fields.filename = input.filename;
       } else if (input.kind === 'file') {
-        files.push(await this.spool(createReadStream(input.path), input.filename ?? basename(input.path)));
+        files.push(await this.spool(system, createReadStream(input.path), input.filename ?? basename(input.path)));
       } else {
-        files.push(await this.spool(input.stream, input.filename));
+        files.push(await this.spool(system, input.stream, input.filename));
       }
-      const outcome = await this.system.conversions.create(this.account, {
+      const outcome = await system.conversions.create(account, {
         fields, options: request.options ?? {}, files, idempotencyKey: request.idempotencyKey,
       });
-      const record = await this.system.conversions.waitForEnd(outcome.record, Math.min(request.wait ?? 0, 30));
-      return this.view(record);
+      const record = await system.conversions.waitForEnd(outcome.record, Math.min(request.wait ?? 0, 30));
+      return system.conversions.publicView(record);
     });
   }
 
   getConversion(id: string, options: { wait?: number } = {}): Promise<PublicConversion> {
     return this.call(async () => {
-      const record = await this.system.conversions.get(this.account, id);
-      return this.view(await this.system.conversions.waitForEnd(record, Math.min(options.wait ?? 0, 30)));
+      const { system, account } = await this.open();
+      const record = await system.conversions.get(account, id);
+      return system.conversions.publicView(await system.conversions.waitForEnd(record, Math.min(options.wait ?? 0, 30)));
     });
   }
 
   listConversions(query: { status?: string; cursor?: string; limit?: number }): Promise<ListPage> {
-    return this.call(() =>
-      this.system.conversions.list(this.account, { status: query.status, cursor: query.cursor, limit: query.limit?.toString() }),
-    );
+    return this.call(async () => {
+      const { system, account } = await this.open();
+      return system.conversions.list(account, { status: query.status, cursor: query.cursor, limit: query.limit?.toString() });
+    });
   }
 
   deleteConversion(id: string): Promise<PublicConversion> {
-    return this.call(async () => this.view(await this.system.conversions.delete(this.account, id)));
+    return this.call(async () => {
+      const { system, account } = await this.open();
+      return system.conversions.publicView(await system.conversions.delete(account, id));
+    });
   }
 
   download(id: string): Promise<DownloadResult> {
     return this.call(async () => {
-      const handle = await this.system.conversions.download(this.account, id);
+      const { system, account } = await this.open();
+      const handle = await system.conversions.download(account, id);
       return { stream: handle.open() as Readable, filename: handle.record.result!.filename, size: handle.size };
     });
   }
 
   listFormats(): Promise<FormatListing> {
-    return this.call(async () => this.system.conversions.listFormats());
+    return this.call(async () => {
+      const registry = await this.registry();
+      return { data: registry.sources().map((source) => ({ source, targets: registry.targetsOf(source).map((pair) => pair.target) })) };
+    });
   }
 
-  getFormat(source: string): Promise<FormatDetails> {
-    return this.call(async () => this.system.conversions.formatDetails(this.account, source));
+  /** As ConversionService.formatDetails, for the local account's plan (unmetered). */
+  getFormat(rawSource: string): Promise<FormatDetails> {
+    return this.call(async () => {
+      const registry = await this.registry();
+      const source = registry.normalize(rawSource);
+      const pairs = source ? registry.targetsOf(source) : [];
+      if (!source || pairs.length === 0) throw new ApiError('not_found', { params: { resource: 'source format' } });
+      const plan = this.config.plans.unmetered;
+      return {
+        source,
+        data: pairs.map((pair) => ({
+          target: pair.target, max_upload_mb: plan.max_upload_mb, credit_weight: registry.creditWeight(pair), options: pair.options, variants: pair.variants,
+        })),
+      };
+    });
   }
 
   getAccount(): Promise<AccountView> {
-    return this.call(() => this.system.accounts.view(this.account));
+    return this.call(async () => {
+      const { system, account } = await this.open();
+      return system.accounts.view(account);
+    });
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    this.closed = true;
+    return (this.closing ??= this.shutDown());
+  }
+
+  private async shutDown(): Promise<void> {
+    const opening = this.opening;
+    if (!opening) return;
+    const opened = await opening.catch(() => null);
+    if (!opened) return;
     // sharp cannot abort an encode half-way: give running work a moment, then remove the
     // ephemeral data dir anyway (a late write into it fails harmlessly).
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.system.stop(), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))]);
+    await Promise.race([opened.system.stop(), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))]);
     clearTimeout(timer);
-    await rm(this.dataDir, { recursive: true, force: true });
+    await rm(opened.dataDir, { recursive: true, force: true });
   }
 }

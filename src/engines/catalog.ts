@@ -1,8 +1,4 @@
-import { createDataEngine } from './data/data-engine.ts';
-import { createImageEngine } from './image/sharp-engine.ts';
-import { createMediaEngine } from './media/media-engine.ts';
-import { createPdfEngine } from './pdf/pdf-engine.ts';
-import type { Engine } from './types.ts';
+import { lazyEngine, type EngineLoader, type KnownEngine, type LazyEngine } from './lazy.ts';
 
 export interface EngineSettings {
   maxInputPixels: number;
@@ -11,13 +7,23 @@ export interface EngineSettings {
 /**
  * Every engine the service offers, in order of preference when two declare the same pair
  * (jpg/png targets exist in both the image engine and the media engine's still frames, but for
- * different sources, so no pair is actually shared today).
+ * different sources, so no pair is actually shared today). Each engine's module is imported
+ * when it is first probed or used (lazy.ts), not when this module loads.
  */
-export function defaultEngines(settings: EngineSettings): Engine[] {
+export function engineLoaders(settings: EngineSettings): EngineLoader[] {
   return [
-    createImageEngine({ maxInputPixels: settings.maxInputPixels }),
-    createMediaEngine(),
-    createPdfEngine({ maxInputPixels: settings.maxInputPixels }),
-    createDataEngine(),
+    { name: 'image', load: async () => (await import('./image/sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels }) },
+    { name: 'media', load: async () => (await import('./media/media-engine.ts')).createMediaEngine() },
+    { name: 'pdf', load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
+    { name: 'data', load: async () => (await import('./data/data-engine.ts')).createDataEngine() },
   ];
+}
+
+/**
+ * The engines, each probed (and so loaded) at start-up by FormatRegistry.create. With `known`
+ * (an earlier probe's findings, by engine name), an engine whose findings are there skips the
+ * probe and loads on its first conversion.
+ */
+export function defaultEngines(settings: EngineSettings, known: ReadonlyMap<string, KnownEngine> = new Map()): LazyEngine[] {
+  return engineLoaders(settings).map((loader) => lazyEngine(loader, known.get(loader.name)));
 }

@@ -64,7 +64,9 @@ export class FormatRegistry {
   }
 
   targetsOf(source: string): ConversionPair[] {
-    return [...(this.pairsBySource.get(source)?.values() ?? [])].sort((a, b) => a.target.localeCompare(b.target));
+    // Code-unit order, not localeCompare: keys are ASCII, and the first localeCompare call
+    // initialises ICU collation (~7 ms), a tenth of the CLI's whole start-up budget.
+    return [...(this.pairsBySource.get(source)?.values() ?? [])].sort((a, b) => (a.target < b.target ? -1 : a.target > b.target ? 1 : 0));
   }
 
   pair(source: string, target: string): ConversionPair | undefined {

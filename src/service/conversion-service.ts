@@ -133,9 +133,11 @@ export class ConversionService {
         return { record, replayed: false, wait: request.wait };
       });
       if (!outcome.replayed) {
-        // Acknowledge only what is on disk: a crash right after the 202 must not lose the conversion.
-        await this.store.flush();
+        // Work starts at once, while the record goes to disk: a worker need not sit idle for an
+        // fsync. The answer still waits for the flush: a crash right after the 202 must not lose
+        // the conversion (and a crash before it loses only work nobody was told about).
         this.queue.push(outcome.record.id);
+        await this.store.flush();
       }
       return outcome;
     } finally {
@@ -256,7 +258,9 @@ export class ConversionService {
       reserved_credits: 0,
       finished_at: this.now().toISOString(),
     });
-    await this.blobs.delete('inputs', record.id);
+    // The input goes only once the end state is on disk: after a crash before that, the
+    // conversion is still active on disk and is run again from its input.
+    void this.store.flush().then(() => this.blobs.delete('inputs', record.id)).catch(() => undefined);
     this.events.emit(updated!);
     return updated!;
   }

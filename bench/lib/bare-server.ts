@@ -1,0 +1,24 @@
+/**
+ * The baseline of bench (a): a bare node:http server that answers every request with the same
+ * JSON bytes and headers the daemon sends for GET /v1/conversions/{id}, and nothing else (no
+ * routing, auth, store or framework). Run as its own process, like the daemon.
+ *
+ * Input: argv[2] = JSON `{ body: string, headers: Record<string,string> }`. Prints the port.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+interface BareAnswer {
+  body: string;
+  headers: Record<string, string>;
+}
+
+const answer = JSON.parse(process.argv[2] ?? '{}') as BareAnswer;
+const server = createServer((_req, res) => {
+  res.writeHead(200, answer.headers);
+  res.end(answer.body);
+});
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));

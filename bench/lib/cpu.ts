@@ -1,0 +1,17 @@
+import { readFile } from 'node:fs/promises';
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ): 100 on every Linux that Node supports. */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU time (user + system) a process has used so far, in ms. Throughput on a shared machine
+ * swings with whatever else runs; CPU time per request does not, so benches report both.
+ */
+export async function cpuTimeMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may contain spaces) start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return ((utime + stime) * 1000) / TICKS_PER_SECOND;
+}

@@ -1,0 +1,88 @@
+/**
+ * The real convd, compiled (`npm run bench` builds first), in its own process on an ephemeral
+ * port: what a deployment runs, without tsx in the way of its memory or CPU figures.
+ */
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnTracked, stopChild } from './processes.ts';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const MAIN = join(ROOT, 'dist', 'daemon', 'main.js');
+
+export interface BenchDaemon {
+  url: string;
+  host: string;
+  port: number;
+  /** The bootstrap key of a fresh data dir, or the key given for a seeded one. */
+  apiKey: string;
+  pid: number;
+  startMs: number;
+  /** VmRSS and VmHWM (peak) of the daemon process, in KiB. */
+  memory(): Promise<{ rssKb: number; peakKb: number }>;
+  /** Resets VmHWM to the current RSS (Linux clear_refs 5); false where that is not possible. */
+  resetPeak(): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+/**
+ * BENCH_DAEMON_NODE_ARGS adds node flags to every daemon a bench starts, e.g.
+ * `BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- a` to profile it.
+ */
+const EXTRA_NODE_ARGS = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+
+export async function startBenchDaemon(options: { dataDir: string; args?: string[]; apiKey?: string }): Promise<BenchDaemon> {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` (npm run bench does)`);
+  const started = performance.now();
+  const child = spawnTracked(process.execPath, [...EXTRA_NODE_ARGS, MAIN, 'serve', '--port', '0', '--data-dir', options.dataDir, ...(options.args ?? [])], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  // Only the head of stderr matters (address, key); the per-conversion log lines are dropped.
+  let head = '';
+  const ready = await new Promise<{ url: string; key?: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`convd did not start within 60 s:\n${head}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      if (head.length < 64 * 1024) head += chunk.toString();
+      const listening = /convd listening on (http:\/\/\S+)/.exec(head);
+      if (listening) {
+        clearTimeout(timer);
+        resolve({ url: listening[1]!, key: /api key (cvk_[A-Za-z0-9_-]+)/.exec(head)?.[1] });
+      }
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`convd exited with ${code} before listening:\n${head}`));
+    });
+  });
+  child.stderr!.resume();
+  const apiKey = ready.key ?? options.apiKey;
+  if (!apiKey) throw new Error('no API key: the data dir was seeded, pass its key');
+  const address = new URL(ready.url);
+  const pid = child.pid!;
+  const status = () => readFile(`/proc/${pid}/status`, 'utf8');
+  const field = (text: string, name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
+  return {
+    url: ready.url,
+    host: address.hostname,
+    port: Number(address.port),
+    apiKey,
+    pid,
+    startMs: performance.now() - started,
+    async memory() {
+      const text = await status();
+      return { rssKb: field(text, 'VmRSS'), peakKb: field(text, 'VmHWM') };
+    },
+    async resetPeak() {
+      try {
+        await writeFile(`/proc/${pid}/clear_refs`, '5');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    stop: () => stopChild(child, 15_000),
+  };
+}

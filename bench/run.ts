@@ -1,0 +1,70 @@
+/**
+ * `npm run bench [-- a b c d e f g h]`: runs the benches of issue 2 (a-d), issue 3 (e) and issue 5
+ * (f-h, conv: bench/cli.ts), each against
+ * its baseline in the same run, prints one line per bench as it ends and a table at the end.
+ * Exits 1 when a target is missed (or a figure is invalid), so a script can gate on it.
+ *
+ * Every daemon is the compiled one (dist/, built by `npm run bench`) in its own process, with
+ * its own temp data dir; load generators run in processes of their own. All are removed at the
+ * end, on Ctrl-C too. To profile the daemon under a bench:
+ *   BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- a
+ * Figures swing with whatever else runs on the machine: benches (a) and (b) alternate rounds and
+ * keep the best, and print CPU time per unit of work, which other load disturbs far less.
+ */
+import { availableParallelism, cpus } from 'node:os';
+import { benchConvBatch, benchConvFormats, benchConvVersion } from './cli.ts';
+import { benchGetThroughput } from './get-throughput.ts';
+import { benchConvertEndToEnd } from './convert-e2e.ts';
+import { benchSubmitLatency } from './submit-latency.ts';
+import { benchUploadRss } from './upload-rss.ts';
+import { benchVideo } from './video.ts';
+import type { BenchResult } from './types.ts';
+
+const BENCHES: Record<string, () => Promise<BenchResult>> = {
+  a: benchGetThroughput,
+  b: benchConvertEndToEnd,
+  c: benchSubmitLatency,
+  d: benchUploadRss,
+  e: benchVideo,
+  f: benchConvVersion,
+  g: benchConvFormats,
+  h: benchConvBatch,
+};
+
+function line(result: BenchResult): string {
+  return `(${result.id}) ${result.title}: ${result.figures} = ${result.ratio} (target ${result.target}) ${result.pass ? 'PASS' : 'FAIL'}`;
+}
+
+function table(results: BenchResult[]): string {
+  const rows = [['bench', 'measured', 'ratio', 'target', 'result'], ...results.map((r) => [`(${r.id}) ${r.title}`, r.figures, r.ratio, r.target, r.pass ? 'PASS' : 'FAIL'])];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  const format = (row: string[]) => `| ${row.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
+  return [format(rows[0]!), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(format)].join('\n');
+}
+
+const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
+const unknown = wanted.filter((id) => !(id in BENCHES));
+if (unknown.length > 0) {
+  process.stderr.write(`unknown bench ${unknown.join(', ')}; choose from ${Object.keys(BENCHES).join(' ')}\n`);
+  process.exit(2);
+}
+const ids = wanted.length > 0 ? wanted : Object.keys(BENCHES);
+
+process.stdout.write(`convd benches on ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown cpu'}), node ${process.version}\n\n`);
+const results: BenchResult[] = [];
+const started = performance.now();
+for (const id of ids) {
+  const benchStarted = performance.now();
+  let result: BenchResult;
+  try {
+    result = await BENCHES[id]!();
+  } catch (error) {
+    result = { id, title: 'error', figures: error instanceof Error ? error.message : String(error), ratio: '-', target: '-', pass: false, notes: [] };
+  }
+  results.push(result);
+  process.stdout.write(`${line(result)}\n`);
+  for (const note of result.notes) process.stdout.write(`    ${note}\n`);
+  process.stdout.write(`    (${((performance.now() - benchStarted) / 1000).toFixed(1)} s)\n`);
+}
+process.stdout.write(`\n${table(results)}\n\ntotal ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+process.exitCode = results.every((r) => r.pass) ? 0 : 1;

@@ -1,0 +1,150 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { homedir, tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { KnownEngine } from '../engines/lazy.ts';
+
+/**
+ * A cache of what the engines' probes found (their status, formats and pairs), so the in-process
+ * CLI builds its format registry without loading sharp, pdf-lib or the data libraries and
+ * without running ffmpeg: `conv formats` and the option check of `conv convert` cost a few file
+ * reads, and a conversion loads only the engine it needs (engines/lazy.ts). The file lives in `$XDG_CACHE_HOME/conv/formats.json` and is
+ * valid for one fingerprint of everything the engines' probes depend on: the package version,
+ * the engine and format code, node, the installed dependencies and the ffmpeg binaries. Any
+ * change there makes a new fingerprint, and the next run probes again and rewrites the file.
+ * The cache is an optimisation only: a file that cannot be read or written is ignored.
+ */
+
+interface CacheFile {
+  fingerprint: string;
+  /** Unix ms when written. */
+  written: number;
+  engines: KnownEngine[];
+}
+
+/**
+ * Findings in which an engine was unavailable are trusted only this long: its probe may have
+ * failed for a passing reason (ffmpeg timing out on a loaded machine), which must not hide
+ * formats for good. Complete ones are valid until the fingerprint changes.
+ */
+const DEGRADED_TTL_MS = 10 * 60_000;
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The engine and format code, compiled (dist/src/…) or source (src/…), whichever runs. */
+const CODE_DIRS = [join(here, '..', 'engines'), join(here, '..', 'formats')];
+const BINARIES = [
+  { name: 'ffmpeg', env: 'FFMPEG_PATH', npm: '@ffmpeg-installer' },
+  { name: 'ffprobe', env: 'FFPROBE_PATH', npm: '@ffprobe-installer' },
+];
+
+export function formatCachePath(env: NodeJS.ProcessEnv): string {
+  const home = homedir();
+  const base = env.XDG_CACHE_HOME || (home ? join(home, '.cache') : tmpdir());
+  return join(base, 'conv', 'formats.json');
+}
+
+async function statLine(path: string): Promise<string> {
+  const info = await stat(path).catch(() => null);
+  return info ? `${path}:${info.size}:${Math.trunc(info.mtimeMs)}` : `${path}:-`;
+}
+
+/** Every file under `dir` with size and mtime: a changed, added or removed engine file shows. */
+async function treeLines(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  const files = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort();
+  return Promise.all(files.map(statLine));
+}
+
+/** The package root: the nearest directory above this module with the convd package.json. */
+async function packageRoot(): Promise<{ root: string; version: string } | null> {
+  let dir = here;
+  for (let depth = 0; depth < 5; depth += 1) {
+    try {
+      const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'convd') return { root: dir, version: pkg.version ?? '0.0.0' };
+    } catch {
+      // Not here: one level up.
+    }
+    dir = dirname(dir);
+  }
+  return null;
+}
+
+/** What decides which ffmpeg a probe finds: the configured path, PATH, the packaged binary. */
+async function binaryLines(env: NodeJS.ProcessEnv): Promise<string[]> {
+  const require = createRequire(import.meta.url);
+  const lines: string[] = [];
+  for (const binary of BINARIES) {
+    const configured = env[binary.env];
+    if (configured) lines.push(await statLine(configured));
+    for (const dir of (env.PATH ?? '').split(delimiter)) {
+      if (!dir) continue;
+      const line = await statLine(join(dir, binary.name));
+      if (!line.endsWith(':-')) {
+        lines.push(line);
+        break;
+      }
+    }
+    try {
+      lines.push(await statLine(require.resolve(`${binary.npm}/${process.platform}-${process.arch}/package.json`)));
+    } catch {
+      lines.push(`${binary.npm}:none`);
+    }
+  }
+  return lines;
+}
+
+/** A hash of everything the engines' probes depend on (a few dozen stat calls, no imports). */
+export async function formatFingerprint(env: NodeJS.ProcessEnv): Promise<string> {
+  const pkg = await packageRoot();
+  const require = createRequire(import.meta.url);
+  let sharp = 'sharp:none';
+  try {
+    sharp = await statLine(require.resolve('sharp/package.json'));
+  } catch {
+    // No sharp: the image engine's probe decides what that means.
+  }
+  const parts = [
+    `convd ${pkg?.version ?? '?'}`,
+    `node ${process.version} ${process.platform} ${process.arch}`,
+    // npm rewrites this file on every install: a changed dependency tree invalidates the cache.
+    pkg ? await statLine(join(pkg.root, 'node_modules', '.package-lock.json')) : 'no root',
+    sharp,
+    ...(await binaryLines(env)),
+    ...(await Promise.all(CODE_DIRS.map(treeLines))).flat(),
+  ];
+  return createHash('sha256').update(parts.join('\n')).digest('hex');
+}
+
+function isKnownEngines(value: unknown): value is KnownEngine[] {
+  return Array.isArray(value) && value.every((engine: Partial<KnownEngine> | null) =>
+    typeof engine?.name === 'string' && typeof engine.status?.available === 'boolean' && Array.isArray(engine.formats) && Array.isArray(engine.pairs));
+}
+
+/** The cached findings for `fingerprint`, or null (missing, stale or unreadable). */
+export async function readFormatCache(env: NodeJS.ProcessEnv, fingerprint: string): Promise<KnownEngine[] | null> {
+  try {
+    const file = JSON.parse(await readFile(formatCachePath(env), 'utf8')) as Partial<CacheFile>;
+    if (file.fingerprint !== fingerprint || !isKnownEngines(file.engines)) return null;
+    const degraded = file.engines.some((engine) => !engine.status.available);
+    if (degraded && !(typeof file.written === 'number' && Date.now() - file.written < DEGRADED_TTL_MS)) return null;
+    return file.engines;
+  } catch {
+    return null;
+  }
+}
+
+/** Writes the findings atomically (temp file + rename): concurrent runs never read half a file. */
+export async function writeFormatCache(env: NodeJS.ProcessEnv, fingerprint: string, engines: KnownEngine[]): Promise<void> {
+  const path = formatCachePath(env);
+  const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  try {
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    await writeFile(temp, JSON.stringify({ fingerprint, written: Date.now(), engines } satisfies CacheFile));
+    await rename(temp, path);
+  } catch {
+    await unlink(temp).catch(() => undefined);
+  }
+}

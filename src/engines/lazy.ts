@@ -1,0 +1,82 @@
+import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+import type { Engine, EngineJob, EngineStatus } from './types.ts';
+
+/**
+ * Engines whose modules (sharp, pdf-lib with its fonts, ffmpeg probing, the data libraries)
+ * load only when needed. A daemon probes every engine at start-up, so for it nothing changes:
+ * `probe` loads the module. The in-process CLI passes what an earlier probe found (`known`, from
+ * its format cache): then nothing loads until a conversion needs that one engine, and
+ * `conv formats` or a PNG batch never pays for pdf-lib or ffmpeg.
+ */
+
+/** How to create one engine of the catalog, without importing its module first. */
+export interface EngineLoader {
+  /** Must equal the created engine's `name`. */
+  name: string;
+  load(): Promise<Engine>;
+}
+
+/** What a probe of one engine found, as plain data (cached by the CLI between runs). */
+export interface KnownEngine {
+  name: string;
+  status: EngineStatus;
+  formats: FormatInfo[];
+  /** Empty when the engine is unavailable. */
+  pairs: ConversionPair[];
+}
+
+export interface LazyEngine extends Engine {
+  /** What the engine declared, once probed (undefined before). */
+  known(): KnownEngine | undefined;
+}
+
+export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngine {
+  let loading: Promise<Engine> | null = null;
+  let loaded: Engine | null = null;
+  let ready: Promise<Engine> | null = null;
+  let found: KnownEngine | undefined = known;
+
+  const load = (): Promise<Engine> => {
+    if (!loading) {
+      const attempt = loader.load().then((engine) => {
+        if (engine.name !== loader.name) throw new Error(`engine loader "${loader.name}" created an engine named "${engine.name}"`);
+        return (loaded = engine);
+      });
+      loading = attempt;
+      attempt.catch(() => {
+        if (loading === attempt) loading = null; // a failed import is tried again next time
+      });
+    }
+    return loading;
+  };
+
+  return {
+    name: loader.name,
+    async probe(): Promise<EngineStatus> {
+      if (known) return known.status;
+      const engine = await load();
+      const status = await engine.probe();
+      ready = Promise.resolve(engine);
+      found = { name: engine.name, status, formats: engine.formats(), pairs: status.available ? engine.pairs() : [] };
+      return status;
+    },
+    pairs: () => (known ? known.pairs : loaded?.pairs() ?? []),
+    formats: () => (known ? known.formats : loaded?.formats() ?? []),
+    convert(job: EngineJob): Promise<void> {
+      // Known from a cache: the engine is loaded and probed now (probing sets up its state, e.g.
+      // which ffmpeg it runs), once, by the first conversion that needs it.
+      if (!ready) {
+        const attempt = load().then(async (engine) => {
+          await engine.probe();
+          return engine;
+        });
+        ready = attempt;
+        attempt.catch(() => {
+          if (ready === attempt) ready = null;
+        });
+      }
+      return ready.then((engine) => engine.convert(job));
+    },
+    known: () => found,
+  };
+}

@@ -1,0 +1,206 @@
+/**
+ * Crash safety of the real daemon: `kill -9` in the middle of work leaves store files that parse
+ * and lose nothing; a restart on the same data dir brings every conversion to an end state; an
+ * input that vanished while the daemon was down fails its conversion with a code; and a second
+ * daemon never becomes a second writer of the same data dir.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, it } from 'node:test';
+import sharp from 'sharp';
+import type { ConversionRecord } from '../src/model/conversion.ts';
+import { api, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+
+interface ConversionView {
+  id: string;
+  status: string;
+  credits: number;
+  error: { code: string; message: string } | null;
+}
+
+const IMAGE_SIZE = 1000;
+const FAILURE_CODES = new Set(['input_invalid', 'fetch_failed', 'file_too_large', 'conversion_failed', 'timeout', 'internal_error']);
+const END = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
+
+/**
+ * A 1000x1000 noisy PNG: WebP-encoding it takes sharp (one libvips thread) a quarter to half a
+ * second, so with one worker a batch of 12 stays queued for seconds. (AVIF of noise takes ~20 s per image
+ * here: far too slow for a test.)
+ */
+function noisyPng(): Promise<Buffer> {
+  return sharp({ create: { width: IMAGE_SIZE, height: IMAGE_SIZE, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
+    .png({ compressionLevel: 1 })
+    .toBuffer();
+}
+
+async function submit(daemon: DaemonHandle, image: Buffer, name: string): Promise<string> {
+  const form = new FormData();
+  form.set('target', 'webp');
+  form.set('file', new Blob([new Uint8Array(image)], { type: 'image/png' }), name);
+  const answer = await api(daemon, '/conversions', { method: 'POST', body: form });
+  assert.equal(answer.status, 202, JSON.stringify(answer.body));
+  return (answer.body as ConversionView).id;
+}
+
+async function listAll(daemon: DaemonHandle): Promise<ConversionView[]> {
+  const answer = await api(daemon, '/conversions?limit=100');
+  assert.equal(answer.status, 200, JSON.stringify(answer.body));
+  return (answer.body as { data: ConversionView[] }).data;
+}
+
+async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Waits until one conversion is processing while `queuedAtLeast` others still wait. */
+function waitForMidWork(daemon: DaemonHandle, queuedAtLeast: number, succeededAtLeast = 0): Promise<string> {
+  return waitUntil('a conversion in processing with work queued behind it', async () => {
+    const list = await listAll(daemon);
+    const processing = list.filter((c) => c.status === 'processing');
+    const queued = list.filter((c) => c.status === 'queued').length;
+    const succeeded = list.filter((c) => c.status === 'succeeded').length;
+    return processing.length === 1 && queued >= queuedAtLeast && succeeded >= succeededAtLeast ? processing[0]!.id : undefined;
+  });
+}
+
+async function jsonFilesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries.filter((e) => e.isFile() && e.name.endsWith('.json')).map((e) => join(e.parentPath, e.name));
+}
+
+/** Parses every JSON file of the store (a torn write would throw here) and returns the conversions. */
+async function readStoreFromDisk(dataDir: string): Promise<{ files: number; conversions: ConversionRecord[] }> {
+  const files = await jsonFilesUnder(join(dataDir, 'store'));
+  const conversions: ConversionRecord[] = [];
+  for (const file of files) {
+    const text = await readFile(file, 'utf8');
+    let parsed: unknown;
+    assert.doesNotThrow(() => (parsed = JSON.parse(text)), `${file} does not parse after kill -9`);
+    const shard = parsed as { conversions?: ConversionRecord[] };
+    if (Array.isArray(shard.conversions)) conversions.push(...shard.conversions);
+  }
+  return { files: files.length, conversions };
+}
+
+function waitForAllEnded(daemon: DaemonHandle, ids: string[]): Promise<Map<string, ConversionView>> {
+  return waitUntil('every conversion to reach an end state', async () => {
+    const byId = new Map((await listAll(daemon)).map((c) => [c.id, c]));
+    return ids.every((id) => END.has(byId.get(id)?.status ?? '')) ? byId : undefined;
+  });
+}
+
+async function assertWebpResult(daemon: DaemonHandle, id: string): Promise<void> {
+  const response = await fetch(`${daemon.baseUrl}/conversions/${id}/download`, { headers: { authorization: `Bearer ${daemon.apiKey}` } });
+  assert.equal(response.status, 200, `download of ${id}`);
+  const meta = await sharp(Buffer.from(await response.arrayBuffer())).metadata();
+  assert.equal(meta.format, 'webp', `${id} is not a WebP`);
+  assert.equal(meta.width, IMAGE_SIZE);
+  assert.equal(meta.height, IMAGE_SIZE);
+}
+
+describe('crash recovery (kill -9 and restart)', () => {
+  const daemons: DaemonHandle[] = [];
+  afterEach(async () => {
+    // Every handle of one data dir disposes the same dir; stopping all of them is harmless.
+    for (const daemon of daemons.splice(0)) await daemon.dispose();
+  });
+
+  it('loses nothing: store files parse, and after restart every conversion succeeds', async () => {
+    const image = await noisyPng();
+    const first = await startDaemon({ args: ['--workers', '1'] });
+    daemons.push(first);
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push(await submit(first, image, `photo-${i}.png`));
+
+    // Done, running and waiting work at once: one finished, one in the engine, most still queued.
+    await waitForMidWork(first, 5, 1);
+    // Lets the coalesced write of `processing` land (a few ms); the engine needs longer than that.
+    await sleep(50);
+    await first.kill();
+
+    const disk = await readStoreFromDisk(first.dataDir);
+    assert.ok(disk.files >= 2, 'main.json and the conversion shards are there');
+    const stored = new Map(disk.conversions.map((c) => [c.id, c]));
+    // Every 202 was given only once its conversion was on disk: none may be missing.
+    for (const id of ids) assert.ok(stored.has(id), `conversion ${id} lost by the crash`);
+    const statuses = ids.map((id) => stored.get(id)!.status);
+    assert.ok(statuses.includes('succeeded'), `statuses on disk: ${statuses.join(',')}`);
+    assert.ok(statuses.includes('queued'), `statuses on disk: ${statuses.join(',')}`);
+    const processing = ids.filter((id) => stored.get(id)!.status === 'processing');
+    assert.equal(processing.length, 1, `statuses on disk: ${statuses.join(',')}`);
+    const interrupted = processing[0]!;
+
+    const second = await first.restart();
+    daemons.push(second);
+    const ended = await waitForAllEnded(second, ids);
+    for (const id of ids) {
+      const conversion = ended.get(id)!;
+      assert.equal(conversion.status, 'succeeded', `${id}: ${JSON.stringify(conversion.error)}`);
+      await assertWebpResult(second, id);
+    }
+    assert.match(second.stderr(), new RegExp(`"event":"conversion.requeued","id":"${interrupted}"`), 'the interrupted conversion was re-queued');
+    // Nothing extra appeared and nothing was run twice into a second record.
+    assert.equal((await listAll(second)).length, ids.length);
+    // Inputs are dropped once their conversion ends; scratch of the killed run is cleared.
+    const blobs = join(second.dataDir, 'blobs');
+    assert.deepEqual(await readdir(join(blobs, 'inputs')), []);
+    assert.deepEqual(await readdir(join(blobs, 'spool')), []);
+    assert.deepEqual(await readdir(join(blobs, 'work')), []);
+  });
+
+  it('fails an interrupted conversion with a code when its input vanished while the daemon was down', async () => {
+    const image = await noisyPng();
+    const first = await startDaemon({ args: ['--workers', '1'] });
+    daemons.push(first);
+    const ids = [await submit(first, image, 'a.png'), await submit(first, image, 'b.png'), await submit(first, image, 'c.png')];
+    await waitForMidWork(first, 1);
+    await sleep(50);
+    await first.kill();
+
+    const disk = await readStoreFromDisk(first.dataDir);
+    const processing = disk.conversions.filter((c) => c.status === 'processing');
+    assert.equal(processing.length, 1, 'one conversion was processing when the daemon died');
+    const lost = processing[0]!.id;
+    await rm(join(first.dataDir, 'blobs', 'inputs', lost));
+
+    const second = await first.restart();
+    daemons.push(second);
+    const ended = await waitForAllEnded(second, ids);
+    const failed = ended.get(lost)!;
+    assert.equal(failed.status, 'failed');
+    assert.ok(failed.error && FAILURE_CODES.has(failed.error.code), `error: ${JSON.stringify(failed.error)}`);
+    assert.ok(failed.error.message.length > 0);
+    assert.equal(failed.credits, 0);
+    for (const id of ids.filter((id) => id !== lost)) {
+      assert.equal(ended.get(id)!.status, 'succeeded', `${id}: ${JSON.stringify(ended.get(id)!.error)}`);
+      await assertWebpResult(second, id);
+    }
+  });
+
+  it('refuses a second daemon on the same data dir while the first runs', async () => {
+    const first = await startDaemon();
+    daemons.push(first);
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'daemon', 'main.ts'), 'serve', '--port', '0', '--data-dir', first.dataDir], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
+    assert.notEqual(code, 0, `the second daemon must not run: ${stderr}`);
+    assert.match(stderr, new RegExp(`pid ${first.process.pid}\\b`), `the refusal names the owner: ${stderr}`);
+    assert.doesNotMatch(stderr, /listening on/);
+    // The first daemon is untouched and still owns the directory.
+    assert.equal((await api(first, '/account')).status, 200);
+    assert.equal((await readFile(join(first.dataDir, 'convd.lock'), 'utf8')).trim(), String(first.process.pid));
+  });
+});

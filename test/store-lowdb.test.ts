@@ -1,0 +1,231 @@
+/**
+ * LowdbStore on its own, against real files: its in-memory indexes are rebuilt from disk after a
+ * reopen, pagination by `before` is newest first and stable under inserts, idempotency keys are
+ * scoped to an account and expire, pruning removes only what it may (on disk too), and a write is
+ * on disk once `flush()` resolves.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import type { AccountRecord } from '../src/model/account.ts';
+import type { ConversionRecord } from '../src/model/conversion.ts';
+import type { ConversionStatus } from '../src/model/status.ts';
+import { newConversionId } from '../src/service/ids.ts';
+import { LowdbStore } from '../src/store/lowdb-store.ts';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+// Creation times step by a second from an hour ago: recent enough for the 24 h idempotency window.
+let clock = Date.now() - HOUR;
+
+/** A conversion record with every field; ids are made in creation order, like the service does. */
+function conversion(accountId: string, overrides: Partial<ConversionRecord> = {}): ConversionRecord {
+  clock += 1000;
+  const created = new Date(overrides.created_at ? Date.parse(overrides.created_at) : clock);
+  return {
+    id: newConversionId(created.getTime()),
+    account_id: accountId,
+    status: 'queued',
+    source: 'png',
+    target: 'webp',
+    variant: null,
+    options: { quality: 80 },
+    original_name: 'photo.png',
+    input_size: 1234,
+    input: { kind: 'file', sha256: 'ab'.repeat(32) },
+    progress: null,
+    reserved_credits: 1,
+    credits: 0,
+    charged_at: null,
+    created_at: created.toISOString(),
+    started_at: null,
+    finished_at: null,
+    result: null,
+    error: null,
+    callback_url: null,
+    idempotency_key: null,
+    request_fingerprint: null,
+    ...overrides,
+  };
+}
+
+function account(id: string, creditsBaseAt: string): AccountRecord {
+  return {
+    id, name: id, plan: 'lite', created_at: creditsBaseAt, credits_base: 1000, credits_base_at: creditsBaseAt,
+    resets_at: new Date(Date.now() + 20 * DAY).toISOString(), webhook_secret: 'whsec_test',
+  };
+}
+
+/** Every conversion on disk, read straight from the shard files (not through the store). */
+async function conversionsOnDisk(dir: string): Promise<Map<string, ConversionRecord>> {
+  const shardDir = join(dir, 'conversions');
+  const found = new Map<string, ConversionRecord>();
+  for (const name of await readdir(shardDir)) {
+    if (!name.endsWith('.json')) continue;
+    const shard = JSON.parse(await readFile(join(shardDir, name), 'utf8')) as { conversions: ConversionRecord[] };
+    for (const record of shard.conversions) found.set(record.id, record);
+  }
+  return found;
+}
+
+const ids = (records: { id: string }[]) => records.map((r) => r.id);
+
+describe('LowdbStore', () => {
+  let dir: string;
+  let store: LowdbStore;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'convd-store-'));
+    // Few shards, so that several conversions share a file as they do in a large store.
+    store = await LowdbStore.open({ dir, shards: 4 });
+  });
+  afterEach(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('rebuilds every index from disk after a reopen', async () => {
+    const now = Date.now();
+    const expiresSoon = new Date(now - 1000).toISOString();
+    const records = [
+      conversion('acc_a', { status: 'succeeded', credits: 2, reserved_credits: 0, charged_at: new Date(now - HOUR).toISOString(), finished_at: new Date(now - HOUR).toISOString(),
+        result: { filename: 'photo.webp', size: 10, mime: 'image/webp', expires_at: expiresSoon } }),
+      conversion('acc_a', { status: 'processing', reserved_credits: 3, idempotency_key: 'key-1', request_fingerprint: 'fp-1' }),
+      conversion('acc_a', { status: 'queued', reserved_credits: 1 }),
+      conversion('acc_a', { status: 'failed', reserved_credits: 0, finished_at: new Date(now).toISOString(), error: { code: 'input_invalid', message: 'no' } }),
+      conversion('acc_b', { status: 'fetching', reserved_credits: 4, input: { kind: 'url', url: 'https://example.com/a.png' }, idempotency_key: 'key-1', request_fingerprint: 'fp-b' }),
+    ];
+    for (const record of records) await store.insertConversion(record);
+    // An update after the insert must be what survives, not the inserted version.
+    await store.updateConversion(records[2]!.id, { status: 'cancelled', reserved_credits: 0, finished_at: new Date(now).toISOString() });
+    await store.putAccount(account('acc_a', new Date(now - 5 * DAY).toISOString()));
+    await store.close();
+
+    store = await LowdbStore.open({ dir, shards: 4 });
+    assert.deepEqual(await store.getConversion(records[0]!.id), records[0]);
+    assert.equal((await store.getConversion(records[2]!.id))?.status, 'cancelled');
+    assert.deepEqual(ids(await store.listConversions({ accountId: 'acc_a', limit: 10 })), ids(records.slice(0, 4)).reverse());
+    assert.deepEqual(ids(await store.listConversions({ accountId: 'acc_b', limit: 10 })), [records[4]!.id]);
+    assert.deepEqual(ids(await store.listConversions({ accountId: 'acc_a', status: 'failed', limit: 10 })), [records[3]!.id]);
+    assert.equal(await store.countActive('acc_a'), 1, 'processing only: the queued one was cancelled');
+    assert.equal(await store.countActive('acc_b'), 1);
+    assert.equal(await store.creditsReserved('acc_a'), 3);
+    assert.equal(await store.creditsChargedSince('acc_a', new Date(now - 5 * DAY).toISOString()), 2);
+    assert.equal((await store.findByIdempotencyKey('acc_a', 'key-1'))?.id, records[1]!.id);
+    assert.equal((await store.findByIdempotencyKey('acc_b', 'key-1'))?.id, records[4]!.id);
+    assert.deepEqual(ids(await store.conversionsWithStatus(['processing', 'fetching'])), [records[1]!.id, records[4]!.id]);
+    assert.deepEqual(ids(await store.conversionsExpiringBy(new Date(now).toISOString())), [records[0]!.id]);
+    assert.equal((await store.getAccount('acc_a'))?.credits_base, 1000);
+  });
+
+  it('pages newest first by `before`, unaffected by inserts between pages', async () => {
+    const inserted: string[] = [];
+    for (let i = 0; i < 45; i++) {
+      const record = conversion('acc_a', { status: i % 3 === 0 ? 'failed' : 'succeeded' });
+      inserted.push(record.id);
+      await store.insertConversion(record);
+      // Another account's conversions interleave and must never show up.
+      await store.insertConversion(conversion('acc_other'));
+    }
+    const newestFirst = [...inserted].reverse();
+    const pages: string[][] = [];
+    let before: string | undefined;
+    for (;;) {
+      const page = ids(await store.listConversions({ accountId: 'acc_a', before, limit: 20 }));
+      if (page.length === 0) break;
+      pages.push(page);
+      before = page[page.length - 1];
+      // Newer conversions arriving while a client pages must not shift the pages it has yet to read.
+      await store.insertConversion(conversion('acc_a'));
+    }
+    assert.deepEqual(pages.map((p) => p.length), [20, 20, 5]);
+    assert.deepEqual(pages.flat(), newestFirst);
+
+    const failed = ids(await store.listConversions({ accountId: 'acc_a', status: 'failed', limit: 100 }));
+    assert.equal(failed.length, 15);
+    const olderFailed = ids(await store.listConversions({ accountId: 'acc_a', status: 'failed', before: failed[4], limit: 100 }));
+    assert.deepEqual(olderFailed, failed.slice(5));
+    assert.deepEqual(await store.listConversions({ accountId: 'acc_nobody', limit: 20 }), []);
+  });
+
+  it('finds idempotency keys per account and forgets them after 24 hours', async () => {
+    const fresh = conversion('acc_a', { idempotency_key: 'same', request_fingerprint: 'fp-a', created_at: new Date(Date.now() - HOUR).toISOString() });
+    const old = conversion('acc_b', { idempotency_key: 'same', request_fingerprint: 'fp-b', created_at: new Date(Date.now() - 25 * HOUR).toISOString() });
+    await store.insertConversion(fresh);
+    await store.insertConversion(old);
+    assert.equal((await store.findByIdempotencyKey('acc_a', 'same'))?.id, fresh.id);
+    assert.equal((await store.findByIdempotencyKey('acc_a', 'same'))?.request_fingerprint, 'fp-a');
+    assert.equal(await store.findByIdempotencyKey('acc_b', 'same'), undefined, 'older than 24 h');
+    assert.equal(await store.findByIdempotencyKey('acc_c', 'same'), undefined, 'another account');
+    assert.equal(await store.findByIdempotencyKey('acc_a', 'other'), undefined);
+  });
+
+  it('prunes only ended history outside the credit period, from memory and from disk', async () => {
+    const now = Date.now();
+    const periodStart = new Date(now - 10 * DAY).toISOString();
+    const cutoff = new Date(now - 2 * DAY).toISOString();
+    const before = new Date(now - 20 * DAY).toISOString();
+    const inPeriod = new Date(now - 5 * DAY).toISOString();
+    await store.putAccount(account('acc_a', periodStart));
+    const ended = (status: ConversionStatus, finishedAt: string, extra: Partial<ConversionRecord> = {}) =>
+      conversion('acc_a', { status, reserved_credits: 0, finished_at: finishedAt, created_at: finishedAt, ...extra });
+    const doomed = [
+      ended('failed', before),
+      ended('cancelled', before),
+      ended('expired', before, { credits: 1, charged_at: before }),
+    ];
+    const kept = [
+      ended('expired', inPeriod, { credits: 1, charged_at: inPeriod }), // charged in this period: part of the balance
+      ended('failed', new Date(now - DAY).toISOString()), // finished after the cutoff
+      ended('succeeded', before), // a result still held is never pruned here (the sweeper expires it)
+      conversion('acc_a', { status: 'queued', created_at: before }),
+    ];
+    for (const record of [...doomed, ...kept]) await store.insertConversion(record);
+    await store.flush();
+
+    assert.equal(await store.pruneFinishedBefore(cutoff), doomed.length);
+    for (const record of doomed) assert.equal(await store.getConversion(record.id), undefined);
+    for (const record of kept) assert.ok(await store.getConversion(record.id), `${record.status} kept`);
+    assert.deepEqual(ids(await store.listConversions({ accountId: 'acc_a', limit: 100 })).sort(), ids(kept).sort());
+    assert.equal(await store.creditsChargedSince('acc_a', periodStart), 1);
+    assert.equal(await store.pruneFinishedBefore(cutoff), 0, 'a second prune finds nothing');
+
+    await store.flush();
+    const disk = await conversionsOnDisk(dir);
+    assert.deepEqual([...disk.keys()].sort(), ids(kept).sort());
+    await store.close();
+    store = await LowdbStore.open({ dir, shards: 4 });
+    assert.deepEqual(ids(await store.listConversions({ accountId: 'acc_a', limit: 100 })).sort(), ids(kept).sort());
+  });
+
+  it('has a write on disk once flush() resolves', async () => {
+    const record = conversion('acc_a');
+    await store.insertConversion(record);
+    await store.flush();
+    assert.deepEqual((await conversionsOnDisk(dir)).get(record.id), record);
+
+    await store.updateConversion(record.id, { status: 'processing', progress: 40 });
+    await store.putSettings({ maintenance: { enabled: true, retry_after: 60 } });
+    await store.flush();
+    const onDisk = (await conversionsOnDisk(dir)).get(record.id);
+    assert.equal(onDisk?.status, 'processing');
+    assert.equal(onDisk?.progress, 40);
+    const main = JSON.parse(await readFile(join(dir, 'main.json'), 'utf8')) as { settings: { maintenance: { enabled: boolean } } };
+    assert.equal(main.settings.maintenance.enabled, true);
+    // Files are replaced by rename: no temp file is left once the flush is done.
+    assert.deepEqual((await readdir(join(dir, 'conversions'))).filter((name) => name.endsWith('.tmp')), []);
+  });
+
+  it('coalesces many writes into one flush per file and keeps them all', async () => {
+    const records = Array.from({ length: 200 }, () => conversion('acc_a'));
+    // No await between the calls: they all land in the same coalescing window.
+    await Promise.all(records.map((record) => store.insertConversion(record)));
+    await Promise.all(records.map((record, i) => store.updateConversion(record.id, { progress: i % 100 })));
+    await store.flush();
+    const disk = await conversionsOnDisk(dir);
+    assert.equal(disk.size, 200);
+    records.forEach((record, i) => assert.equal(disk.get(record.id)?.progress, i % 100));
+  });
+});
