@@ -228,4 +228,31 @@ describe('LowdbStore', () => {
     assert.equal(disk.size, 200);
     records.forEach((record, i) => assert.equal(disk.get(record.id)?.progress, i % 100));
   });
+
+  it('redistributes conversions when the shard count changes, leaving no stray files', async () => {
+    await store.close();
+    const small = await LowdbStore.open({ dir, shards: 4 });
+    const records = Array.from({ length: 50 }, () => conversion('acc_a'));
+    for (const record of records) await small.insertConversion(record);
+    await small.close();
+    assert.deepEqual((await readdir(join(dir, 'conversions'))).sort(), ['000.json', '001.json', '002.json', '003.json']);
+
+    store = await LowdbStore.open({ dir, shards: 16 });
+    const files = await readdir(join(dir, 'conversions'));
+    // A shard with nothing in it has no file yet; every file is one of the sixteen.
+    assert.ok(files.length > 4, `the conversions were spread over more files: ${files.join(' ')}`);
+    for (const name of files) assert.ok(parseInt(name, 16) < 16 && name.endsWith('.json'), `unexpected file ${name}`);
+    const disk = await conversionsOnDisk(dir);
+    assert.equal(disk.size, 50, 'every conversion is on disk exactly once after the move');
+    for (const record of records) assert.equal((await store.getConversion(record.id))?.id, record.id);
+    const page = await store.listConversions({ accountId: 'acc_a', limit: 100 });
+    assert.deepEqual(page.map((r) => r.id), records.map((r) => r.id).reverse());
+
+    // And back to fewer shards: files past the new count are gone, nothing is lost.
+    await store.close();
+    store = await LowdbStore.open({ dir, shards: 4 });
+    const after = await readdir(join(dir, 'conversions'));
+    for (const name of after) assert.ok(parseInt(name, 16) < 4, `stray file ${name} left behind`);
+    assert.equal((await conversionsOnDisk(dir)).size, 50);
+  });
 });

@@ -16,7 +16,10 @@ export interface EngineJob {
   signal: AbortSignal;
   /** Progress 0..100; callers rate-limit persistence, so engines may call it often. */
   onProgress: (percent: number) => void;
-  /** A directory the engine may use for scratch files; removed by the caller afterwards. */
+  /**
+   * A private directory path for scratch files. It does not exist yet: an engine that needs it
+   * creates it (mkdir -p); the caller removes it afterwards.
+   */
   workDir: string;
 }
 

@@ -81,9 +81,11 @@ export class ConversionService {
         }
         const nowMs = this.now().getTime();
         const windowMs = plan.window_seconds * 1000;
-        const recent = await this.store.createdSince(account.id, nowMs - windowMs);
-        if (recent.length >= plan.conversions_per_window) {
-          const retryAfter = Math.max(1, Math.ceil((recent[recent.length - plan.conversions_per_window]! + windowMs - nowMs) / 1000));
+        const recent = await this.store.countCreatedSince(account.id, nowMs - windowMs);
+        if (recent >= plan.conversions_per_window) {
+          // The window frees a place when the conversion that filled it leaves the window.
+          const filledAt = (await this.store.createdAtOfNewest(account.id, plan.conversions_per_window)) ?? nowMs;
+          const retryAfter = Math.max(1, Math.ceil((filledAt + windowMs - nowMs) / 1000));
           throw new ApiError('rate_limited', {
             params: { retry_after: retryAfter },
             details: { limit: 'conversions_per_window', conversions_per_window: plan.conversions_per_window, window_seconds: plan.window_seconds },

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
+import { decodeTime, encodeTime, monotonicFactory } from 'ulid';
 
 const nextUlid = monotonicFactory();
 
@@ -23,4 +23,14 @@ export function newApiKey(): string {
 
 export function isConversionId(value: string): boolean {
   return /^cnv_[0-9a-hjkmnp-tv-z]{26}$/.test(value);
+}
+
+/** The smallest conversion id that can be created at `ms`: ids at or above it are that recent. */
+export function conversionIdFloor(ms: number): string {
+  return `cnv_${encodeTime(Math.max(0, Math.floor(ms)), 10).toLowerCase()}`;
+}
+
+/** Creation time (ms) encoded in a conversion id. */
+export function conversionIdTime(id: string): number {
+  return decodeTime(id.slice(4, 30).toUpperCase());
 }

@@ -1,11 +1,11 @@
 import { rename, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { ConversionFailure } from '../errors/api-error.ts';
 import { fetchUrlToFile } from '../inputs/fetch-url.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
 import { JobCancelled } from '../queue/worker-pool.ts';
+import type { Scratch } from '../store/blob-store.ts';
 import { conversionCost, balanceOf } from './credits.ts';
 import type { ConversionService } from './conversion-service.ts';
 
@@ -44,10 +44,10 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       log('conversion.started', { id, status });
       return (await store.updateConversion(id, {
         status, started_at: service.now().toISOString(), progress: status === 'processing' ? 0 : null,
-      }))!;
+      }, { deferred: true }))!;
     });
     if (!started) return;
-    let workDir: string | null = null;
+    let scratch: Scratch | null = null;
     try {
       let record = started;
       if (record.input.kind === 'url') record = await fetchInput(record, signal);
@@ -56,9 +56,9 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const pair = registry.pair(record.source, record.target);
       const engine = pair ? registry.engine(pair.engine) : undefined;
       if (!pair || !engine) throw new ConversionFailure('internal_error', `No engine for ${record.source} -> ${record.target} is available.`);
-      workDir = await blobs.createWorkDir(id);
       const extension = registry.format(record.target)?.extensions[0] ?? record.target;
-      const outputPath = join(workDir, `output.${extension}`);
+      scratch = blobs.scratchFor(id, extension);
+      const { outputPath, workDir } = scratch;
       const timeoutMs = config.engineTimeoutMs[engine.name] ?? config.defaultEngineTimeoutMs;
       const timeout = AbortSignal.timeout(timeoutMs);
       const engineSignal = AbortSignal.any([signal, timeout]);
@@ -71,7 +71,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         if (value === lastValue || now - lastWrite < PROGRESS_INTERVAL_MS) return;
         lastValue = value;
         lastWrite = now;
-        void store.updateConversion(id, { progress: value });
+        void store.updateConversion(id, { progress: value }, { deferred: true });
       };
       try {
         await engine.convert({
@@ -117,7 +117,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         await fail(id, 'internal_error', 'The conversion failed because of an internal error.');
       }
     } finally {
-      if (workDir) await blobs.removeWorkDir(workDir);
+      if (scratch) await blobs.removeScratch(scratch);
       // No `await store.flush()` here: the store writes these changes at once by itself (group
       // commit), and waiting for the fsync held this worker's slot idle for every conversion
       // (a quarter of the wall time of `npm run bench` (b) on a busy disk).
@@ -150,7 +150,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         }
         return (await store.updateConversion(record.id, {
           status: 'processing', input_size: fetched.bytes, progress: 0, reserved_credits: Math.max(cost, current.reserved_credits),
-        }))!;
+        }, { deferred: true }))!;
       });
       if (!moved) throw signal.reason ?? new JobCancelled(record.id, 'cancelled');
       return moved;

@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, type ReadStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export type BlobKind = 'inputs' | 'results';
+
+export interface Scratch {
+  outputPath: string;
+  workDir: string;
+}
 
 /**
  * Where input and result files live. Local disk today; the seam for an S3-compatible store later
@@ -17,13 +22,17 @@ export interface BlobStore {
   adoptInput(id: string, spooledPath: string): Promise<void>;
   inputPath(id: string): string;
   resultPath(id: string): string;
-  /** A private scratch directory for one engine run. */
-  createWorkDir(id: string): Promise<string>;
+  /**
+   * Where one engine run writes its output, and a scratch directory it may create if it needs one
+   * (most engines do not: nothing is created here, which saves a mkdir and an rmdir per job).
+   */
+  scratchFor(id: string, extension: string): Scratch;
   exists(kind: BlobKind, id: string): Promise<boolean>;
   size(kind: BlobKind, id: string): Promise<number | null>;
   openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): ReadStream;
   delete(kind: BlobKind, id: string): Promise<void>;
-  removeWorkDir(path: string): Promise<void>;
+  /** Removes whatever of a run's scratch is left (the output is usually renamed away already). */
+  removeScratch(scratch: Scratch): Promise<void>;
   discardSpool(path: string): Promise<void>;
   /** Ids that have files of the kind (for the orphan sweep). */
   list(kind: BlobKind): Promise<string[]>;
@@ -62,10 +71,10 @@ export class LocalBlobStore implements BlobStore {
     return this.path('results', id);
   }
 
-  async createWorkDir(id: string): Promise<string> {
-    const dir = join(this.root, 'work', `${id}-${randomUUID().slice(0, 8)}`);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    return dir;
+  scratchFor(id: string, extension: string): Scratch {
+    if (!SAFE_ID.test(id) || !/^[a-z0-9]+$/i.test(extension)) throw new Error(`unsafe scratch name ${id}.${extension}`);
+    const base = join(this.root, 'work', `${id}-${randomUUID().slice(0, 8)}`);
+    return { outputPath: `${base}.${extension}`, workDir: `${base}.d` };
   }
 
   async exists(kind: BlobKind, id: string): Promise<boolean> {
@@ -85,15 +94,16 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async delete(kind: BlobKind, id: string): Promise<void> {
-    await rm(this.path(kind, id), { force: true });
+    await unlinkIfThere(this.path(kind, id));
   }
 
-  async removeWorkDir(path: string): Promise<void> {
-    await rm(path, { recursive: true, force: true });
+  async removeScratch(scratch: Scratch): Promise<void> {
+    await unlinkIfThere(scratch.outputPath);
+    await rm(scratch.workDir, { recursive: true, force: true });
   }
 
   async discardSpool(path: string): Promise<void> {
-    await rm(path, { force: true });
+    await unlinkIfThere(path);
   }
 
   async list(kind: BlobKind): Promise<string[]> {
@@ -105,5 +115,14 @@ export class LocalBlobStore implements BlobStore {
       await rm(join(this.root, dir), { recursive: true, force: true });
       await mkdir(join(this.root, dir), { recursive: true, mode: 0o700 });
     }
+  }
+}
+
+/** One unlink, where `rm({force})` would lstat first: these run several times per conversion. */
+async function unlinkIfThere(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
 }

@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
 import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
-import type { DeliveryRecord, ListQuery, Store } from './types.ts';
+import type { DeliveryRecord, ListQuery, Store, UpdateOptions } from './types.ts';
+import { conversionIdFloor, conversionIdTime } from '../service/ids.ts';
 
 interface MainData {
   version: 1;
@@ -38,6 +38,7 @@ export interface LowdbStoreOptions {
 const DEFAULT_SETTINGS: Settings = { maintenance: { enabled: false, retry_after: 300 } };
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 const MAIN = -1;
+const DEFERRED_FLUSH_MS = 1000;
 
 /**
  * The Store on lowdb. All data is held in memory with indexes by id, account, status and
@@ -50,6 +51,10 @@ export class LowdbStore implements Store {
   private main!: Low<MainData>;
   private shards: Low<ShardData>[] = [];
   private readonly dirty = new Set<number>();
+  private readonly deferred = new Set<number>();
+  private deferredTimer: NodeJS.Timeout | null = null;
+  /** Directory handles kept open: a flush fsyncs them without an open/close each time. */
+  private readonly directoryHandles = new Map<string, Promise<FileHandle>>();
   private cancelScheduledFlush: (() => void) | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private waiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
@@ -62,10 +67,12 @@ export class LowdbStore implements Store {
   private readonly succeeded = new Set<string>();
   private readonly byIdempotencyKey = new Map<string, string>();
   private readonly keysByHash = new Map<string, ApiKeyRecord>();
+  private readonly keysById = new Map<string, ApiKeyRecord>();
+  private readonly accountsById = new Map<string, AccountRecord>();
 
   private constructor(private readonly dir: string, options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
-    this.shardCount = options.shards ?? 256;
+    this.shardCount = options.shards ?? 1024;
   }
 
   static async open(options: LowdbStoreOptions): Promise<LowdbStore> {
@@ -83,23 +90,47 @@ export class LowdbStore implements Store {
     await this.main.read();
     this.main.data.deliveries ??= [];
     this.main.data.settings ??= structuredClone(DEFAULT_SETTINGS);
-    for (const key of this.main.data.keys) this.keysByHash.set(key.hash, key);
+    for (const key of this.main.data.keys) {
+      this.keysByHash.set(key.hash, key);
+      this.keysById.set(key.id, key);
+    }
+    for (const account of this.main.data.accounts) this.accountsById.set(account.id, account);
 
-    this.shards = await Promise.all(
-      Array.from({ length: this.shardCount }, async (_, index) => {
-        const name = index.toString(16).padStart(2, '0');
-        const shard = new Low<ShardData>(new DurableJsonFile(join(conversionsDir, `${name}.json`)), { conversions: [] });
-        await shard.read();
-        return shard;
-      }),
+    // Conversions are read from whatever shard files exist and placed by the current shard
+    // count and hash: a store written with other settings is redistributed (and rewritten) once.
+    const files = (await readdir(conversionsDir)).filter((name) => /^[0-9a-f]+\.json$/.test(name));
+    const found = await Promise.all(
+      files.map(async (name) => ({ name, data: (await new DurableJsonFile<ShardData>(join(conversionsDir, name)).read()) ?? { conversions: [] } })),
     );
+    this.shards = Array.from({ length: this.shardCount }, (_, index) =>
+      new Low<ShardData>(new DurableJsonFile(join(conversionsDir, shardFileName(index))), { conversions: [] }),
+    );
+    const stray = new Set(files.filter((name) => !this.shards.some((_, index) => shardFileName(index) === name)));
+    for (const { name, data } of found) {
+      for (const record of data.conversions) {
+        const shard = this.shardOf(record.id);
+        this.shards[shard]!.data.conversions.push(record);
+        if (shardFileName(shard) !== name) this.dirty.add(shard);
+      }
+    }
     const all = this.shards.flatMap((shard) => shard.data.conversions);
     all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     for (const record of all) this.index(record);
+    if (this.dirty.size > 0 || stray.size > 0) {
+      await this.runFlush();
+      for (const name of stray) await unlink(join(conversionsDir, name)).catch(() => undefined);
+      await fsyncDirectory(conversionsDir);
+    }
   }
 
+  /** FNV-1a over the id: ids end in random characters, so this spreads them evenly, cheaply. */
   private shardOf(id: string): number {
-    return createHash('sha1').update(id).digest().readUInt32BE(0) % this.shardCount;
+    let hash = 0x811c9dc5;
+    for (let index = 0; index < id.length; index++) {
+      hash ^= id.charCodeAt(index);
+      hash = Math.imul(hash, 0x01000193);
+    }
+    return (hash >>> 0) % this.shardCount;
   }
 
   private index(record: ConversionRecord): void {
@@ -126,7 +157,27 @@ export class LowdbStore implements Store {
 
   private markDirty(shard: number): void {
     this.dirty.add(shard);
+    this.deferred.delete(shard);
     this.scheduleFlush();
+  }
+
+  /**
+   * A change that may reach the disk late (progress, `processing`): a crash loses nothing that
+   * matters, since recovery re-queues active work anyway. It is written with the next flush that
+   * writes the file for another reason, and at the latest after DEFERRED_FLUSH_MS.
+   */
+  private markDeferred(shard: number): void {
+    if (this.dirty.has(shard)) return;
+    this.deferred.add(shard);
+    if (!this.deferredTimer && !this.closed) {
+      this.deferredTimer = setTimeout(() => {
+        this.deferredTimer = null;
+        for (const pending of this.deferred) this.dirty.add(pending);
+        this.deferred.clear();
+        if (this.dirty.size > 0) this.scheduleFlush();
+      }, DEFERRED_FLUSH_MS);
+      this.deferredTimer.unref();
+    }
   }
 
   private scheduleFlush(): void {
@@ -156,6 +207,7 @@ export class LowdbStore implements Store {
   private async writeBatch(): Promise<void> {
     const batch = [...this.dirty];
     this.dirty.clear();
+    for (const shard of batch) this.deferred.delete(shard);
     const waiters = this.waiters;
     this.waiters = [];
     try {
@@ -166,8 +218,8 @@ export class LowdbStore implements Store {
       if (failure) throw failure.reason;
       // The renames are durable once their directory is synced: only the directories touched.
       const directories: Promise<void>[] = [];
-      if (batch.includes(MAIN)) directories.push(fsyncDirectory(this.dir));
-      if (batch.some((s) => s !== MAIN)) directories.push(fsyncDirectory(join(this.dir, 'conversions')));
+      if (batch.includes(MAIN)) directories.push(this.syncDirectory(this.dir));
+      if (batch.some((s) => s !== MAIN)) directories.push(this.syncDirectory(join(this.dir, 'conversions')));
       await Promise.all(directories);
       for (const waiter of waiters) waiter.resolve();
     } catch (error) {
@@ -175,6 +227,16 @@ export class LowdbStore implements Store {
       for (const shard of batch) this.dirty.add(shard);
       for (const waiter of waiters) waiter.reject(error);
     }
+  }
+
+  private async syncDirectory(path: string): Promise<void> {
+    let handle = this.directoryHandles.get(path);
+    if (!handle) {
+      handle = open(path, 'r');
+      this.directoryHandles.set(path, handle);
+      handle.catch(() => this.directoryHandles.delete(path));
+    }
+    await (await handle).sync();
   }
 
   async flush(): Promise<void> {
@@ -187,7 +249,12 @@ export class LowdbStore implements Store {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.deferredTimer) clearTimeout(this.deferredTimer);
+    for (const shard of this.deferred) this.dirty.add(shard);
+    this.deferred.clear();
     await this.runFlush();
+    for (const handle of this.directoryHandles.values()) await (await handle).close().catch(() => undefined);
+    this.directoryHandles.clear();
   }
 
   async getConversion(id: string): Promise<ConversionRecord | undefined> {
@@ -204,13 +271,14 @@ export class LowdbStore implements Store {
     this.markDirty(shard);
   }
 
-  async updateConversion(id: string, patch: Partial<ConversionRecord>): Promise<ConversionRecord | undefined> {
+  async updateConversion(id: string, patch: Partial<ConversionRecord>, options: UpdateOptions = {}): Promise<ConversionRecord | undefined> {
     const record = this.conversions.get(id);
     if (!record) return undefined;
     const { id: _ignored, account_id: _owner, ...rest } = patch;
     Object.assign(record, rest);
     if (patch.status) this.indexStatus(record);
-    this.markDirty(this.shardOf(id));
+    if (options.deferred) this.markDeferred(this.shardOf(id));
+    else this.markDirty(this.shardOf(id));
     return { ...record };
   }
 
@@ -268,15 +336,15 @@ export class LowdbStore implements Store {
     return total;
   }
 
-  async createdSince(accountId: string, sinceMs: number): Promise<number[]> {
+  async countCreatedSince(accountId: string, sinceMs: number): Promise<number> {
     const ids = this.byAccount.get(accountId) ?? [];
-    const times: number[] = [];
-    for (let index = ids.length - 1; index >= 0; index--) {
-      const created = Date.parse(this.conversions.get(ids[index]!)?.created_at ?? '');
-      if (!(created >= sinceMs)) break;
-      times.push(created);
-    }
-    return times.reverse();
+    return ids.length - lowerBound(ids, conversionIdFloor(sinceMs));
+  }
+
+  async createdAtOfNewest(accountId: string, n: number): Promise<number | undefined> {
+    const ids = this.byAccount.get(accountId) ?? [];
+    const id = ids[ids.length - n];
+    return id === undefined ? undefined : conversionIdTime(id);
   }
 
   async pruneFinishedBefore(isoTime: string): Promise<number> {
@@ -313,7 +381,7 @@ export class LowdbStore implements Store {
   }
 
   async getAccount(id: string): Promise<AccountRecord | undefined> {
-    const account = this.main.data.accounts.find((a) => a.id === id);
+    const account = this.accountsById.get(id);
     return account ? { ...account } : undefined;
   }
 
@@ -322,12 +390,14 @@ export class LowdbStore implements Store {
   }
 
   async putAccount(record: AccountRecord): Promise<void> {
-    upsert(this.main.data.accounts, { ...record });
+    const stored = { ...record };
+    upsert(this.main.data.accounts, stored);
+    this.accountsById.set(stored.id, stored);
     this.markDirty(MAIN);
   }
 
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
-    const key = this.main.data.keys.find((k) => k.id === id);
+    const key = this.keysById.get(id);
     return key ? { ...key } : undefined;
   }
 
@@ -343,6 +413,7 @@ export class LowdbStore implements Store {
     const stored = { ...record };
     upsert(this.main.data.keys, stored);
     this.keysByHash.set(stored.hash, stored);
+    this.keysById.set(stored.id, stored);
     this.markDirty(MAIN);
   }
 
@@ -373,6 +444,10 @@ export class LowdbStore implements Store {
       .filter((d) => (!filter.conversionId || d.conversion_id === filter.conversionId) && (!filter.status || d.status === filter.status))
       .map((d) => structuredClone(d));
   }
+}
+
+function shardFileName(index: number): string {
+  return `${index.toString(16).padStart(3, '0')}.json`;
 }
 
 function idempotencyIndexKey(accountId: string, key: string): string {

@@ -2,6 +2,14 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts'
 import type { ConversionRecord } from '../model/conversion.ts';
 import type { ConversionStatus } from '../model/status.ts';
 
+export interface UpdateOptions {
+  /**
+   * The change may reach the disk later than `flush()` (progress, `processing`): losing it in a
+   * crash changes nothing, because recovery re-queues active conversions anyway.
+   */
+  deferred?: boolean;
+}
+
 export interface ListQuery {
   accountId: string;
   status?: ConversionStatus;
@@ -41,7 +49,7 @@ export interface Store {
   getConversion(id: string): Promise<ConversionRecord | undefined>;
   insertConversion(record: ConversionRecord): Promise<void>;
   /** Applies a patch and returns the updated record (undefined if it does not exist). */
-  updateConversion(id: string, patch: Partial<ConversionRecord>): Promise<ConversionRecord | undefined>;
+  updateConversion(id: string, patch: Partial<ConversionRecord>, options?: UpdateOptions): Promise<ConversionRecord | undefined>;
   listConversions(query: ListQuery): Promise<ConversionRecord[]>;
   findByIdempotencyKey(accountId: string, key: string): Promise<ConversionRecord | undefined>;
   /** Conversions in one of the given states, oldest first (queue recovery, sweeper). */
@@ -54,8 +62,10 @@ export interface Store {
   creditsChargedSince(accountId: string, sinceIso: string): Promise<number>;
   /** Sum of `reserved_credits` of the account's active conversions. */
   creditsReserved(accountId: string): Promise<number>;
-  /** Creation times (ms) of the account's conversions created at or after `sinceMs`. */
-  createdSince(accountId: string, sinceMs: number): Promise<number[]>;
+  /** How many of the account's conversions were created at or after `sinceMs`. */
+  countCreatedSince(accountId: string, sinceMs: number): Promise<number>;
+  /** Creation time (ms) of the account's n-th newest conversion (n = 1 is the newest). */
+  createdAtOfNewest(accountId: string, n: number): Promise<number | undefined>;
   /** Removes ended conversions that finished before `isoTime`; returns how many went. */
   pruneFinishedBefore(isoTime: string): Promise<number>;
 

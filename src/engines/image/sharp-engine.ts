@@ -50,11 +50,8 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
     failOn: 'error',
     sequentialRead: true,
   });
-  try {
-    await pipeline.metadata();
-  } catch (error) {
-    throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${describe(error)}`);
-  }
+  // No separate metadata() probe first: it would open and parse the file a second time; a decode
+  // failure surfaces from toFile() and is told apart from engine failures by its message.
   job.signal.throwIfAborted();
   pipeline = resize(pipeline, job);
   pipeline = job.options.strip === false ? pipeline.keepMetadata() : pipeline;
