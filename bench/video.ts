@@ -21,7 +21,11 @@ import type { BenchResult } from './types.ts';
 const SECONDS = 10;
 const WIDTH = 1280;
 const HEIGHT = 720;
-/** Alternating rounds (daemon, direct, daemon, direct): neither side always runs on a cold cache. */
+/**
+ * Alternating rounds (daemon, direct, daemon, direct, ...): neither side always runs on a cold
+ * cache. Each side's figure is its best round: on a shared machine other work only ever adds
+ * time, so the minimum is the figure least disturbed by it (medians are printed too).
+ */
 const ROUNDS = 3;
 const TARGET_RATIO = 1.1;
 
@@ -143,8 +147,9 @@ export async function benchVideo(): Promise<BenchResult> {
     } finally {
       await daemon.stop();
     }
-    const convd = median(daemonMs);
-    const direct = median(directMs);
+    const convd = Math.min(...daemonMs);
+    const direct = Math.min(...directMs);
+    const cpuRatio = (median(daemonMediaCpu) + median(daemonOwnCpu)) / median(directCpu);
     const ratio = convd / direct;
     const seconds = (values: number[]) => values.map((ms) => (ms / 1000).toFixed(2)).join(', ');
     return {
@@ -155,8 +160,8 @@ export async function benchVideo(): Promise<BenchResult> {
       target: `<= ${TARGET_RATIO}x`,
       pass: ratio <= TARGET_RATIO && notes.length === 0,
       notes: [
-        `medians of ${ROUNDS} alternating rounds; convd: submit (multipart, ${(input.length / 1024 / 1024).toFixed(1)} MiB) + wait + download = ${seconds(daemonMs)} s; ffmpeg alone: ${seconds(directMs)} s`,
-        `CPU time (medians): convd's ffprobe + ffmpeg ${(median(daemonMediaCpu) / 1000).toFixed(2)} s + convd itself ${(median(daemonOwnCpu) / 1000).toFixed(2)} s vs ffmpeg alone ${(median(directCpu) / 1000).toFixed(2)} s`,
+        `best of ${ROUNDS} alternating rounds; convd: submit (multipart, ${(input.length / 1024 / 1024).toFixed(1)} MiB) + wait + download = ${seconds(daemonMs)} s; ffmpeg alone: ${seconds(directMs)} s (medians ${(median(daemonMs) / 1000).toFixed(2)} vs ${(median(directMs) / 1000).toFixed(2)} s)`,
+        `CPU time (medians): convd's ffprobe + ffmpeg ${(median(daemonMediaCpu) / 1000).toFixed(2)} s + convd itself ${(median(daemonOwnCpu) / 1000).toFixed(2)} s vs ffmpeg alone ${(median(directCpu) / 1000).toFixed(2)} s = ${cpuRatio.toFixed(2)}x`,
         `ffmpeg ${ffmpeg.path} (${ffmpeg.origin}); outputs ${identical ? 'byte-identical' : 'not byte-identical'}`,
         `command: ffmpeg ${args.join(' ').replaceAll(dir, '$DIR')}`,
         ...notes,

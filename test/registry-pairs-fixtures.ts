@@ -1,0 +1,373 @@
+/**
+ * Small fixtures for every source format the registry offers, made by the tests themselves
+ * (sharp images, ffmpeg lavfi clips, pdf-lib documents, hand-written data), and one decoder per
+ * engine that checks an output by reading it back: sharp metadata for images, ffprobe for audio
+ * and video, pdf-lib for PDF, a parser of the target format for data. Used by
+ * registry-pairs.test.ts and hostile-daemon.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { readFile, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { deflateSync, crc32 } from 'node:zlib';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { PDFDocument, StandardFonts } from 'pdf-lib';
+import sharp from 'sharp';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { findBinary } from '../src/engines/media/binaries.ts';
+import { runProcess } from '../src/engines/subprocess.ts';
+import type { ConversionPair } from '../src/formats/types.ts';
+
+export const IMAGE_WIDTH = 96;
+export const IMAGE_HEIGHT = 64;
+export const ANIMATION_FRAMES = 3;
+const MEDIA_WIDTH = 160;
+const MEDIA_HEIGHT = 120;
+const MEDIA_SECONDS = 2;
+const PDF_PAGES = 2;
+
+/** What is known of a fixture, so that an output can be checked against it. */
+export interface Fixture {
+  path: string;
+  width?: number;
+  height?: number;
+  /** Duration as ffprobe reads it (an AVI rounds up to whole frames). */
+  seconds?: number;
+  pages?: number;
+  /** Frames of an animation (gif, webp); 1 or absent for a still image. */
+  frames?: number;
+}
+
+// ------------------------------------------------------------------------- tools
+
+export interface MediaTools {
+  ffmpeg: string;
+  ffprobe: string;
+}
+
+/** The binaries the media engine itself finds (FFMPEG_PATH, PATH, then the npm packages). */
+export async function mediaTools(): Promise<MediaTools> {
+  const ffmpeg = (await findBinary('ffmpeg'))?.path;
+  const ffprobe = (await findBinary('ffprobe'))?.path;
+  assert.ok(ffmpeg && ffprobe, 'ffmpeg and ffprobe must be found the way the media engine finds them');
+  return { ffmpeg, ffprobe };
+}
+
+export async function ffmpegRun(tools: MediaTools, args: string[]): Promise<void> {
+  const result = await runProcess(tools.ffmpeg, ['-hide_banner', '-v', 'error', '-nostdin', '-y', ...args]);
+  assert.equal(result.code, 0, `ffmpeg ${args.join(' ')}: ${result.stderrTail}`);
+}
+
+export interface Probed {
+  format: { duration?: string; format_name?: string };
+  streams: { codec_type: string; codec_name: string; width?: number; height?: number }[];
+}
+
+export async function ffprobe(tools: MediaTools, file: string): Promise<Probed> {
+  const lines: string[] = [];
+  const result = await runProcess(tools.ffprobe, ['-v', 'error', '-show_format', '-show_streams', '-of', 'json', file], {
+    onStdoutLine: (line) => lines.push(line),
+  });
+  assert.equal(result.code, 0, `ffprobe ${file}: ${result.stderrTail}`);
+  return JSON.parse(lines.join('\n')) as Probed;
+}
+
+// ------------------------------------------------------------------------- images
+
+function solid(width: number, height: number, red: number, alpha = 1) {
+  return sharp({ create: { width, height, channels: 4, background: { r: red, g: 140, b: 60, alpha } } });
+}
+
+const SVG = `<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="${IMAGE_WIDTH}" height="${IMAGE_HEIGHT}" viewBox="0 0 ${IMAGE_WIDTH} ${IMAGE_HEIGHT}">
+  <rect width="100%" height="100%" fill="#2060a0"/><circle cx="48" cy="32" r="20" fill="#f0c020"/>
+</svg>
+`;
+
+/** Encoded bytes of a still image source, as sharp (or, for SVG, a hand-written file) makes it. */
+async function stillImage(source: string): Promise<Buffer> {
+  const rgb = solid(IMAGE_WIDTH, IMAGE_HEIGHT, 200).removeAlpha();
+  switch (source) {
+    case 'jpg': return rgb.jpeg().toBuffer();
+    case 'png': return solid(IMAGE_WIDTH, IMAGE_HEIGHT, 30, 0.5).png().toBuffer();
+    case 'webp': return rgb.webp().toBuffer();
+    case 'avif': return rgb.avif({ effort: 2 }).toBuffer();
+    case 'gif': return rgb.gif().toBuffer();
+    case 'tiff': return rgb.tiff().toBuffer();
+    case 'svg': return Buffer.from(SVG);
+    // The prebuilt libvips has no HEVC codec (`heifsave: Unsupported compression`): the HEIF
+    // fixture is a HEIF container with AV1 coding, the only kind this sharp can read or write.
+    case 'heif': return rgb.heif({ compression: 'av1', effort: 2 }).toBuffer();
+    default: throw new Error(`no image fixture recipe for ${source}: add one`);
+  }
+}
+
+/** An animation of three differently coloured frames, as gif or webp. */
+export async function animatedImage(format: 'gif' | 'webp'): Promise<Buffer> {
+  const frames = await Promise.all([10, 120, 240].slice(0, ANIMATION_FRAMES).map((red) => solid(IMAGE_WIDTH, IMAGE_HEIGHT, red).removeAlpha().png().toBuffer()));
+  const joined = sharp(frames, { join: { animated: true } });
+  return format === 'gif' ? joined.gif({ delay: 100 }).toBuffer() : joined.webp({ delay: 100 }).toBuffer();
+}
+
+/**
+ * A decompression bomb: a valid PNG whose header declares `side` x `side` grey pixels (10^10 for
+ * the default side) over a few hundred bytes of compressed rows. Decoding it would need gigabytes.
+ */
+export function pngBomb(side = 100_000): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(data.length, 0);
+    head.write(type, 4, 'latin1');
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(Buffer.concat([Buffer.from(type, 'latin1'), data])), 0);
+    return Buffer.concat([head, data, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(side, 0);
+  ihdr.writeUInt32BE(side, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 0; // greyscale
+  // Ten rows of zeros (filter byte + pixels); the rest is missing, which no decoder reaches.
+  const rows = deflateSync(Buffer.alloc((side + 1) * 10), { level: 9 });
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr), chunk('IDAT', rows), chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+// ------------------------------------------------------------------------- audio and video
+
+const VIDEO = `testsrc2=size=${MEDIA_WIDTH}x${MEDIA_HEIGHT}:rate=10:duration=${MEDIA_SECONDS}`;
+const AUDIO = `sine=frequency=440:sample_rate=44100:duration=${MEDIA_SECONDS}`;
+
+/** Codecs a real file of each kind typically carries. */
+const MEDIA_RECIPES: Record<string, string[]> = {
+  mp4: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-f', 'mp4'],
+  webm: ['-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libopus', '-ar', '48000', '-f', 'webm'],
+  mov: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'pcm_s16le', '-f', 'mov'],
+  mkv: ['-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libvorbis', '-f', 'matroska'],
+  avi: ['-c:v', 'mpeg4', '-c:a', 'libmp3lame', '-f', 'avi'],
+  mp3: ['-vn', '-c:a', 'libmp3lame', '-f', 'mp3'],
+  wav: ['-vn', '-c:a', 'pcm_s16le', '-f', 'wav'],
+  ogg: ['-vn', '-c:a', 'libvorbis', '-f', 'ogg'],
+  flac: ['-vn', '-c:a', 'flac', '-f', 'flac'],
+  aac: ['-vn', '-c:a', 'aac', '-f', 'adts'],
+  m4a: ['-vn', '-c:a', 'aac', '-f', 'ipod'],
+  opus: ['-vn', '-c:a', 'libopus', '-ar', '48000', '-f', 'opus'],
+};
+
+async function mediaFixture(tools: MediaTools, source: string, path: string): Promise<Fixture> {
+  const recipe = MEDIA_RECIPES[source];
+  assert.ok(recipe, `no media fixture recipe for ${source}: add one`);
+  await ffmpegRun(tools, ['-f', 'lavfi', '-i', VIDEO, '-f', 'lavfi', '-i', AUDIO, '-ac', '2', '-shortest', ...recipe, path]);
+  const seconds = Number((await ffprobe(tools, path)).format.duration);
+  const video = !recipe.includes('-vn');
+  return { path, seconds, ...(video ? { width: MEDIA_WIDTH, height: MEDIA_HEIGHT } : {}) };
+}
+
+// ------------------------------------------------------------------------- documents and data
+
+/** Records with quotes, delimiters, a newline and non-Latin text in their values. */
+export const ROWS = [
+  { id: '1', name: 'Zoë, "the" café', city: 'Zürich' },
+  { id: '2', name: 'line one\nline two', city: 'Москва' },
+  { id: '3', name: 'semi;colon | pipe', city: '東京' },
+];
+
+/** RFC 4180 written by hand, so the fixture does not come from the library under test. */
+function delimited(delimiter: string): string {
+  const columns = Object.keys(ROWS[0]!);
+  const quote = (value: string) => (/[",\n\t;|]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
+  const lines = [columns, ...ROWS.map((row) => columns.map((c) => row[c as keyof typeof row]))];
+  return lines.map((values) => values.map(quote).join(delimiter)).join('\r\n') + '\r\n';
+}
+
+const MARKDOWN = '# Quarterly *numbers*\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n';
+const TEXT = 'Über Ωμέγα — Привет\nA second line of plain text.\n';
+
+async function samplePdf(): Promise<Uint8Array> {
+  const doc = await PDFDocument.create();
+  doc.setTitle('Fixture');
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  for (let p = 0; p < PDF_PAGES; p++) doc.addPage([612, 792]).drawText(`Page ${p + 1}`, { x: 50, y: 700, size: 14, font });
+  return doc.save({ useObjectStreams: false });
+}
+
+const DATA_TEXT: Record<string, () => string> = {
+  csv: () => delimited(','),
+  tsv: () => delimited('\t'),
+  json: () => JSON.stringify(ROWS, null, 2),
+  ndjson: () => ROWS.map((row) => JSON.stringify(row)).join('\n') + '\n',
+  yaml: () => stringifyYaml(ROWS),
+  md: () => MARKDOWN,
+  txt: () => TEXT,
+};
+
+// ------------------------------------------------------------------------- any source
+
+const IMAGE_SOURCES = new Set(['jpg', 'png', 'webp', 'avif', 'gif', 'tiff', 'svg', 'heif']);
+
+/**
+ * Writes a fixture of `source` into `dir` as `fixture.<source>`. A source nobody wrote a recipe
+ * for fails here, so a new source format cannot slip through untested.
+ */
+export async function makeFixture(dir: string, source: string, tools: MediaTools): Promise<Fixture> {
+  const path = join(dir, `fixture.${source}`);
+  if (IMAGE_SOURCES.has(source)) {
+    await writeFile(path, await stillImage(source));
+    return { path, width: IMAGE_WIDTH, height: IMAGE_HEIGHT, frames: 1 };
+  }
+  if (source in MEDIA_RECIPES) return mediaFixture(tools, source, path);
+  if (source === 'pdf') {
+    await writeFile(path, await samplePdf());
+    return { path, pages: PDF_PAGES };
+  }
+  const text = DATA_TEXT[source];
+  assert.ok(text, `no fixture recipe for source ${source}: add one`);
+  await writeFile(path, text());
+  return { path };
+}
+
+// ------------------------------------------------------------------------- checking outputs
+
+/** What sharp's metadata calls each image target (AVIF is a HEIF container with AV1). */
+const SHARP_FORMAT: Record<string, string> = { jpg: 'jpeg', png: 'png', webp: 'webp', avif: 'heif', gif: 'gif', tiff: 'tiff' };
+/** Targets that keep every frame of an animation (the image engine's ANIMATED_TARGETS). */
+const ANIMATED = new Set(['gif', 'webp']);
+
+/** Codec of the first video and audio stream ffprobe must find in each media target. */
+const MEDIA_EXPECTED: Record<string, { video?: string; audio?: string }> = {
+  mp3: { audio: 'mp3' }, wav: { audio: 'pcm_s16le' }, ogg: { audio: 'vorbis' }, flac: { audio: 'flac' },
+  aac: { audio: 'aac' }, m4a: { audio: 'aac' }, opus: { audio: 'opus' },
+  mp4: { video: 'h264', audio: 'aac' }, mov: { video: 'h264', audio: 'aac' }, mkv: { video: 'h264', audio: 'aac' },
+  webm: { video: 'vp9', audio: 'opus' }, gif: { video: 'gif' },
+};
+
+export async function assertImage(output: string | Buffer, target: string, width: number, height: number, frames = 1): Promise<void> {
+  const meta = await sharp(output, { animated: true }).metadata();
+  assert.equal(meta.format, SHARP_FORMAT[target], `decodes as ${target}`);
+  if (target === 'avif') assert.equal(meta.compression, 'av1');
+  assert.equal(meta.width, width, 'width');
+  assert.equal(meta.pageHeight ?? meta.height, height, 'height of a frame');
+  assert.equal(meta.pages ?? 1, frames, 'frames');
+}
+
+function assertNear(actual: number, expected: number, what: string): void {
+  assert.ok(Math.abs(actual - expected) <= expected * 0.05, `${what}: ${actual} s is not within 5 % of ${expected} s`);
+}
+
+function decodeData(target: string, text: string): unknown {
+  switch (target) {
+    case 'csv': return parseCsv(text, { columns: true });
+    case 'tsv': return parseCsv(text, { columns: true, delimiter: '\t' });
+    case 'json': return JSON.parse(text);
+    case 'ndjson': return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown);
+    case 'yaml': return parseYaml(text);
+    default: throw new Error(`no parser for data target ${target}: add one`);
+  }
+}
+
+/**
+ * Decodes `outputPath` as the pair's target and checks it against the fixture it was made from.
+ * An engine without a decoder here fails: a new engine's outputs must be checked, not trusted.
+ */
+export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target' | 'engine'>, outputPath: string, fixture: Fixture, tools: MediaTools): Promise<void> {
+  const { target } = pair;
+  switch (pair.engine) {
+    case 'image': {
+      const frames = ANIMATED.has(target) ? fixture.frames ?? 1 : 1;
+      return assertImage(outputPath, target, fixture.width!, fixture.height!, frames);
+    }
+    case 'media': {
+      if (target === 'jpg' || target === 'png') return assertImage(outputPath, target, fixture.width!, fixture.height!);
+      const expected = MEDIA_EXPECTED[target];
+      assert.ok(expected, `no expectation for media target ${target}: add one`);
+      const probed = await ffprobe(tools, outputPath);
+      const video = probed.streams.find((s) => s.codec_type === 'video');
+      const audio = probed.streams.find((s) => s.codec_type === 'audio');
+      if (expected.video) assert.deepEqual([video?.codec_name, video?.width, video?.height], [expected.video, fixture.width, fixture.height]);
+      else assert.equal(video, undefined, 'an audio target carries no video');
+      if (expected.audio) assert.equal(audio?.codec_name, expected.audio);
+      assertNear(Number(probed.format.duration), fixture.seconds!, 'duration');
+      return;
+    }
+    case 'pdf': {
+      assert.equal(target, 'pdf');
+      const doc = await PDFDocument.load(await readFile(outputPath), { updateMetadata: false });
+      if (pair.source === 'txt') assert.ok(doc.getPageCount() >= 1);
+      else assert.equal(doc.getPageCount(), fixture.pages ?? 1, 'page count');
+      return;
+    }
+    case 'data': {
+      const text = await readFile(outputPath, 'utf8');
+      if (target === 'html') {
+        assert.match(text, /<h1[^>]*>Quarterly <em>numbers<\/em><\/h1>/);
+        assert.match(text, /<td>1<\/td>/);
+        assert.doesNotMatch(text, /<script/i);
+        return;
+      }
+      assert.deepEqual(decodeData(target, text), ROWS);
+      return;
+    }
+    default:
+      assert.fail(`no decoder for outputs of engine ${pair.engine}: add one`);
+  }
+}
+
+// ------------------------------------------------------------------------- hostile inputs
+
+/** A valid zip archive holding one stored (uncompressed) file: what a renamed .zip really is. */
+export function storedZip(name: string, data: Buffer): Buffer {
+  const fileName = Buffer.from(name);
+  const crc = crc32(data);
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt32LE(crc, 14);
+  local.writeUInt32LE(data.length, 18);
+  local.writeUInt32LE(data.length, 22);
+  local.writeUInt16LE(fileName.length, 26);
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt16LE(20, 4);
+  central.writeUInt16LE(20, 6);
+  central.writeUInt32LE(crc, 16);
+  central.writeUInt32LE(data.length, 20);
+  central.writeUInt32LE(data.length, 24);
+  central.writeUInt16LE(fileName.length, 28);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(1, 8);
+  end.writeUInt16LE(1, 10);
+  end.writeUInt32LE(central.length + fileName.length, 12);
+  end.writeUInt32LE(local.length + fileName.length + data.length, 16);
+  return Buffer.concat([local, fileName, data, central, fileName, end]);
+}
+
+/** A PDF whose xref offsets all point 7 bytes too far: into the middle of objects. */
+export function breakXref(pdf: Buffer): Buffer {
+  const text = pdf.toString('latin1');
+  const shifted = text.replace(/(\d{10}) 00000 n/g, (_, offset: string) => `${String(Number(offset) + 7).padStart(10, '0')} 00000 n`);
+  assert.notEqual(shifted, text, 'the PDF has a classic xref table to break');
+  return Buffer.from(shifted, 'latin1');
+}
+
+/** Silent mono 16-bit WAV of `hours` at 8 kHz: a valid header over a sparse file of zeros. */
+export async function silentWav(path: string, hours: number): Promise<void> {
+  const rate = 8000;
+  const bytes = rate * 2 * hours * 3600;
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + bytes, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(bytes, 40);
+  await writeFile(path, header);
+  await truncate(path, 44 + bytes);
+}
