@@ -1,5 +1,4 @@
 import type { ConvClient } from '../src/client/types.ts';
-import { normalizeBaseUrl } from '../src/client/base-url.ts';
 import { addCleanup } from './cleanup.ts';
 import { CliError, usageError } from './errors.ts';
 import { EXIT, type ExitCode } from './exit-codes.ts';
@@ -110,6 +109,7 @@ export class Context {
     const settings = this.settings();
     let client: ConvClient;
     if (settings.baseUrl) {
+      const { normalizeBaseUrl } = await import('../src/client/base-url.ts');
       let baseUrl: string;
       try {
         baseUrl = normalizeBaseUrl(settings.baseUrl.value);
@@ -131,7 +131,7 @@ export class Context {
       });
     } else if (options.allowLocal) {
       const { createLocalClient } = await import('../src/client/local-client.ts');
-      client = await createLocalClient();
+      client = await createLocalClient({ env: this.io.env });
     } else {
       throw usageError('no server configured: this command needs a convd', NO_SERVER_HINT, 'no_server');
     }

@@ -13,7 +13,13 @@ export const EXIT = {
   credits: 8,
 } as const;
 
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+/**
+ * A long-running command (watch) stopped by a second Ctrl-C that cancelled work in flight: the
+ * shell's code for death by SIGINT, outside the table above on purpose.
+ */
+export const EXIT_INTERRUPTED = 130;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT] | typeof EXIT_INTERRUPTED;
 
 /** API error codes with their exit code; anything not listed falls back to the HTTP status. */
 const BY_CODE: Readonly<Record<string, ExitCode>> = {

@@ -5,11 +5,13 @@ import { registerCancel } from './commands/cancel.ts';
 import { registerCompletion } from './commands/completion.ts';
 import { registerConfig } from './commands/config.ts';
 import { registerConvert } from './commands/convert.ts';
+import { registerDashboard } from './commands/dashboard.ts';
 import { registerDelete } from './commands/delete.ts';
 import { registerDownload } from './commands/download.ts';
 import { registerFormats } from './commands/formats.ts';
 import { registerGet } from './commands/get.ts';
 import { registerList } from './commands/list.ts';
+import { registerWatch } from './commands/watch.ts';
 import { registerWebhook } from './commands/webhook.ts';
 import type { Context } from './context.ts';
 import { readVersion } from './version.ts';
@@ -41,7 +43,7 @@ export function buildProgram(ctx: Context): Command {
     })
     .addHelpText('after', `
 Settings: a flag beats the environment (CONV_BASE_URL, CONV_API_KEY, CONV_PROFILE), which beats
-the profile (\`conv config\`). With no base URL anywhere, convert and formats run in-process.
+the profile (\`conv config\`). With no base URL anywhere, convert, watch and formats run in-process.
 Exit codes: 0 ok, 1 error, 2 usage, 3 auth, 4 not found, 5 conversion failed or cancelled,
 6 --wait ran out, 7 limits, 8 credits. See man conv for more.
 ${examples([
@@ -49,6 +51,8 @@ ${examples([
   ['conv config set base-url http://127.0.0.1:7700/v1', 'point conv at a convd'],
   ['conv list --status processing', 'what is running'],
   ['conv formats png', 'targets and options of png'],
+  ['conv watch inbox --to webp --out outbox', 'convert files as they appear'],
+  ['conv dashboard', 'live view of a convd'],
 ])}`);
 
   registerConvert(program, ctx);
@@ -60,6 +64,8 @@ ${examples([
   registerFormats(program, ctx);
   registerAccount(program, ctx);
   registerWebhook(program, ctx);
+  registerWatch(program, ctx);
+  registerDashboard(program, ctx);
   registerConfig(program, ctx);
   registerCompletion(program, ctx);
   return program;

@@ -3,7 +3,6 @@ import { Context, type GlobalOptions } from './context.ts';
 import { EXIT } from './exit-codes.ts';
 import type { Io } from './io.ts';
 import { buildProgram } from './program.ts';
-import { describeError } from './report.ts';
 
 /**
  * Runs `conv` with `args` (without node and script) and returns the exit code. Does not exit
@@ -22,6 +21,7 @@ export async function run(args: string[], io: Io): Promise<number> {
       // `conv` alone prints the help (on stderr): a usage error, like every other parse error.
       return EXIT.usage;
     }
+    const { describeError } = await import('./report.ts');
     const report = describeError(error);
     ctx.output.error(report.code, report.message, report.hint);
     ctx.fail(report.exit);

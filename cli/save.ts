@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, unlinkSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { mkdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Transform } from 'node:stream';
@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import type { DownloadResult } from '../src/client/types.ts';
 import { CliError, usageError } from './errors.ts';
 import { EXIT } from './exit-codes.ts';
+import { trackPartialFile } from './partial-files.ts';
 
 /** Where a result goes: `-o -`, `-o existing-dir` (or `dir/`), or `-o file`. */
 export type Destination =
@@ -31,21 +32,6 @@ export async function resolveDestination(output: string | undefined, cwd: string
   const parent = await stat(dirname(path)).catch(() => null);
   if (!parent?.isDirectory()) throw usageError(`cannot write ${output}: directory ${dirname(path)} does not exist`);
   return { kind: 'file', path };
-}
-
-/** Temporary files being written, removed by `removePartialFilesSync` if the process is interrupted. */
-const partialFiles = new Set<string>();
-
-/** For a signal handler: a Ctrl-C during a download must not leave a `.part` file behind. */
-export function removePartialFilesSync(): void {
-  for (const path of partialFiles) {
-    try {
-      unlinkSync(path);
-    } catch {
-      // Already gone.
-    }
-  }
-  partialFiles.clear();
 }
 
 /** Counts bytes as they pass, so a body cut short is told apart from a complete one. */
@@ -86,16 +72,19 @@ export async function saveDownload(
   }
   const target = destination.kind === 'dir' ? join(destination.path, basename(name)) : destination.path;
   const temp = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.part`);
-  partialFiles.add(temp);
+  const untrack = trackPartialFile(temp);
   try {
-    await pipeline(download.stream, count, createWriteStream(temp, { flags: 'wx', flush: true }));
+    // No fsync (as cp, curl and ImageMagick do not): the rename is what keeps a partial file
+    // from ever showing under the real name; an fsync per result made a batch of small images
+    // wait on the disk, several times over on a busy one.
+    await pipeline(download.stream, count, createWriteStream(temp, { flags: 'wx' }));
     checkLength(count.bytes, download.size);
     await rename(temp, target);
   } catch (error) {
     await unlink(temp).catch(() => undefined);
     throw error;
   } finally {
-    partialFiles.delete(temp);
+    untrack();
   }
   return target;
 }

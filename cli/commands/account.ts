@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { examples } from '../args.ts';
 import type { Context } from '../context.ts';
-import { renderAccount } from '../render.ts';
 
 export function registerAccount(program: Command, ctx: Context): void {
   program
@@ -16,6 +15,8 @@ export function registerAccount(program: Command, ctx: Context): void {
       const account = await client.getAccount();
       const out = ctx.output;
       if (out.mode.json) return out.json(account);
-      if (!out.mode.quiet) out.stdout.write(renderAccount(account, out.out));
+      if (out.mode.quiet) return;
+      const { renderAccount } = await import('../render.ts');
+      out.stdout.write(renderAccount(account, out.out));
     });
 }

@@ -4,7 +4,6 @@ import { examples } from '../args.ts';
 import type { Context } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { EXIT } from '../exit-codes.ts';
-import { colorStatus } from '../render.ts';
 
 export function registerCancel(program: Command, ctx: Context): void {
   program
@@ -30,6 +29,9 @@ ${examples([
       const conversion = await client.deleteConversion(id);
       const out = ctx.output;
       if (out.mode.json) out.json(conversion);
-      else out.line(`${conversion.id} ${colorStatus(conversion.status, out.out)}`);
+      else {
+        const { colorStatus } = await import('../render.ts');
+        out.line(`${conversion.id} ${colorStatus(conversion.status, out.out)}`);
+      }
     });
 }

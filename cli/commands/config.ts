@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { normalizeBaseUrl } from '../../src/client/base-url.ts';
 import { examples } from '../args.ts';
 import type { Context } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
@@ -52,6 +51,7 @@ ${examples([
       const setting = checkKey(key);
       let stored = value.trim();
       if (setting === 'base-url') {
+        const { normalizeBaseUrl } = await import('../../src/client/base-url.ts');
         try {
           stored = normalizeBaseUrl(stored);
         } catch (error) {

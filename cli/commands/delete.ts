@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { examples } from '../args.ts';
 import type { Context } from '../context.ts';
-import { colorStatus } from '../render.ts';
 
 export function registerDelete(program: Command, ctx: Context): void {
   program
@@ -18,7 +17,8 @@ ${examples([
       const client = await ctx.client({ allowLocal: false });
       const conversion = await client.deleteConversion(id);
       const out = ctx.output;
-      if (out.mode.json) out.json(conversion);
-      else out.line(`${conversion.id} ${colorStatus(conversion.status, out.out)}${conversion.status === 'expired' ? ' (result deleted)' : ''}`);
+      if (out.mode.json) return out.json(conversion);
+      const { colorStatus } = await import('../render.ts');
+      out.line(`${conversion.id} ${colorStatus(conversion.status, out.out)}${conversion.status === 'expired' ? ' (result deleted)' : ''}`);
     });
 }

@@ -2,8 +2,6 @@ import type { Command } from 'commander';
 import { examples } from '../args.ts';
 import type { Context } from '../context.ts';
 import { usageError } from '../errors.ts';
-import { formatBytes } from '../render.ts';
-import { resolveDestination, saveDownload } from '../save.ts';
 
 export function registerDownload(program: Command, ctx: Context): void {
   program
@@ -23,6 +21,7 @@ ${examples([
     .action(async (id: string, options: { output?: string }) => {
       const out = ctx.output;
       if (options.output === '-' && out.mode.json) throw usageError('--json and -o - both want stdout: choose one');
+      const [{ resolveDestination, saveDownload }, { formatBytes }] = await Promise.all([import('../save.ts'), import('../render.ts')]);
       const destination = await resolveDestination(options.output, ctx.io.cwd);
       const client = await ctx.client({ allowLocal: false });
       const download = await client.download(id);

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { examples } from '../args.ts';
 import type { Context } from '../context.ts';
-import { renderFormatDetails, renderFormatListing } from '../render.ts';
 
 export function registerFormats(program: Command, ctx: Context): void {
   program
@@ -22,11 +21,14 @@ ${examples([
         const listing = await client.listFormats();
         if (out.mode.json) return out.json(listing);
         if (out.mode.quiet) return;
+        const { renderFormatListing } = await import('../render.ts');
         out.stdout.write(renderFormatListing(listing, out.out));
         return;
       }
       const details = await client.getFormat(source);
       if (out.mode.json) return out.json(details);
-      if (!out.mode.quiet) out.stdout.write(renderFormatDetails(details, out.out));
+      if (out.mode.quiet) return;
+      const { renderFormatDetails } = await import('../render.ts');
+      out.stdout.write(renderFormatDetails(details, out.out));
     });
 }

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { examples } from '../args.ts';
 import type { Context } from '../context.ts';
-import { renderConversion } from '../render.ts';
 
 export function registerGet(program: Command, ctx: Context): void {
   program
@@ -16,8 +15,9 @@ export function registerGet(program: Command, ctx: Context): void {
       const client = await ctx.client({ allowLocal: false });
       const conversion = await client.getConversion(id);
       const out = ctx.output;
-      if (out.mode.json) out.json(conversion);
-      else if (out.mode.quiet) return;
-      else out.stdout.write(renderConversion(conversion, out.out));
+      if (out.mode.json) return out.json(conversion);
+      if (out.mode.quiet) return;
+      const { renderConversion } = await import('../render.ts');
+      out.stdout.write(renderConversion(conversion, out.out));
     });
 }

@@ -3,7 +3,6 @@ import type { PublicConversion } from '../../src/model/conversion.ts';
 import { STATUSES, type ConversionStatus } from '../../src/model/status.ts';
 import { examples, integerIn } from '../args.ts';
 import type { Context } from '../context.ts';
-import { CONVERSION_HEADERS, conversionRows } from '../render.ts';
 
 interface ListOptions {
   status?: ConversionStatus;
@@ -33,7 +32,7 @@ export function registerList(program: Command, ctx: Context): void {
       if (!options.all) {
         const page = await client.listConversions({ ...query, cursor: options.cursor });
         if (out.mode.json) return out.json(page);
-        printRows(ctx, page.data);
+        await printRows(ctx, page.data);
         if (page.next_cursor) out.note(out.err.dim(`more: conv list --cursor ${page.next_cursor}${options.status ? ` --status ${options.status}` : ''} (or --all)`));
         return;
       }
@@ -46,16 +45,17 @@ export function registerList(program: Command, ctx: Context): void {
         else rows.push(...page.data);
         cursor = page.next_cursor ?? undefined;
       } while (cursor);
-      if (!out.mode.json) printRows(ctx, rows);
+      if (!out.mode.json) await printRows(ctx, rows);
     });
 }
 
-function printRows(ctx: Context, conversions: PublicConversion[]): void {
+async function printRows(ctx: Context, conversions: PublicConversion[]): Promise<void> {
   const out = ctx.output;
   if (out.mode.quiet) {
     for (const conversion of conversions) out.essential(conversion.id);
     return;
   }
   if (conversions.length === 0) return out.note('no conversions');
+  const { CONVERSION_HEADERS, conversionRows } = await import('../render.ts');
   out.table(CONVERSION_HEADERS, conversionRows(conversions, out.out));
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
+import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,24 +45,41 @@ export function formatCachePath(env: NodeJS.ProcessEnv): string {
   return join(base, 'conv', 'formats.json');
 }
 
-async function statLine(path: string): Promise<string> {
-  const info = await stat(path).catch(() => null);
+/*
+ * Synchronous on purpose: some hundred stat calls at start-up, with nothing else to do meanwhile,
+ * take a third of the time as promises (each a round trip through the thread pool).
+ */
+function statLine(path: string): string {
+  const info = statSync(path, { throwIfNoEntry: false });
   return info ? `${path}:${info.size}:${Math.trunc(info.mtimeMs)}` : `${path}:-`;
 }
 
-/** Every file under `dir` with size and mtime: a changed, added or removed engine file shows. */
-async function treeLines(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  const files = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort();
-  return Promise.all(files.map(statLine));
+/**
+ * Every code file under `dir` (the engines and their folders) with size and mtime: a changed,
+ * added or removed engine file shows (declaration files and maps say nothing).
+ */
+function treeLines(dir: string): string[] {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [`${dir}:-`];
+  }
+  return entries
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .flatMap((e) => {
+      const full = join(dir, e.name);
+      if (e.isDirectory()) return treeLines(full);
+      return /\.[cm]?[jt]sx?$/.test(e.name) && !/\.d\.[cm]?ts$/.test(e.name) ? [statLine(full)] : [];
+    });
 }
 
 /** The package root: the nearest directory above this module with the convd package.json. */
-async function packageRoot(): Promise<{ root: string; version: string } | null> {
+function packageRoot(): { root: string; version: string } | null {
   let dir = here;
   for (let depth = 0; depth < 5; depth += 1) {
     try {
-      const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
       if (pkg.name === 'convd') return { root: dir, version: pkg.version ?? '0.0.0' };
     } catch {
       // Not here: one level up.
@@ -72,48 +89,36 @@ async function packageRoot(): Promise<{ root: string; version: string } | null> 
   return null;
 }
 
-/** What decides which ffmpeg a probe finds: the configured path, PATH, the packaged binary. */
-async function binaryLines(env: NodeJS.ProcessEnv): Promise<string[]> {
-  const require = createRequire(import.meta.url);
-  const lines: string[] = [];
-  for (const binary of BINARIES) {
+/**
+ * What decides which ffmpeg a probe finds: the configured path, the first on PATH, the packaged
+ * binary. The package is looked for where npm installs it, not resolved: node's resolver costs
+ * more than all the rest (and a package installed elsewhere still changes `.package-lock.json`).
+ */
+function binaryLines(env: NodeJS.ProcessEnv, modules: string): string[] {
+  const dirs = (env.PATH ?? '').split(delimiter).filter(Boolean);
+  return BINARIES.flatMap((binary) => {
     const configured = env[binary.env];
-    if (configured) lines.push(await statLine(configured));
-    for (const dir of (env.PATH ?? '').split(delimiter)) {
-      if (!dir) continue;
-      const line = await statLine(join(dir, binary.name));
-      if (!line.endsWith(':-')) {
-        lines.push(line);
-        break;
-      }
-    }
-    try {
-      lines.push(await statLine(require.resolve(`${binary.npm}/${process.platform}-${process.arch}/package.json`)));
-    } catch {
-      lines.push(`${binary.npm}:none`);
-    }
-  }
-  return lines;
+    const onPath = dirs.map((dir) => statLine(join(dir, binary.name))).find((line) => !line.endsWith(':-'));
+    return [
+      configured ? statLine(configured) : '-',
+      onPath ?? '-',
+      statLine(join(modules, binary.npm, `${process.platform}-${process.arch}`, 'package.json')),
+    ];
+  });
 }
 
-/** A hash of everything the engines' probes depend on (a few dozen stat calls, no imports). */
-export async function formatFingerprint(env: NodeJS.ProcessEnv): Promise<string> {
-  const pkg = await packageRoot();
-  const require = createRequire(import.meta.url);
-  let sharp = 'sharp:none';
-  try {
-    sharp = await statLine(require.resolve('sharp/package.json'));
-  } catch {
-    // No sharp: the image engine's probe decides what that means.
-  }
+/** A hash of everything the engines' probes depend on (a hundred stat calls, no imports). */
+export function formatFingerprint(env: NodeJS.ProcessEnv): string {
+  const pkg = packageRoot();
+  const modules = join(pkg?.root ?? here, 'node_modules');
   const parts = [
     `convd ${pkg?.version ?? '?'}`,
     `node ${process.version} ${process.platform} ${process.arch}`,
     // npm rewrites this file on every install: a changed dependency tree invalidates the cache.
-    pkg ? await statLine(join(pkg.root, 'node_modules', '.package-lock.json')) : 'no root',
-    sharp,
-    ...(await binaryLines(env)),
-    ...(await Promise.all(CODE_DIRS.map(treeLines))).flat(),
+    statLine(join(modules, '.package-lock.json')),
+    statLine(join(modules, 'sharp', 'package.json')),
+    ...binaryLines(env, modules),
+    ...CODE_DIRS.flatMap(treeLines),
   ];
   return createHash('sha256').update(parts.join('\n')).digest('hex');
 }
@@ -126,7 +131,7 @@ function isKnownEngines(value: unknown): value is KnownEngine[] {
 /** The cached findings for `fingerprint`, or null (missing, stale or unreadable). */
 export async function readFormatCache(env: NodeJS.ProcessEnv, fingerprint: string): Promise<KnownEngine[] | null> {
   try {
-    const file = JSON.parse(await readFile(formatCachePath(env), 'utf8')) as Partial<CacheFile>;
+    const file = JSON.parse(readFileSync(formatCachePath(env), 'utf8')) as Partial<CacheFile>;
     if (file.fingerprint !== fingerprint || !isKnownEngines(file.engines)) return null;
     const degraded = file.engines.some((engine) => !engine.status.available);
     if (degraded && !(typeof file.written === 'number' && Date.now() - file.written < DEGRADED_TTL_MS)) return null;

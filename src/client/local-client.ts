@@ -1,12 +1,9 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { copyFile, stat } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ApiError } from '../errors/api-error.ts';
-import { renderMessage } from '../errors/messages.ts';
 import { defaultEngines } from '../engines/catalog.ts';
 import type { KnownEngine, LazyEngine } from '../engines/lazy.ts';
 import { FormatRegistry } from '../formats/registry.ts';
@@ -16,6 +13,7 @@ import { defaultServiceConfig, type ServiceConfig } from '../service/config.ts';
 import type { SpooledFile } from '../service/create-request.ts';
 import type { ConversionSystem } from '../service/system.ts';
 import { formatFingerprint, readFormatCache, writeFormatCache } from './format-cache.ts';
+import type { LocalDataDir } from './local-data-dir.ts';
 import {
   ClientError, type AccountView, type ConvClient, type CreateConversionRequest, type DownloadResult, type FormatDetails,
   type FormatListing, type ListPage,
@@ -49,10 +47,12 @@ export async function createLocalClient(options: LocalClientOptions = {}): Promi
 interface OpenSystem {
   system: ConversionSystem;
   account: AccountRecord;
-  dataDir: string;
+  dataDir: LocalDataDir;
 }
 
-function toClientError(error: unknown): never {
+/** The service's errors as the client contract's; loaded on the error path only. */
+async function toClientError(error: unknown): Promise<never> {
+  const [{ ApiError }, { renderMessage }] = await Promise.all([import('../errors/api-error.ts'), import('../errors/messages.ts')]);
   if (error instanceof ApiError) {
     throw new ClientError(error.code, renderMessage(error.code, error.params, 'en'), error.status, error.details);
   }
@@ -76,15 +76,18 @@ class LocalClient implements ConvClient {
   private open(): Promise<OpenSystem> {
     if (this.closed) return Promise.reject(new ClientError('internal_error', 'the in-process service was closed', null));
     return (this.opening ??= (async () => {
-      const [{ openSystem }, { engines }] = await Promise.all([import('../service/system.ts'), this.engines()]);
-      const dataDir = await mkdtemp(join(tmpdir(), 'conv-local-'));
+      const [{ openSystem }, { createLocalDataDir }, { engines, save }] = await Promise.all([
+        import('../service/system.ts'), import('./local-data-dir.ts'), this.engines(),
+      ]);
+      const dataDir = await createLocalDataDir();
       try {
-        const system = await openSystem({ dataDir, config: this.config, workers: this.options.workers, engines });
+        const system = await openSystem({ dataDir: dataDir.path, config: this.config, workers: this.options.workers, engines });
+        await save?.();
         await system.start();
         const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'local' });
         return { system, account, dataDir };
       } catch (error) {
-        await rm(dataDir, { recursive: true, force: true });
+        await dataDir.remove();
         throw error;
       }
     })());
@@ -97,17 +100,24 @@ class LocalClient implements ConvClient {
   private engines(): Promise<{ engines: LazyEngine[]; save: (() => Promise<void>) | null }> {
     return (this.enginesPromise ??= (async () => {
       const settings = { maxInputPixels: this.config.maxInputPixels };
-      const fingerprint = this.options.formatCache === false ? null : await formatFingerprint(this.env).catch(() => null);
+      let fingerprint: string | null = null;
+      try {
+        if (this.options.formatCache !== false) fingerprint = formatFingerprint(this.env);
+      } catch {
+        // No fingerprint, no cache: the engines are probed.
+      }
       const cached = fingerprint ? await readFormatCache(this.env, fingerprint) : null;
       const known = new Map((cached ?? []).map((engine) => [engine.name, engine]));
       const engines = defaultEngines(settings, known);
       if (cached && engines.every((engine) => known.has(engine.name))) return { engines, save: null };
       const fresh = defaultEngines(settings);
+      let saved: Promise<void> | null = null;
+      // Once every engine has been probed (by whichever registry came first), and only once.
       const save = fingerprint
-        ? async () => {
+        ? () => (saved ??= (async () => {
           const found = fresh.map((engine) => engine.known()).filter((k): k is KnownEngine => k !== undefined);
           if (found.length === fresh.length) await writeFormatCache(this.env, fingerprint, found);
-        }
+        })())
         : null;
       return { engines: fresh, save };
     })());
@@ -130,6 +140,17 @@ class LocalClient implements ConvClient {
     } catch (error) {
       return toClientError(error);
     }
+  }
+
+  /**
+   * A file input without an idempotency key: nothing will compare its hash, so it is copied by
+   * the kernel (copy_file_range, a reflink where the file system has them) instead of streamed
+   * through a hash. A batch of small images spends most of its time in such per-file overhead.
+   */
+  private async spoolCopy(system: ConversionSystem, source: string, filename: string): Promise<SpooledFile> {
+    const path = system.blobs.spoolPath();
+    await copyFile(source, path);
+    return { path, size: (await stat(path)).size, sha256: '', filename };
   }
 
   /** Copies the input into the spool, hashing it for the idempotency fingerprint as a daemon would. */
@@ -164,7 +185,10 @@ class LocalClient implements ConvClient {
         fields.url = input.url;
         if (input.filename) fields.filename = input.filename;
       } else if (input.kind === 'file') {
-        files.push(await this.spool(system, createReadStream(input.path), input.filename ?? basename(input.path)));
+        const filename = input.filename ?? basename(input.path);
+        files.push(request.idempotencyKey
+          ? await this.spool(system, createReadStream(input.path), filename)
+          : await this.spoolCopy(system, input.path, filename));
       } else {
         files.push(await this.spool(system, input.stream, input.filename));
       }
@@ -219,7 +243,10 @@ class LocalClient implements ConvClient {
       const registry = await this.registry();
       const source = registry.normalize(rawSource);
       const pairs = source ? registry.targetsOf(source) : [];
-      if (!source || pairs.length === 0) throw new ApiError('not_found', { params: { resource: 'source format' } });
+      if (!source || pairs.length === 0) {
+        const { ApiError } = await import('../errors/api-error.ts');
+        throw new ApiError('not_found', { params: { resource: 'source format' } });
+      }
       const plan = this.config.plans.unmetered;
       return {
         source,
@@ -252,6 +279,6 @@ class LocalClient implements ConvClient {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([opened.system.stop(), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))]);
     clearTimeout(timer);
-    await rm(opened.dataDir, { recursive: true, force: true });
+    await opened.dataDir.remove();
   }
 }
