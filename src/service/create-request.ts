@@ -6,7 +6,7 @@ import type { FormatRegistry } from '../formats/registry.ts';
 import type { ConversionPair } from '../formats/types.ts';
 import type { ConversionOptions } from '../model/conversion.ts';
 import { cleanFileName, extensionOf } from '../inputs/file-name.ts';
-import { nameFromUrl } from '../inputs/fetch-url.ts';
+import { nameFromUrl } from '../inputs/url-name.ts';
 import { sniffFormat } from '../inputs/sniff.ts';
 import { checkCallbackUrl } from '../webhooks/callback-url.ts';
 

@@ -1,6 +1,5 @@
 import { rename, stat } from 'node:fs/promises';
 import { ConversionFailure } from '../errors/api-error.ts';
-import { fetchUrlToFile } from '../inputs/fetch-url.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
@@ -129,6 +128,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     const account = await service.accounts.currentAccount(record.account_id);
     const plan = config.plans[account?.plan ?? 'unmetered'];
     const spool = blobs.spoolPath();
+    // got and the SSRF agents load with the first URL input, not with every in-process CLI run.
+    const { fetchUrlToFile } = await import('../inputs/fetch-url.ts');
     try {
       const fetched = await fetchUrlToFile(record.input.url, spool, {
         maxBytes: plan.max_upload_mb * BYTES_PER_MB,

@@ -4,7 +4,7 @@ import type { DeliveryAttempt, DeliveryRecord, Store } from '../store/types.ts';
 import { checkCallbackUrl } from './callback-url.ts';
 import { nextRetryDelayMs } from './schedule.ts';
 import { signWebhook } from './signature.ts';
-import { WebhookTransport } from './transport.ts';
+import type { WebhookTransport } from './transport.ts';
 
 /** The part of the Store the deliverer uses (any full Store fits). */
 export type DeliveryStore = Pick<Store, 'getDelivery' | 'putDelivery' | 'listDeliveries' | 'flush'>;
@@ -77,7 +77,10 @@ export class WebhookDeliverer {
   private readonly random: () => number;
   private readonly now: () => number;
   private readonly log: WebhookLog;
-  private readonly transport: WebhookTransport;
+  /** Loaded on the first attempt: got and the SSRF agents cost ~50 ms to import, and most runs
+   * of the in-process CLI never send a webhook. */
+  private transport: Promise<WebhookTransport> | null = null;
+  private readonly transportOptions: ConstructorParameters<typeof WebhookTransport>[0];
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly enqueuing = new Map<string, Promise<DeliveryRecord>>();
@@ -91,11 +94,11 @@ export class WebhookDeliverer {
     this.random = options.random ?? Math.random;
     this.now = options.now ?? Date.now;
     this.log = options.log ?? SILENT;
-    this.transport = new WebhookTransport({
+    this.transportOptions = {
       allowPrivateAddresses: options.allowInsecure,
       trustedCa: options.trustedCa,
       timeoutMs: options.timeoutMs ?? 10_000,
-    });
+    };
   }
 
   /**
@@ -155,7 +158,8 @@ export class WebhookDeliverer {
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     await Promise.allSettled([...this.chains.values()]);
-    this.transport.close();
+    if (this.transport) (await this.transport).close();
+    this.transport = null;
   }
 
   /**
@@ -268,7 +272,8 @@ export class WebhookDeliverer {
       // Unknown account or empty secret: retried like a network failure, in case it is fixed.
       return { statusCode: null, error: `no webhook secret: ${errorMessage(error)}`, durationMs: 0, permanent: false };
     }
-    const outcome = await this.transport.post(record.url, body, {
+    this.transport ??= import('./transport.ts').then(({ WebhookTransport }) => new WebhookTransport(this.transportOptions));
+    const outcome = await (await this.transport).post(record.url, body, {
       'content-type': 'application/json',
       'x-service-event': record.event,
       'x-service-delivery': record.id,
