@@ -132,9 +132,11 @@ describe('WebhookDeliverer against a real HTTPS receiver', () => {
     // Waits run from the start of an attempt (the persisted `at`); on the wire the first request
     // also carries the first TLS handshake, so the gap seen by the receiver is looser.
     const planned = Date.parse(record.attempts[1].at) - Date.parse(record.attempts[0].at);
-    assert.ok(planned >= 60 && planned < 60 + 500, `second attempt ${planned} ms after the first, expected 60`);
+    // Never early; late only by as long as the first attempt took (its first use loads the HTTP
+    // client and does a TLS handshake, which on a loaded machine can take a few hundred ms).
+    assert.ok(planned >= 60 && planned < 60 + 3000, `second attempt ${planned} ms after the first, expected 60`);
     const gap = r.receiver.requests[1].atMs - r.receiver.requests[0].atMs;
-    assert.ok(gap >= 60 - 30 && gap < 60 + 500, `gap ${gap} ms on the wire, expected about 60`);
+    assert.ok(gap >= 60 - 30 && gap < 60 + 3000, `gap ${gap} ms on the wire, expected about 60`);
 
     assert.deepEqual(record.attempts.map((a) => a.status_code), [500, 200]);
     assert.equal(record.next_attempt_at, null);
