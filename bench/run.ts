@@ -1,6 +1,6 @@
 /**
- * `npm run bench [-- a b c d e f g h]`: runs the benches of issue 2 (a-d), issue 3 (e) and issue 5
- * (f-h, conv: bench/cli.ts), each against
+ * `npm run bench [-- a b c d e f g h i]`: runs the benches of issue 2 (a-d), issue 3 (e), issue 5
+ * (f-h, conv: bench/cli.ts) and issue 6 (i, the mixed load test: bench/load.ts), each against
  * its baseline in the same run, prints one line per bench as it ends and a table at the end.
  * Exits 1 when a target is missed (or a figure is invalid), so a script can gate on it.
  *
@@ -14,6 +14,7 @@
 import { availableParallelism, cpus } from 'node:os';
 import { benchConvBatch, benchConvFormats, benchConvVersion } from './cli.ts';
 import { benchGetThroughput } from './get-throughput.ts';
+import { benchLoad } from './load.ts';
 import { benchConvertEndToEnd } from './convert-e2e.ts';
 import { benchSubmitLatency } from './submit-latency.ts';
 import { benchUploadRss } from './upload-rss.ts';
@@ -29,6 +30,7 @@ const BENCHES: Record<string, () => Promise<BenchResult>> = {
   f: benchConvVersion,
   g: benchConvFormats,
   h: benchConvBatch,
+  i: benchLoad,
 };
 
 function line(result: BenchResult): string {

@@ -1,36 +1,37 @@
 import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
 import { H3, type H3Event, type HTTPResponse } from 'h3';
 import { ApiError } from '../src/errors/api-error.ts';
-import { negotiateLanguage, } from '../src/errors/negotiate.ts';
-import type { Language } from '../src/errors/messages.ts';
-import type { Scope } from '../src/model/account.ts';
-import { BYTES_PER_MB } from '../src/model/plan.ts';
-import type { Caller } from '../src/service/accounts.ts';
+import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter, type RateDecision } from '../src/service/rate-limiter.ts';
-import { END_STATUSES } from '../src/model/status.ts';
-import { readCreateRequest } from './http/body.ts';
-import { attachmentHeader } from './http/content-disposition.ts';
 import { lingerThenClose } from './http/linger.ts';
-import { parseRange } from './http/range.ts';
-import { errorResponse, json } from './http/respond.ts';
+import { addHeaders, errorResponse } from './http/respond.ts';
+import { ROUTES, type RouteDoc } from './routes/table.ts';
+import { v1Handlers, type HandlerDeps, type PublicHandler, type RouteHandler } from './routes/v1-handlers.ts';
 
-export interface AppOptions {
+export interface RequestInfo {
+  method: string;
+  /** The route pattern (`/v1/conversions/:id`), `unmatched` for anything else. */
+  route: string;
+  status: number;
+  durationMs: number;
+  accountId: string | null;
+  req: IncomingMessage | undefined;
+}
+
+/** A route outside /v1 that needs no key (health, metrics). */
+export interface ExtraRoute {
+  path: string;
+  handler: (event: H3Event) => Promise<Response | HTTPResponse>;
+}
+
+export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
   /** Called once per request when it is answered (logs, metrics). */
-  onRequestDone?: (info: { method: string; route: string; status: number; durationMs: number; accountId: string | null }) => void;
+  onRequestDone?: (info: RequestInfo) => void;
+  /** Public base ending in /v1 for this request (a trusted proxy's X-Forwarded-*); default the configured one. */
+  baseUrlFor?: (req: IncomingMessage) => string;
+  extraRoutes?: ExtraRoute[];
 }
-
-interface Context {
-  event: H3Event;
-  caller: Caller;
-  language: Language;
-  nodeReq: IncomingMessage;
-}
-
-type RouteHandler = (context: Context) => Promise<Response | HTTPResponse>;
-
-const MAX_WAIT_SECONDS = 30;
 
 function rateHeaders(decision: RateDecision): Record<string, string> {
   return {
@@ -45,10 +46,27 @@ function bearerToken(header: string | null): string | undefined {
   return match?.[1];
 }
 
-/** The /v1 interface of spec section 4 on h3 v2. Every answer, errors included, is built here. */
+const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
+
+/** `/v1/conversions/:id` -> a pattern matching its concrete paths (for 404 against 405). */
+const pathPattern = (path: string) => new RegExp(`^${path.replace(/:\w+/g, '[^/]+')}/?$`);
+
+/**
+ * The /v1 interface of spec section 4 on h3 v2, registered from the route table of
+ * daemon/routes/table.ts (the same table the OpenAPI document is built from). Every answer,
+ * errors included, is built here.
+ */
 export function createApp(system: ConversionSystem, options: AppOptions = {}): H3 {
-  const { conversions, accounts, store } = system;
+  const { accounts, store } = system;
   const limiter = new RequestRateLimiter();
+  const done = options.onRequestDone;
+  const baseUrlFor = options.baseUrlFor ?? (() => system.conversions.config.baseUrl);
+  const handlers = v1Handlers({
+    system,
+    refuseSubmissions: options.refuseSubmissions ?? (() => null),
+    shutdownSignal: options.shutdownSignal ?? new AbortController().signal,
+    openApiJson: options.openApiJson ?? (() => '{}'),
+  });
   const app = new H3({
     silent: true,
     // h3 answers a few requests itself before any route runs (a path whose percent-encoding cannot
@@ -60,13 +78,15 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): H
     ),
   });
 
-  const route = (method: string, path: string, scope: Scope, handler: RouteHandler) => {
-    app.on(method as 'GET', path, async (event) => {
+  const keyedRoute = (route: RouteDoc & { scope: NonNullable<RouteDoc['scope']> }, handler: RouteHandler) => {
+    const { method, path, scope } = route;
+    app.on(method, path, async (event) => {
       const started = performance.now();
       const language = negotiateLanguage(event.req.headers.get('accept-language'));
       let headers: Record<string, string> = {};
       let accountId: string | null = null;
       let response: Response | HTTPResponse;
+      const nodeReq = nodeRequest(event)!;
       try {
         const settings = await store.getSettings();
         if (settings.maintenance.enabled) {
@@ -85,110 +105,57 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): H
           });
         }
         accounts.requireScope(caller, scope);
-        const nodeReq = (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime!.node!.req;
-        response = await handler({ event, caller, language, nodeReq });
-        for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
-        response.headers.set('content-language', language);
+        response = await handler({ event, caller, language, nodeReq, baseUrl: baseUrlFor(nodeReq) });
+        headers['content-language'] = language;
+        addHeaders(response, headers);
       } catch (error) {
         if (!(error instanceof ApiError)) {
           process.emitWarning(`convd: unexpected error on ${method} ${path}: ${error instanceof Error ? error.stack : String(error)}`);
         }
         response = errorResponse(error, language, headers);
         // A body still arriving (e.g. an upload over the limit) is not read: drop it, then close.
-        const nodeReq = (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
-        if (method === 'POST' && nodeReq) lingerThenClose(nodeReq);
+        if (method === 'POST') lingerThenClose(nodeReq);
       }
-      options.onRequestDone?.({ method, route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId });
+      done?.({ method, route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId, req: nodeReq });
       return response;
     });
   };
 
-  const conversionAnswer = (record: Parameters<typeof conversions.publicView>[0], wasWaitedFor: boolean) => {
-    const view = conversions.publicView(record);
-    if (END_STATUSES.has(record.status) || !wasWaitedFor) {
-      return json(END_STATUSES.has(record.status) ? 200 : 202, view, END_STATUSES.has(record.status) ? {} : { location: view.links.self });
-    }
-    return json(202, view, { location: view.links.self });
-  };
-
-  const create: RouteHandler = async ({ caller, nodeReq, event }) => {
-    const plan = conversions.config.plans[caller.account.plan];
-    const key = event.req.headers.get('idempotency-key') ?? undefined;
-    const input = await readCreateRequest(nodeReq, {
-      maxFileBytes: plan.max_upload_mb * BYTES_PER_MB,
-      maxFileMb: plan.max_upload_mb,
-      spoolPath: () => system.blobs.spoolPath(),
-      discard: (path) => system.blobs.discardSpool(path),
-    }, key);
-    const outcome = await conversions.create(caller.account, input);
-    // `event.req.signal` builds an AbortSignal wired to the socket (~5 us): only when it is used.
-    const record = await conversions.waitForEnd(outcome.record, outcome.wait, outcome.wait > 0 ? event.req.signal : undefined);
-    return conversionAnswer(record, true);
-  };
-  route('POST', '/v1/conversions', 'convert', create);
-  route('POST', '/v1/convert', 'convert', create);
-
-  route('GET', '/v1/conversions', 'read', async ({ caller, event }) => {
-    const query = new URL(event.req.url).searchParams;
-    const page = await conversions.list(caller.account, {
-      status: query.get('status') ?? undefined,
-      cursor: query.get('cursor') ?? undefined,
-      limit: query.get('limit') ?? undefined,
-    });
-    return json(200, page);
-  });
-
-  route('GET', '/v1/conversions/:id', 'read', async ({ caller, event }) => {
-    const record = await conversions.get(caller.account, event.context.params?.id ?? '');
-    // The hot read of every poller: parse a query only when there is one.
-    const queryAt = event.req.url.indexOf('?');
-    const rawWait = queryAt === -1 ? null : new URLSearchParams(event.req.url.slice(queryAt + 1)).get('wait');
-    let wait = 0;
-    if (rawWait !== null && rawWait !== '') {
-      wait = /^\d+$/.test(rawWait) ? Number(rawWait) : NaN;
-      if (!(wait >= 0 && wait <= MAX_WAIT_SECONDS)) {
-        throw new ApiError('validation_failed', { details: { fields: { wait: { reason: 'out_of_range', params: { min: 0, max: MAX_WAIT_SECONDS } } } } });
+  /** No key, no rate limit, no maintenance switch: health, metrics, the interface's description. */
+  const openRoute = (method: string, path: string, handler: (event: H3Event) => Promise<Response | HTTPResponse>) => {
+    app.on(method as 'GET', path, async (event) => {
+      const started = performance.now();
+      let response: Response | HTTPResponse;
+      try {
+        response = await handler(event);
+      } catch (error) {
+        process.emitWarning(`convd: unexpected error on ${method} ${path}: ${error instanceof Error ? error.stack : String(error)}`);
+        response = errorResponse(error, negotiateLanguage(event.req.headers.get('accept-language')));
       }
+      done?.({ method, route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
+      return response;
+    });
+  };
+
+  for (const route of ROUTES) {
+    if (route.scope === null) {
+      const handler: PublicHandler = handlers.open[route.operationId];
+      openRoute(route.method, route.path, (event) => handler({ event, baseUrl: baseUrlFor(nodeRequest(event)!) }));
+    } else {
+      keyedRoute(route, handlers.keyed[route.operationId]);
     }
-    const current = await conversions.waitForEnd(record, wait, wait > 0 ? event.req.signal : undefined);
-    return json(200, conversions.publicView(current));
-  });
-
-  route('DELETE', '/v1/conversions/:id', 'delete', async ({ caller, event }) => {
-    const record = await conversions.delete(caller.account, event.context.params?.id ?? '');
-    return json(200, conversions.publicView(record));
-  });
-
-  route('GET', '/v1/conversions/:id/download', 'read', async ({ caller, event }) => {
-    const download = await conversions.download(caller.account, event.context.params?.id ?? '');
-    const range = parseRange(event.req.headers.get('range'), download.size);
-    const headers: Record<string, string> = {
-      'content-type': 'application/octet-stream',
-      'content-disposition': attachmentHeader(download.record.result!.filename),
-      'accept-ranges': 'bytes',
-      'content-length': String(range ? range.end - range.start + 1 : download.size),
-      'cache-control': 'private, no-store',
-    };
-    if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${download.size}`;
-    const stream = download.open(range ?? undefined) as Readable;
-    return new Response(Readable.toWeb(stream) as ReadableStream, { status: range ? 206 : 200, headers });
-  });
-
-  route('GET', '/v1/formats', 'read', async () => json(200, conversions.listFormats()));
-
-  route('GET', '/v1/formats/:source', 'read', async ({ caller, event }) =>
-    json(200, conversions.formatDetails(caller.account, decodeURIComponent(event.context.params?.source ?? ''))),
-  );
-
-  route('GET', '/v1/account', 'read', async ({ caller }) => json(200, await accounts.view(caller.account)));
+  }
+  for (const extra of options.extraRoutes ?? []) openRoute('GET', extra.path, extra.handler);
 
   // Anything else: the spec's error shape too, never h3's own.
-  const KNOWN_PATHS = [/^\/v1\/conversions\/?$/, /^\/v1\/convert\/?$/, /^\/v1\/conversions\/[^/]+(\/download)?\/?$/, /^\/v1\/formats(\/[^/]+)?\/?$/, /^\/v1\/account\/?$/];
+  const known = [...ROUTES.map((route) => route.path), ...(options.extraRoutes ?? []).map((route) => route.path)].map(pathPattern);
   app.all('/**', (event) => {
+    const started = performance.now();
     const language = negotiateLanguage(event.req.headers.get('accept-language'));
     const path = new URL(event.req.url).pathname;
-    const known = KNOWN_PATHS.some((pattern) => pattern.test(path));
-    return errorResponse(new ApiError(known ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
+    const response = errorResponse(new ApiError(known.some((pattern) => pattern.test(path)) ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
+    done?.({ method: event.req.method, route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
+    return response;
   });
   return app;
 }

@@ -1,15 +1,44 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { CreditWeights } from '../src/formats/registry.ts';
+import type { Plan, PlanId } from '../src/model/plan.ts';
 
-/** What `convd serve` runs with: flags, else `CONVD_*` environment variables, else defaults. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+/**
+ * What `convd serve` runs with, after flags, `CONVD_*` environment variables, the config file
+ * and defaults were merged (daemon/config-load.ts; the settings are listed in
+ * daemon/config-settings.ts).
+ */
 export interface DaemonConfig {
+  /** The config file read (absolute), if any: SIGHUP reads it again. */
+  configFile: string | null;
   host: string;
   port: number;
   dataDir: string;
-  workers: number | undefined;
+  workers: number;
   publicUrl: string | undefined;
   allowPrivateUrls: boolean;
   allowInsecureCallbacks: boolean;
+  /** Addresses and CIDR ranges whose X-Forwarded-* headers are believed; empty: none. */
+  trustedProxies: string[];
+  tls: { cert: string; key: string } | null;
+  /** Serve /metrics on its own address instead of the main port. */
+  metricsListen: { host: string; port: number } | null;
+  metricsToken: string | undefined;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  drainTimeoutMs: number;
+  /** Free space (MiB) on the data dir's file system below which submissions are refused; 0: off. */
+  diskFloorMb: number;
+  retentionDays: number;
+  sweepIntervalMs: number;
+  webhookScheduleScale: number;
+  plans: Record<PlanId, Plan>;
+  creditWeights: CreditWeights;
+  /** Per engine name, milliseconds. */
+  engineTimeoutMs: Record<string, number>;
 }
 
 /** DESIGN.md: `--data-dir`, else `$CONVD_DATA_DIR`, else `$XDG_DATA_HOME/convd` (`~/.local/share/convd`). */
@@ -17,10 +46,4 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.CONVD_DATA_DIR) return resolve(env.CONVD_DATA_DIR);
   const xdg = env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
   return join(xdg, 'convd');
-}
-
-export function envFlag(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
-  const value = env[name];
-  if (value === undefined || value === '') return undefined;
-  return /^(1|true|yes|on)$/i.test(value);
 }

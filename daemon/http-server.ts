@@ -1,11 +1,26 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface TlsFiles {
+  cert: Buffer;
+  key: Buffer;
+}
 
 export interface HttpServerHandle {
-  server: Server;
+  server: Server | TlsServer;
   address: AddressInfo;
-  /** Stops accepting, lets requests in flight finish (up to `graceMs`), then closes what is left. */
+  /** `http://127.0.0.1:7700` (or https), the address it is reachable at. */
+  url: string;
+  /**
+   * Answers carry `Connection: close` from now on (those in progress too, unless their headers
+   * are out already), and connections are closed as soon as they fall idle.
+   */
+  drain(): void;
+  /** Stops accepting and waits until the connections in use are done (up to `graceMs`), then closes what is left. */
   close(graceMs?: number): Promise<void>;
+  /** New certificate and key for new connections (SIGHUP after a renewal); false when not serving TLS. */
+  setTls(files: TlsFiles): boolean;
 }
 
 /**
@@ -13,12 +28,39 @@ export interface HttpServerHandle {
  * handler dereferences `req.socket` and throws — taking the whole daemon down — when a response
  * ends after its socket was detached (a client that hangs up mid-upload can arrange that).
  * Listening and draining are a few lines here, with the timeouts a file service needs.
+ * With `tls`, node:https serves the same handler.
  */
-export async function startHttpServer(handler: RequestListener, host: string, port: number): Promise<HttpServerHandle> {
-  const server = createServer({ keepAliveTimeout: 5_000 }, handler);
+export async function startHttpServer(handler: RequestListener, host: string, port: number, tls?: TlsFiles | null): Promise<HttpServerHandle> {
+  let draining = false;
+  const listener: RequestListener = (req, res) => {
+    if (draining) res.setHeader('connection', 'close');
+    handler(req, res);
+  };
+  const options = { keepAliveTimeout: 5_000 };
+  const server: Server | TlsServer = tls ? createTlsServer({ ...options, cert: tls.cert, key: tls.key }, listener) : createServer(options, listener);
   // Uploads of several GB on slow links must not be cut by Node's 5-minute request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
+  // Per connection, not per request: the hot path stays as it is.
+  const sockets = new Set<Socket>();
+  server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  let idleSweep: NodeJS.Timeout | undefined;
+  const drain = () => {
+    if (draining) return;
+    draining = true;
+    for (const socket of sockets) {
+      // The answer being prepared on this connection (Node's own field, as http-terminator reads it).
+      const res = (socket as Socket & { _httpMessage?: { headersSent: boolean; setHeader(name: string, value: string): void } | null })._httpMessage;
+      if (res && !res.headersSent) res.setHeader('connection', 'close');
+    }
+    server.closeIdleConnections();
+    // A download whose headers were out keeps its connection open after it: close it once idle.
+    idleSweep = setInterval(() => server.closeIdleConnections(), 200);
+    idleSweep.unref();
+  };
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -26,18 +68,28 @@ export async function startHttpServer(handler: RequestListener, host: string, po
       resolve();
     });
   });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     server,
-    address: server.address() as AddressInfo,
+    address,
+    url: `${tls ? 'https' : 'http'}://${shown}:${address.port}`,
+    drain,
     close(graceMs = 10_000) {
       return new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
         server.close(() => {
           clearTimeout(timer);
+          clearInterval(idleSweep);
           resolve();
         });
-        server.closeIdleConnections();
+        drain();
       });
+    },
+    setTls(files) {
+      if (!tls) return false;
+      (server as TlsServer).setSecureContext({ cert: files.cert, key: files.key });
+      return true;
     },
   };
 }

@@ -1,21 +1,61 @@
 import { Command, Option } from 'commander';
-import { defaultDataDir, envFlag, type DaemonConfig } from './config.ts';
+import { defaultDataDir } from './config.ts';
+import { GROUPS, SCALARS, type Setting } from './config-settings.ts';
 import { AdminError } from './admin/operations.ts';
 
 const VERSION = '0.1.0';
 
-function dataDirOf(options: { dataDir?: string }): string {
-  return options.dataDir ?? defaultDataDir();
+/**
+ * Admin commands: `--data-dir`, else `$CONVD_DATA_DIR`, else the config file's `data_dir`
+ * (`--config`/`$CONVD_CONFIG`), else the default.
+ */
+async function dataDirOf(options: { dataDir?: string; config?: string }): Promise<string> {
+  if (options.dataDir) return options.dataDir;
+  if (!process.env.CONVD_DATA_DIR && (options.config || process.env.CONVD_CONFIG)) {
+    const { loadConfig } = await import('./config-load.ts');
+    return loadConfig({ flags: { config: options.config }, env: { CONVD_CONFIG: process.env.CONVD_CONFIG } }).config.dataDir;
+  }
+  return defaultDataDir();
+}
+
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
+
+/** The options of `serve` (and `config print`), one per setting of daemon/config-settings.ts. */
+function addSettingOptions(command: Command): Command {
+  command.addOption(new Option('--config <file>', 'JSON config file (comments allowed) (env CONVD_CONFIG)'));
+  for (const setting of Object.values(SCALARS) as Setting[]) {
+    if (!setting.flag) continue;
+    const fallback = setting.key === 'workers' ? 'available cores' : setting.key === 'data_dir' ? '$XDG_DATA_HOME/convd' : setting.fallback();
+    const shown = fallback === undefined || fallback === false ? '' : `, default ${typeof fallback === 'number' && /drain|sweep/.test(setting.key) ? `${fallback / 1000}s` : String(fallback)}`;
+    command.addOption(new Option(setting.flag, `${setting.help} (env ${setting.env}${shown})`));
+  }
+  for (const group of GROUPS) {
+    command.addOption(new Option(group.flag, `${group.help} (env ${group.envPrefix}<...>)`).argParser(collect));
+  }
+  return command;
+}
+
+async function loadOrExit(options: Record<string, unknown>) {
+  const { ConfigError, loadConfig } = await import('./config-load.ts');
+  const input = { flags: options, env: process.env, cwd: process.cwd() };
+  try {
+    return { loaded: loadConfig(input), input };
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`convd: invalid configuration: ${error.message}\n`);
+    process.exitCode = 2;
+    return null;
+  }
 }
 
 function print(result: unknown, asJson: boolean, human: (value: never) => string): void {
   process.stdout.write(asJson ? `${JSON.stringify(result, null, 2)}\n` : `${human(result as never)}\n`);
 }
 
-async function admin(op: string, args: Record<string, unknown>, options: { dataDir?: string; json?: boolean }, human: (value: never) => string) {
+async function admin(op: string, args: Record<string, unknown>, options: { dataDir?: string; config?: string; json?: boolean }, human: (value: never) => string) {
   const { runAdminOperation } = await import('./admin/run.ts');
   try {
-    print(await runAdminOperation(dataDirOf(options), op, args), options.json === true, human);
+    print(await runAdminOperation(await dataDirOf(options), op, args), options.json === true, human);
   } catch (error) {
     process.stderr.write(`convd: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = error instanceof AdminError ? error.exitCode : 1;
@@ -49,42 +89,53 @@ export function buildProgram(): Command {
 Examples:
   convd                                   start on 127.0.0.1:7700 with data in ~/.local/share/convd
   convd serve --port 8080 --data-dir /var/lib/convd
+  convd --config /etc/convd/convd.json    all settings from a file (flags and CONVD_* still win)
+  convd config print --config /etc/convd/convd.json
   convd accounts create --plan free --name alice --json
   convd keys create --account acc_123 --scopes read,convert
   convd maintenance on --retry-after 600`);
 
   const dataDirOption = () => new Option('--data-dir <dir>', 'data directory (env CONVD_DATA_DIR)');
+  const configOption = () => new Option('--config <file>', 'read data_dir from this config file (env CONVD_CONFIG)');
 
-  program
+  addSettingOptions(program
     .command('serve', { isDefault: true })
-    .description('run the daemon (the default command)')
-    .addOption(new Option('--host <host>', 'address to bind').env('CONVD_HOST').default('127.0.0.1'))
-    .addOption(new Option('--port <port>', 'port to listen on (0 picks a free one)').env('CONVD_PORT').default('7700'))
-    .addOption(dataDirOption().env('CONVD_DATA_DIR'))
-    .addOption(new Option('--workers <n>', 'conversions run at once (default: available cores)').env('CONVD_WORKERS'))
-    .addOption(new Option('--public-url <url>', 'public address used in links and Location (default: the bound address)').env('CONVD_PUBLIC_URL'))
-    .option('--allow-private-urls', 'let URL inputs reach private and loopback addresses (trusted internal use only)')
-    .option('--allow-insecure-callbacks', 'allow http and private callback URLs (local webhook testing only)')
+    .description('run the daemon (the default command)'))
     .addHelpText('after', `
-Environment: every flag also reads CONVD_<FLAG>, e.g. CONVD_PORT=8080, CONVD_ALLOW_PRIVATE_URLS=1.
+Precedence: flag > CONVD_* environment variable > config file > default. Every setting of the
+config file is listed by \`convd config print\`; plans, credit weights and engine time limits
+are nested objects there (plans.free.max_upload_mb), CONVD_PLAN_FREE_MAX_UPLOAD_MB in the
+environment. An invalid value stops the start with a message naming it (exit 2).
+
+Endpoints besides /v1: GET /healthz (liveness), GET /readyz (store writable, disk above the
+floor, engines present), GET /metrics (Prometheus; on --metrics-listen instead when set),
+GET /v1/openapi.json (the interface, no key needed).
+
+Signals: SIGTERM/SIGINT stop gracefully (requests in flight and running conversions get
+--drain-timeout, what still runs is re-queued; a second signal exits at once); SIGHUP reloads
+the config file: plans, credit weights, engine time limits, retention, log level and format,
+disk floor, trusted proxy, public URL, metrics token, TLS certificate. Host, port, data dir,
+workers, metrics address, allow-* switches and the sweep interval need a restart.
+
 On first start with an empty store an unmetered account and one API key are created and the key
 is printed once on stderr.`)
-    .action(async (options: { host: string; port: string; dataDir?: string; workers?: string; publicUrl?: string; allowPrivateUrls?: boolean; allowInsecureCallbacks?: boolean }) => {
-      const port = Number(options.port);
-      const workers = options.workers === undefined ? undefined : Number(options.workers);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) return usage(`--port must be 0..65535, not ${options.port}`);
-      if (workers !== undefined && (!Number.isInteger(workers) || workers < 1)) return usage(`--workers must be a whole number >= 1, not ${options.workers}`);
-      const config: DaemonConfig = {
-        host: options.host,
-        port,
-        dataDir: dataDirOf(options),
-        workers,
-        publicUrl: options.publicUrl,
-        allowPrivateUrls: options.allowPrivateUrls ?? envFlag(process.env, 'CONVD_ALLOW_PRIVATE_URLS') ?? false,
-        allowInsecureCallbacks: options.allowInsecureCallbacks ?? envFlag(process.env, 'CONVD_ALLOW_INSECURE_CALLBACKS') ?? false,
-      };
+    .action(async (options: Record<string, unknown>) => {
+      const result = await loadOrExit(options);
+      if (!result) return;
       const { serve } = await import('./serve.ts');
-      await serve(config);
+      await serve(result.loaded, result.input);
+    });
+
+  const configCommand = program.command('config').description('show the configuration convd would run with');
+  addSettingOptions(configCommand.command('print')
+    .description('print the effective configuration (secrets masked) and where each value comes from')
+    .option('--json', 'print JSON: {config_file, settings (shaped like a config file), sources}'))
+    .addHelpText('after', '\nTakes the same flags as serve; exit 2 when a value is invalid, naming it.')
+    .action(async (options: Record<string, unknown>) => {
+      const result = await loadOrExit(options);
+      if (!result) return;
+      const { configAsJson, configAsText } = await import('./config-print.ts');
+      process.stdout.write(options.json ? `${JSON.stringify(configAsJson(result.loaded), null, 2)}\n` : `${configAsText(result.loaded)}\n`);
     });
 
   program.command('doctor').description('check the engines: binary, version, status and pairs offered')
@@ -101,47 +152,47 @@ is printed once on stderr.`)
   accounts.command('create').description('create an account')
     .addOption(new Option('--plan <plan>', 'plan').choices(['free', 'lite', 'standard', 'pro', 'unmetered']).default('free'))
     .option('--name <name>', 'a name to recognise it by')
-    .addOption(dataDirOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { plan: string; name?: string; dataDir?: string; json?: boolean }) => admin('accounts.create', { plan: o.plan, name: o.name }, o, accountLine));
   accounts.command('update <acc_id>').description("change an account's plan or remaining credits")
     .addOption(new Option('--plan <plan>', 'new plan').choices(['free', 'lite', 'standard', 'pro', 'unmetered']))
     .option('--credits <n>', 'set the remaining credits')
-    .addOption(dataDirOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((id: string, o: { plan?: string; credits?: string; dataDir?: string; json?: boolean }) => admin('accounts.update', { id, plan: o.plan, credits: o.credits }, o, accountLine));
-  accounts.command('list').description('list accounts').addOption(dataDirOption()).option('--json', 'print JSON')
+  accounts.command('list').description('list accounts').addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { dataDir?: string; json?: boolean }) => admin('accounts.list', {}, o, (list: AccountOut[]) => list.map(accountLine).join('\n') || '(no accounts)'));
 
   const keys = program.command('keys').description('manage API keys');
   keys.command('create').description('create an API key (printed once)')
     .requiredOption('--account <acc_id>', 'owning account')
     .option('--scopes <list>', 'comma-separated: read,convert,delete', 'read,convert,delete')
-    .addOption(dataDirOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { account: string; scopes: string; dataDir?: string; json?: boolean }) =>
       admin('keys.create', { account: o.account, scopes: o.scopes }, o, (k: KeyOut) => `${k.key}\n(${k.id}, scopes ${k.scopes.join(',')}; this key is shown once)`));
   keys.command('list').description("list an account's keys (never the keys themselves)")
-    .requiredOption('--account <acc_id>', 'owning account').addOption(dataDirOption()).option('--json', 'print JSON')
+    .requiredOption('--account <acc_id>', 'owning account').addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { account: string; dataDir?: string; json?: boolean }) => admin('keys.list', { account: o.account }, o, (list: KeyOut[]) => list.map(keyLine).join('\n') || '(no keys)'));
-  keys.command('revoke <key_id>').description('revoke a key at once').addOption(dataDirOption()).option('--json', 'print JSON')
+  keys.command('revoke <key_id>').description('revoke a key at once').addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((id: string, o: { dataDir?: string; json?: boolean }) => admin('keys.revoke', { id }, o, (k: KeyOut) => `revoked ${k.id}`));
 
   program.command('webhook-secret').description("show (or rotate) an account's webhook signing secret")
     .requiredOption('--account <acc_id>', 'account').option('--rotate', 'replace the secret; later deliveries are signed with the new one')
-    .addOption(dataDirOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { account: string; rotate?: boolean; dataDir?: string; json?: boolean }) =>
       admin('webhook-secret', { account: o.account, rotate: o.rotate === true }, o, (s: { secret: string }) => s.secret));
 
   const deliveries = program.command('deliveries').description('webhook deliveries: attempts, status codes, next attempt');
   deliveries.command('list').description('list deliveries, newest first')
     .option('--conversion <cnv_id>', 'only the deliveries of this conversion')
-    .addOption(dataDirOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { conversion?: string; dataDir?: string; json?: boolean }) =>
       admin('deliveries.list', { conversion: o.conversion }, o, (list: DeliveryOut[]) => list.map(deliveryLine).join('\n') || '(no deliveries)'));
   deliveries.command('redeliver <delivery_id>').description('send a delivery again now (needs the running daemon)')
-    .addOption(dataDirOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((id: string, o: { dataDir?: string; json?: boolean }) => admin('deliveries.redeliver', { id }, o, deliveryLine));
 
   program.command('maintenance <state>').description('switch the API off (on) or back on (off); /v1 answers 503 api_disabled while on')
-    .option('--retry-after <seconds>', 'Retry-After sent while on').addOption(dataDirOption()).option('--json', 'print JSON')
+    .option('--retry-after <seconds>', 'Retry-After sent while on').addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((state: string, o: { retryAfter?: string; dataDir?: string; json?: boolean }) => {
       if (state !== 'on' && state !== 'off') return usage('maintenance takes on or off');
       return admin('maintenance', { enabled: state === 'on', retry_after: o.retryAfter }, o, (r: { maintenance: { enabled: boolean } }) => `maintenance ${r.maintenance.enabled ? 'on' : 'off'}`);

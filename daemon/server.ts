@@ -1,84 +1,233 @@
+import { readFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { toNodeHandler } from 'h3/node';
-import { defaultServiceConfig } from '../src/service/config.ts';
+import { defaultServiceConfig, type ServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
 import { acquireDataDirLock } from '../src/store/data-dir-lock.ts';
-import { createApp } from './app.ts';
+import { createApp, type RequestInfo } from './app.ts';
 import { bootstrapFirstAccount } from './bootstrap.ts';
 import type { DaemonConfig } from './config.ts';
 import { startAdminSocket } from './admin/socket.ts';
-import { startHttpServer, type HttpServerHandle } from './http-server.ts';
+import { startHttpServer, type HttpServerHandle, type TlsFiles } from './http-server.ts';
+import { levelOfEvent, type Logger } from './log.ts';
+import { buildOpenApi } from './openapi/document.ts';
+import { DiskSpace } from './ops/disk-space.ts';
+import { metricsListener, opsRoutes } from './ops/endpoints.ts';
+import { DaemonMetrics } from './ops/metrics.ts';
+import { ProxyTrust } from './ops/proxy-trust.ts';
+import { Readiness } from './ops/readiness.ts';
+import { ROUTES } from './routes/table.ts';
+import type { SubmissionRefusal } from './routes/v1-handlers.ts';
+
+export const VERSION = '0.1.0';
 
 export interface RunningDaemon {
   system: ConversionSystem;
   http: HttpServerHandle;
+  /** http(s)://host:port of the main listener. */
   url: string;
-  close(drainMs?: number): Promise<void>;
+  /** http://host:port of `--metrics-listen`, when set. */
+  metricsUrl: string | null;
+  /**
+   * Graceful stop: stops accepting connections and submissions, lets requests in flight and
+   * running conversions finish for up to `drainMs`, re-queues what still runs, then flushes.
+   */
+  close(drainMs: number): Promise<{ finished: number; requeued: number }>;
+  /** Applies the reloadable part of a new configuration (SIGHUP). Returns problems, if any. */
+  reload(next: DaemonConfig): Promise<string[]>;
 }
 
-function scheduleScale(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return 1;
-  const scale = Number(raw);
-  if (!(scale > 0 && scale <= 1)) throw new Error(`CONVD_WEBHOOK_SCHEDULE_SCALE must be a number in (0, 1], not ${raw}`);
-  return scale;
+/** Seconds a refused submission is told to wait. */
+const LOW_DISK_RETRY_AFTER = 60;
+const SHUTDOWN_RETRY_AFTER = 5;
+/** After the conversions drained, requests still open get this long to end (an upload, a wait being answered). */
+const REQUEST_GRACE_MS = 2_000;
+
+function baseUrlOf(address: string): string {
+  return `${address.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
 }
 
-/**
- * `CONVD_ENGINE_TIMEOUT_MS_<ENGINE>` (e.g. `CONVD_ENGINE_TIMEOUT_MS_MEDIA=600000`) replaces that
- * engine's time limit; the engines keep their defaults otherwise. A bad value stops the start.
- */
-export function engineTimeouts(env: NodeJS.ProcessEnv, defaults: Record<string, number>): Record<string, number> {
-  const limits = { ...defaults };
-  for (const [name, raw] of Object.entries(env)) {
-    const match = /^CONVD_ENGINE_TIMEOUT_MS_([A-Z0-9_]+)$/.exec(name);
-    if (!match || raw === undefined || raw === '') continue;
-    const ms = Number(raw);
-    if (!Number.isInteger(ms) || ms < 1) throw new Error(`${name} must be a whole number of milliseconds >= 1, not ${raw}`);
-    limits[match[1]!.toLowerCase()] = ms;
-  }
-  return limits;
+async function readTls(tls: DaemonConfig['tls']): Promise<TlsFiles | null> {
+  return tls ? { cert: await readFile(tls.cert), key: await readFile(tls.key) } : null;
 }
 
-export type Log = (event: string, fields: Record<string, unknown>) => void;
+function serviceConfigOf(config: DaemonConfig): ServiceConfig {
+  return defaultServiceConfig({
+    allowPrivateUrls: config.allowPrivateUrls,
+    webhookScheduleScale: config.webhookScheduleScale,
+    engineTimeoutMs: { ...config.engineTimeoutMs },
+    plans: structuredClone(config.plans),
+    creditWeights: { ...config.creditWeights },
+    retentionDays: config.retentionDays,
+    sweepIntervalMs: config.sweepIntervalMs,
+  });
+}
 
-export async function startDaemon(config: DaemonConfig, log: Log): Promise<RunningDaemon> {
+export async function startDaemon(config: DaemonConfig, logger: Logger): Promise<RunningDaemon> {
   const releaseLock = await acquireDataDirLock(config.dataDir).catch(async (error: unknown) => {
     const { mkdir } = await import('node:fs/promises');
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
     return acquireDataDirLock(config.dataDir);
   });
-  const serviceConfig = defaultServiceConfig({
-    allowPrivateUrls: config.allowPrivateUrls,
-    // Test setting: shrinks the 1.5 h webhook retry schedule (e.g. 0.001) instead of sleeping through it.
-    webhookScheduleScale: scheduleScale(process.env.CONVD_WEBHOOK_SCHEDULE_SCALE),
-    engineTimeoutMs: engineTimeouts(process.env, defaultServiceConfig().engineTimeoutMs),
-  });
-  const system = await openSystem({
+  const serviceConfig = serviceConfigOf(config);
+  let metrics: DaemonMetrics | null = null;
+  let system: ConversionSystem | null = null;
+  const engineOf = (record: { source: string; target: string }) => system?.registry.pair(record.source, record.target)?.engine ?? 'none';
+
+  system = await openSystem({
     dataDir: config.dataDir,
     config: serviceConfig,
     workers: config.workers,
     allowInsecureCallbacks: config.allowInsecureCallbacks,
-    log,
+    log: (event, fields) => logger.log(levelOfEvent(event), event, fields),
+    observer: {
+      onTransition(record, from) {
+        metrics?.transition(record, from, engineOf(record));
+        logger.log('info', 'conversion', {
+          id: record.id, account: record.account_id, from, to: record.status,
+          ...(record.status === 'processing' || record.status === 'succeeded' || record.status === 'failed' ? { engine: engineOf(record) } : {}),
+          ...(record.error ? { code: record.error.code } : {}),
+        });
+      },
+      onDeliveryAttempt: (record) => metrics?.deliveryAttempt(record),
+    },
   });
-  await bootstrapFirstAccount(system.store, system.accounts, (line) => process.stderr.write(line));
-  await system.start();
-  const app = createApp(system);
-  const http = await startHttpServer(toNodeHandler(app), config.host, config.port);
-  const address = http.address;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
-  serviceConfig.baseUrl = `${(config.publicUrl ?? url).replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
-  const admin = await startAdminSocket(config.dataDir, system);
+  const running = system;
+
+  const disk = new DiskSpace(config.dataDir, config.diskFloorMb, (low, freeMb) => {
+    if (low) logger.log('warn', 'disk.low', { free_mb: freeMb, floor_mb: disk.floorMb, message: 'free space is below the floor: submissions are refused (503) until it recovers' });
+    else logger.log('info', 'disk.recovered', { free_mb: freeMb, floor_mb: disk.floorMb });
+  });
+  await disk.refresh();
+
+  metrics = new DaemonMetrics({
+    version: VERSION,
+    workers: config.workers,
+    engines: running.registry.statuses.filter((s) => s.available).map((s) => s.name),
+    queueDepth: () => running.queue.size,
+    async runningEngines() {
+      const records = await Promise.all(running.pool.activeIds().map((id) => running.store.getConversion(id)));
+      return records.filter((r) => r !== undefined).map((r) => engineOf(r));
+    },
+    diskFreeBytes: () => disk.free,
+  });
+  const succeeded = await running.store.conversionsWithStatus(['succeeded']);
+  metrics.setResultsBytes(succeeded.reduce((sum, r) => sum + (r.result?.size ?? 0), 0));
+
+  await bootstrapFirstAccount(running.store, running.accounts, (line) => process.stderr.write(line));
+  await running.start();
+
+  // What SIGHUP may change while requests run: read through `live` each time.
+  const live = { publicUrl: config.publicUrl, metricsToken: config.metricsToken, tls: config.tls };
+  const proxy = new ProxyTrust(config.trustedProxies);
+  let draining = false;
+  const shutdown = new AbortController();
+  const readiness = new Readiness(join(config.dataDir, 'store'), disk, running.registry.statuses, () => draining);
+  const openApiCache = new Map<string, string>();
+  const ops = { readiness, metrics, metricsToken: () => live.metricsToken };
+
+  const onRequestDone = (info: RequestInfo) => {
+    metrics!.request(info.method, info.route, info.status, info.durationMs / 1000);
+    const level = info.status >= 500 ? 'error' : 'info';
+    if (!logger.enabled(level)) return;
+    logger.log(level, 'request', {
+      method: info.method, route: info.route, status: info.status, duration_ms: Math.round(info.durationMs * 10) / 10,
+      account: info.accountId ?? undefined, client: info.req ? proxy.clientAddress(info.req) : undefined,
+    });
+  };
+
+  const app = createApp(running, {
+    onRequestDone,
+    baseUrlFor(req) {
+      if (live.publicUrl !== undefined || !proxy.enabled) return serviceConfig.baseUrl;
+      const origin = proxy.forwardedOrigin(req);
+      return origin ? `${origin}/v1` : serviceConfig.baseUrl;
+    },
+    refuseSubmissions(): SubmissionRefusal {
+      if (draining) return { reason: 'shutting_down', retryAfter: SHUTDOWN_RETRY_AFTER };
+      return disk.low() ? { reason: 'low_disk_space', retryAfter: LOW_DISK_RETRY_AFTER } : null;
+    },
+    shutdownSignal: shutdown.signal,
+    openApiJson(baseUrl) {
+      let text = openApiCache.get(baseUrl);
+      if (text === undefined) {
+        text = JSON.stringify(buildOpenApi(ROUTES, { serverUrl: baseUrl, version: VERSION }));
+        // Base URLs come from the configuration or a trusted proxy: a handful at most.
+        if (openApiCache.size < 16) openApiCache.set(baseUrl, text);
+      }
+      return text;
+    },
+    extraRoutes: opsRoutes(ops, config.metricsListen === null),
+  });
+  const http = await startHttpServer(toNodeHandler(app), config.host, config.port, await readTls(config.tls));
+  serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
+
+  let metricsServer: Server | null = null;
+  let metricsUrl: string | null = null;
+  if (config.metricsListen) {
+    const server = metricsListener(ops);
+    metricsServer = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.metricsListen!.port, config.metricsListen!.host, () => resolve());
+    });
+    const address = server.address() as AddressInfo;
+    metricsUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  }
+  const admin = await startAdminSocket(config.dataDir, running);
 
   return {
-    system,
+    system: running,
     http,
-    url,
-    async close(drainMs = 0) {
+    url: http.url,
+    metricsUrl,
+    async close(drainMs) {
+      draining = true;
+      const inFlight = running.pool.activeIds();
+      // Stops listening at once; connections still in use end with their answer (Connection: close).
+      const httpClosed = http.close(drainMs + REQUEST_GRACE_MS);
+      await running.pool.stop(drainMs);
+      // No conversion ends any more: requests waiting for one answer with its state now.
+      shutdown.abort();
+      await httpClosed;
+      if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
       await admin.close();
-      await http.close(drainMs);
-      await system.stop(drainMs);
+      let requeued = 0;
+      for (const id of inFlight) if ((await running.store.getConversion(id))?.status === 'queued') requeued++;
+      await running.stop(0);
       await releaseLock();
+      return { finished: inFlight.length - requeued, requeued };
+    },
+    async reload(next) {
+      const problems: string[] = [];
+      serviceConfig.plans = structuredClone(next.plans);
+      // The registry holds this very object: change it in place.
+      Object.assign(serviceConfig.creditWeights, next.creditWeights);
+      for (const engine of Object.keys(serviceConfig.engineTimeoutMs)) delete serviceConfig.engineTimeoutMs[engine];
+      Object.assign(serviceConfig.engineTimeoutMs, next.engineTimeoutMs);
+      serviceConfig.retentionDays = next.retentionDays;
+      logger.configure(next.logLevel, next.logFormat);
+      disk.floorMb = next.diskFloorMb;
+      proxy.set(next.trustedProxies);
+      live.metricsToken = next.metricsToken;
+      if (live.publicUrl !== next.publicUrl) {
+        live.publicUrl = next.publicUrl;
+        serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
+        openApiCache.clear();
+      }
+      if ((live.tls === null) !== (next.tls === null)) problems.push('switching TLS on or off needs a restart');
+      else if (next.tls) {
+        try {
+          http.setTls((await readTls(next.tls))!);
+          live.tls = next.tls;
+        } catch (error) {
+          problems.push(`TLS files not reloaded: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }
+      return problems;
     },
   };
 }

@@ -26,7 +26,7 @@ const MESSAGES: Record<Language, Catalog> = {
     expired: 'The result has expired and was deleted.',
     method_not_allowed: 'This method is not allowed here.',
     internal_error: 'An internal error occurred.',
-    api_disabled: 'The API is temporarily unavailable; try again in {retry_after} seconds.',
+    api_disabled: 'The API is temporarily unavailable{reason}; try again in {retry_after} seconds.',
   },
   de: {
     unauthenticated: 'API-Schlüssel fehlt oder ist ungültig.',
@@ -46,7 +46,7 @@ const MESSAGES: Record<Language, Catalog> = {
     expired: 'Das Ergebnis ist abgelaufen und wurde gelöscht.',
     method_not_allowed: 'Diese Methode ist hier nicht erlaubt.',
     internal_error: 'Ein interner Fehler ist aufgetreten.',
-    api_disabled: 'Die API ist vorübergehend nicht verfügbar; versuchen Sie es in {retry_after} Sekunden erneut.',
+    api_disabled: 'Die API ist vorübergehend nicht verfügbar{reason}; versuchen Sie es in {retry_after} Sekunden erneut.',
   },
 };
 
@@ -61,9 +61,22 @@ const WORDS: Record<Language, Record<string, string>> = {
   },
 };
 
+/** Why the API is unavailable (`api_disabled`'s `{reason}`); none for the admin's maintenance switch. */
+const REASONS: Record<Language, Record<string, string>> = {
+  en: {
+    low_disk_space: ': the server is low on disk space, so it accepts no new conversions',
+    shutting_down: ': the server is shutting down',
+  },
+  de: {
+    low_disk_space: ': der Server hat zu wenig freien Speicherplatz und nimmt keine neuen Umwandlungen an',
+    shutting_down: ': der Server wird heruntergefahren',
+  },
+};
+
 export function renderMessage(code: ApiErrorCode, params: MessageParams, language: Language): string {
   return MESSAGES[language][code].replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = params[name];
+    if (name === 'reason') return value === undefined ? '' : (REASONS[language][String(value)] ?? '');
     if (value === undefined) return name === 'hint' ? '' : '?';
     const text = String(value);
     return WORDS[language][text] ?? text;

@@ -55,8 +55,9 @@ export class ConversionService {
   /** Set once the worker pool exists (the pool needs the service's runner, the service the pool). */
   pool: WorkerPool | null = null;
 
-  publicView(record: ConversionRecord): PublicConversion {
-    return toPublicConversion(record, this.config.baseUrl);
+  /** `baseUrl`: the address the caller reached (a trusted proxy's X-Forwarded-*); default the configured one. */
+  publicView(record: ConversionRecord, baseUrl = this.config.baseUrl): PublicConversion {
+    return toPublicConversion(record, baseUrl);
   }
 
   async create(account: AccountRecord, input: CreateRequestInput): Promise<CreateOutcome> {
@@ -164,7 +165,7 @@ export class ConversionService {
     return (await ended) ?? (await this.store.getConversion(record.id)) ?? record;
   }
 
-  async list(account: AccountRecord, query: { status?: unknown; cursor?: unknown; limit?: unknown }): Promise<ListPage> {
+  async list(account: AccountRecord, query: { status?: unknown; cursor?: unknown; limit?: unknown }, baseUrl = this.config.baseUrl): Promise<ListPage> {
     const problems: Parameters<typeof validationError>[0] = {};
     let status: ConversionStatus | undefined;
     if (query.status !== undefined && query.status !== '') {
@@ -188,7 +189,7 @@ export class ConversionService {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      data: page.map((record) => this.publicView(record)),
+      data: page.map((record) => this.publicView(record, baseUrl)),
       next_cursor: rows.length > limit && last ? encodeCursor(last.id) : null,
     };
   }

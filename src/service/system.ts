@@ -4,10 +4,11 @@ import { availableParallelism } from 'node:os';
 import { defaultEngines } from '../engines/catalog.ts';
 import type { Engine } from '../engines/types.ts';
 import { FormatRegistry } from '../formats/registry.ts';
-import { MemoryJobSource } from '../queue/job-source.ts';
+import { MemoryJobSource, type JobSource } from '../queue/job-source.ts';
 import { WorkerPool } from '../queue/worker-pool.ts';
 import { LocalBlobStore } from '../store/blob-store.ts';
 import { LowdbStore } from '../store/lowdb-store.ts';
+import { observeStore, type StoreObserver } from '../store/observed-store.ts';
 import type { Store } from '../store/types.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { AccountService } from './accounts.ts';
@@ -24,6 +25,8 @@ export interface SystemOptions {
   allowInsecureCallbacks?: boolean;
   engines?: Engine[];
   log?: RunnerLog;
+  /** Told of every conversion state change and webhook attempt (the daemon's logs and metrics). */
+  observer?: StoreObserver;
 }
 
 /** The whole core wired together: store, blobs, registry, services, queue and worker pool. */
@@ -34,6 +37,8 @@ export interface ConversionSystem {
   accounts: AccountService;
   conversions: ConversionService;
   pool: WorkerPool;
+  /** Conversion ids waiting for a worker (its size is the queue depth). */
+  queue: JobSource;
   webhooks: WebhookDeliverer;
   /** Re-queues interrupted work, starts the workers and the expiry sweeper. */
   start(): Promise<void>;
@@ -44,7 +49,8 @@ export interface ConversionSystem {
 export async function openSystem(options: SystemOptions): Promise<ConversionSystem> {
   const { config } = options;
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  const store = await LowdbStore.open({ dir: join(options.dataDir, 'store') });
+  const lowdb = await LowdbStore.open({ dir: join(options.dataDir, 'store') });
+  const store: Store = options.observer ? observeStore(lowdb, options.observer) : lowdb;
   const blobs = await LocalBlobStore.open(join(options.dataDir, 'blobs'));
   const registry = await FormatRegistry.create(
     options.engines ?? defaultEngines({ maxInputPixels: config.maxInputPixels }),
@@ -105,9 +111,12 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     }
     // Files that no conversion needs any more are leftovers of a crash between two steps.
     const needsInput = new Set((await store.conversionsWithStatus(['queued'])).map((r) => r.id));
-    for (const id of await blobs.list('inputs')) if (!needsInput.has(id)) await blobs.delete('inputs', id);
+    const orphanInputs = (await blobs.list('inputs')).filter((id) => !needsInput.has(id));
+    for (const id of orphanInputs) await blobs.delete('inputs', id);
     const hasResult = new Set((await store.conversionsWithStatus(['succeeded'])).map((r) => r.id));
-    for (const id of await blobs.list('results')) if (!hasResult.has(id)) await blobs.delete('results', id);
+    const orphanResults = (await blobs.list('results')).filter((id) => !hasResult.has(id));
+    for (const id of orphanResults) await blobs.delete('results', id);
+    if (orphanInputs.length + orphanResults.length > 0) log('sweep.orphans', { inputs: orphanInputs.length, results: orphanResults.length });
     await store.flush();
     for (const record of await store.conversionsWithStatus(['queued'])) queue.push(record.id);
     // A crash between an end state and its delivery record: enqueue is idempotent per
@@ -119,7 +128,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   }
 
   return {
-    store, blobs, registry, accounts, conversions, pool, webhooks,
+    store, blobs, registry, accounts, conversions, pool, queue, webhooks,
     async start() {
       await recover();
       await webhooks.start();

@@ -1,0 +1,147 @@
+import { availableParallelism } from 'node:os';
+import { DEFAULT_CREDIT_WEIGHTS } from '../src/formats/registry.ts';
+import type { ConversionKind } from '../src/formats/types.ts';
+import { DEFAULT_PLANS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
+import { defaultServiceConfig } from '../src/service/config.ts';
+import {
+  addressList, boolean, duration, fraction, httpUrl, integer, listenAddress, oneOf, text, type Kind,
+} from './config-kinds.ts';
+import { defaultDataDir } from './config.ts';
+
+/**
+ * Every setting of `convd serve`, in one table. A setting's key is its name in the config file
+ * (dotted for nested ones: `plans.free.max_upload_mb`); its environment variable is `CONVD_`
+ * plus the key in capitals with `.` as `_` (`CONVD_PLANS_FREE_MAX_UPLOAD_MB` is spelled
+ * `CONVD_PLAN_FREE_MAX_UPLOAD_MB`, see GROUPS); its flag is `--` plus the key with `-` for `_`.
+ * Precedence: flag > environment > config file > default.
+ */
+export interface Setting<T = unknown> {
+  key: string;
+  env: string;
+  /** e.g. `--port <port>`; undefined for settings set through a group flag or not at all. */
+  flag: string | undefined;
+  kind: Kind<T>;
+  /** The value when nothing sets it; undefined leaves the setting unset. */
+  fallback: () => T | undefined;
+  help: string;
+  /** Masked by `convd config print`. */
+  secret: boolean;
+  /** Applied by SIGHUP; the others need a restart. */
+  reloadable: boolean;
+  /** A path: relative values in the config file are taken from the file's directory. */
+  path: boolean;
+}
+
+interface Spec<T> {
+  kind: Kind<T>;
+  fallback?: () => T | undefined;
+  help: string;
+  arg?: string;
+  flag?: boolean;
+  secret?: boolean;
+  reloadable?: boolean;
+  path?: boolean;
+}
+
+function setting<T>(key: string, spec: Spec<T>, env = `CONVD_${key.toUpperCase().replace(/\./g, '_')}`): Setting<T> {
+  const isFlag = spec.flag !== false;
+  const flagName = `--${key.replace(/_/g, '-')}`;
+  return {
+    key,
+    env,
+    flag: isFlag ? (spec.kind === boolean ? flagName : `${flagName} <${spec.arg ?? 'value'}>`) : undefined,
+    kind: spec.kind,
+    fallback: spec.fallback ?? (() => undefined),
+    help: spec.help,
+    secret: spec.secret ?? false,
+    reloadable: spec.reloadable ?? false,
+    path: spec.path ?? false,
+  };
+}
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+
+/** The scalar settings, by key; `ScalarValues` gives each its type. */
+export const SCALARS = {
+  host: setting('host', { kind: text(), fallback: () => '127.0.0.1', arg: 'host', help: 'address to bind' }),
+  port: setting('port', { kind: integer(0, 65535), fallback: () => 7700, arg: 'port', help: 'port to listen on (0 picks a free one)' }),
+  data_dir: setting('data_dir', { kind: text(), fallback: () => defaultDataDir({ ...process.env, CONVD_DATA_DIR: undefined }), arg: 'dir', path: true, help: 'data directory: store, inputs, results' }),
+  workers: setting('workers', { kind: integer(1, 1024), fallback: () => availableParallelism(), arg: 'n', help: 'conversions run at once (default: available cores)' }),
+  public_url: setting('public_url', { kind: httpUrl, arg: 'url', reloadable: true, secret: true, help: 'public address used in links and Location (default: X-Forwarded-* from a trusted proxy, else the bound address)' }),
+  allow_private_urls: setting('allow_private_urls', { kind: boolean, fallback: () => false, help: 'let URL inputs reach private and loopback addresses (trusted internal use only)' }),
+  allow_insecure_callbacks: setting('allow_insecure_callbacks', { kind: boolean, fallback: () => false, help: 'allow http and private callback URLs (local webhook testing only)' }),
+  trusted_proxy: setting('trusted_proxy', { kind: addressList, arg: 'addresses', reloadable: true, help: 'addresses/CIDRs whose X-Forwarded-For/-Proto/-Host are believed (e.g. 127.0.0.1)' }),
+  tls_cert: setting('tls_cert', { kind: text(), arg: 'file', path: true, reloadable: true, help: 'PEM certificate chain: serve https (with --tls-key)' }),
+  tls_key: setting('tls_key', { kind: text(), arg: 'file', path: true, reloadable: true, help: 'PEM private key of --tls-cert' }),
+  metrics_listen: setting('metrics_listen', { kind: listenAddress, arg: 'host:port', help: 'serve /metrics on this address only (default: on the main port)' }),
+  metrics_token: setting('metrics_token', { kind: text(), arg: 'token', secret: true, reloadable: true, help: '/metrics requires Authorization: Bearer <token>' }),
+  log_level: setting('log_level', { kind: oneOf(LOG_LEVELS), fallback: () => 'info' as const, arg: 'level', reloadable: true, help: 'debug, info, warn or error' }),
+  log_format: setting('log_format', { kind: oneOf(LOG_FORMATS), fallback: () => 'auto' as const, arg: 'format', reloadable: true, help: 'json, pretty, or auto (pretty on a terminal)' }),
+  drain_timeout: setting('drain_timeout', { kind: duration('s'), fallback: () => 10_000, arg: 'duration', reloadable: true, help: 'on SIGTERM, how long running conversions may finish before they are re-queued' }),
+  retention_days: setting('retention_days', { kind: integer(1, 36_500), fallback: () => defaultServiceConfig().retentionDays, arg: 'days', reloadable: true, help: 'ended conversions are pruned from the store after this many days' }),
+  sweep_interval: setting('sweep_interval', { kind: duration('s', 1000), fallback: () => defaultServiceConfig().sweepIntervalMs, arg: 'duration', help: 'how often expired results are deleted' }),
+  disk_floor_mb: setting('disk_floor_mb', { kind: integer(0), fallback: () => 256, arg: 'MiB', reloadable: true, help: 'below this much free space on the data dir, submissions get 503 (0: off)' }),
+  // A test setting: shrinks the 1.5 h webhook retry schedule (e.g. 0.001) instead of sleeping through it.
+  webhook_schedule_scale: setting('webhook_schedule_scale', { kind: fraction(0, 1), fallback: () => 1, flag: false, help: 'test setting: multiplies webhook retry waits' }),
+};
+
+export type ScalarKey = keyof typeof SCALARS;
+export type ScalarValues = { [K in ScalarKey]: (typeof SCALARS)[K] extends Setting<infer T> ? T : never };
+
+/**
+ * Nested settings have one leaf per field, set in the file as objects, in the environment one
+ * variable per leaf, and on the command line through one repeatable flag per group.
+ */
+export interface Group {
+  /** File key of the object, e.g. `plans`. */
+  prefix: string;
+  /** Repeatable flag whose value is `<leaf>=<value>`. */
+  flag: string;
+  /** Environment prefix; a leaf's variable is this plus the leaf in capitals (`.` -> `_`). */
+  envPrefix: string;
+  help: string;
+}
+
+export const GROUPS: Group[] = [
+  { prefix: 'plans', flag: '--plan <plan.field=value>', envPrefix: 'CONVD_PLAN_', help: 'a plan limit, e.g. free.max_upload_mb=200 (repeatable)' },
+  { prefix: 'credit_weights', flag: '--credit-weight <kind=n>', envPrefix: 'CONVD_CREDIT_WEIGHT_', help: 'credits per conversion kind, e.g. video=8 (repeatable)' },
+  { prefix: 'engine_timeout_ms', flag: '--engine-timeout-ms <engine=ms>', envPrefix: 'CONVD_ENGINE_TIMEOUT_MS_', help: 'engine time limit, e.g. media=600000 or media=10m (repeatable)' },
+];
+
+type PlanField = Exclude<keyof Plan, 'id'>;
+const PLAN_FIELDS: Record<PlanField, Kind<string | number>> = {
+  name: text(),
+  credits_type: oneOf(['plan_credits', 'free_api_credits', 'unmetered']),
+  monthly_allowance: integer(0),
+  max_upload_mb: integer(1),
+  conversions_per_window: integer(1),
+  window_seconds: integer(1),
+  concurrent_conversions: integer(1),
+  requests_per_minute: integer(1),
+  result_ttl_hours: integer(1),
+};
+
+function leaf<T>(group: Group, name: string, kind: Kind<T>, fallback: () => T, help: string): Setting<T> {
+  return setting(`${group.prefix}.${name}`, { kind, fallback, flag: false, reloadable: true, help }, `${group.envPrefix}${name.toUpperCase().replace(/\./g, '_')}`);
+}
+
+const [PLANS_GROUP, WEIGHTS_GROUP, TIMEOUTS_GROUP] = GROUPS as [Group, Group, Group];
+
+export const PLAN_SETTINGS: Setting<string | number>[] = PLAN_IDS.flatMap((plan) =>
+  (Object.keys(PLAN_FIELDS) as PlanField[]).map((field) =>
+    leaf(PLANS_GROUP, `${plan}.${field}`, PLAN_FIELDS[field], () => DEFAULT_PLANS[plan][field], `${plan} plan: ${field}`),
+  ),
+);
+
+export const WEIGHT_SETTINGS: Setting<number>[] = (Object.keys(DEFAULT_CREDIT_WEIGHTS) as ConversionKind[]).map((kind) =>
+  leaf(WEIGHTS_GROUP, kind, integer(0), () => DEFAULT_CREDIT_WEIGHTS[kind], `credits per ${kind} conversion up to 100 MB`),
+);
+
+export const TIMEOUT_SETTINGS: Setting<number>[] = Object.entries(defaultServiceConfig().engineTimeoutMs).map(([engine, ms]) =>
+  leaf(TIMEOUTS_GROUP, engine, duration('ms', 1), () => ms, `time limit of the ${engine} engine, in ms`),
+);
+
+export const ALL_SETTINGS: Setting[] = [...Object.values(SCALARS), ...PLAN_SETTINGS, ...WEIGHT_SETTINGS, ...TIMEOUT_SETTINGS] as Setting[];
+export const SETTINGS_BY_KEY = new Map(ALL_SETTINGS.map((s) => [s.key, s]));
+export const SETTINGS_BY_ENV = new Map(ALL_SETTINGS.map((s) => [s.env, s]));

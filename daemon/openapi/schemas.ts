@@ -1,0 +1,148 @@
+import { ERROR_STATUS, CONVERSION_ERROR_CODES } from '../../src/errors/codes.ts';
+import { STATUSES } from '../../src/model/status.ts';
+
+/**
+ * The objects of the interface (spec section 2) as JSON Schema (2020-12, the dialect of
+ * OpenAPI 3.1), defined once: the OpenAPI document's `components.schemas` is this table, and
+ * the tests check live answers against it, so a field added to an answer and not here (or the
+ * other way round) fails a test. Objects are closed (`additionalProperties: false`) for that
+ * reason, except where the spec leaves them open (options, error details).
+ */
+export type JsonSchema = { [keyword: string]: unknown };
+
+// Names are checked where it matters: the OpenAPI validator resolves every $ref in the tests.
+const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+const nullable = (schema: JsonSchema): JsonSchema => ({ oneOf: [schema, { type: 'null' }] });
+const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
+const uri: JsonSchema = { type: 'string', format: 'uri' };
+const count: JsonSchema = { type: 'integer', minimum: 0 };
+
+function closed(properties: Record<string, JsonSchema>, description?: string): JsonSchema {
+  return {
+    type: 'object',
+    ...(description ? { description } : {}),
+    properties,
+    required: Object.keys(properties),
+    additionalProperties: false,
+  };
+}
+
+const optionValue: JsonSchema = { type: ['string', 'number', 'boolean'] };
+
+export const SCHEMAS = {
+  ConversionStatus: { type: 'string', enum: [...STATUSES], description: 'Spec section 3.' },
+  Result: closed({
+    filename: { type: 'string' },
+    size: count,
+    mime: { type: 'string' },
+    expires_at: dateTime,
+    download_url: { ...uri, description: 'The download endpoint of the conversion.' },
+  }, 'The result of a conversion that succeeded (spec 2.2).'),
+  ConversionError: closed({
+    code: { type: 'string', enum: [...CONVERSION_ERROR_CODES] },
+    message: { type: 'string' },
+  }, 'Why a conversion failed (or was lost in a crash).'),
+  Conversion: closed({
+    id: { type: 'string', pattern: '^cnv_[0-9a-z]+$' },
+    object: { const: 'conversion' },
+    status: ref('ConversionStatus'),
+    source: { type: 'string' },
+    target: { type: 'string' },
+    variant: { type: ['string', 'null'] },
+    options: { type: 'object', additionalProperties: optionValue, description: 'The options that were applied.' },
+    original_name: { type: 'string' },
+    input_size: { type: ['integer', 'null'], minimum: 0 },
+    progress: { type: ['integer', 'null'], minimum: 0, maximum: 100 },
+    credits: { ...count, description: 'Credits charged: 0 unless it succeeded.' },
+    created_at: dateTime,
+    started_at: nullable(dateTime),
+    finished_at: nullable(dateTime),
+    result: nullable(ref('Result')),
+    error: nullable(ref('ConversionError')),
+    links: closed({ self: uri, download: uri }),
+  }, 'A conversion (spec 2.1).'),
+  ConversionRequest: {
+    type: 'object',
+    description: 'Spec 2.3. Exactly one of `file` (multipart only) and `url`. Options may also be sent flat (`quality=80`) or as `options[quality]=80`.',
+    properties: {
+      target: { type: 'string', description: 'Target format.' },
+      file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The file to convert (multipart/form-data only).' },
+      url: { ...uri, description: 'Public http(s) URL the service downloads the input from.' },
+      source: { type: 'string', description: 'Source format, when the file name or URL does not reveal it.' },
+      filename: { type: 'string', description: 'Name to give a URL input.' },
+      variant: { type: 'string', description: 'Mode, for conversions that have several (see the format details).' },
+      options: { type: 'object', additionalProperties: optionValue },
+      callback_url: { ...uri, description: 'https only: receives a signed webhook when the conversion succeeds or fails.' },
+      wait: { type: 'integer', minimum: 0, maximum: 30, description: 'Seconds to wait for the end state before answering.' },
+    },
+    required: ['target'],
+    additionalProperties: optionValue,
+  },
+  ListPage: closed({
+    data: { type: 'array', items: ref('Conversion') },
+    next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last.' },
+  }, 'A page of conversions, newest first (spec 2.8).'),
+  FormatListing: closed({
+    data: { type: 'array', items: closed({ source: { type: 'string' }, targets: { type: 'array', items: { type: 'string' } } }) },
+  }, 'Every source format and its targets (spec 2.4).'),
+  OptionDescriptor: {
+    type: 'object',
+    properties: {
+      name: { type: 'string' },
+      type: { type: 'string', enum: ['range', 'number', 'enum', 'bool'] },
+      values: { type: 'array', items: { type: 'string' } },
+      min: { type: 'number' },
+      max: { type: 'number' },
+      default: { type: ['string', 'number', 'boolean', 'null'] },
+      label: { type: 'string' },
+    },
+    required: ['name', 'type', 'values', 'default', 'label'],
+    additionalProperties: false,
+    description: 'An option of a conversion (spec 2.5); `min`/`max` for range and number, `values` for enum.',
+  },
+  FormatDetails: closed({
+    source: { type: 'string' },
+    data: {
+      type: 'array',
+      items: closed({
+        target: { type: 'string' },
+        max_upload_mb: { type: 'integer', minimum: 1 },
+        credit_weight: count,
+        options: { type: 'array', items: ref('OptionDescriptor') },
+        variants: { type: 'array', items: closed({ key: { type: 'string' }, label: { type: 'string' } }) },
+      }),
+    },
+  }, 'The targets of one source format with options, variants, limits and prices (spec 2.5).'),
+  Account: closed({
+    plan: closed({ id: { type: 'string' }, name: { type: 'string' } }),
+    credits: closed({
+      type: { type: 'string', enum: ['plan_credits', 'free_api_credits', 'unmetered'] },
+      remaining: { type: ['integer', 'null'] },
+      monthly_allowance: count,
+      resets_at: nullable(dateTime),
+    }),
+    limits: closed({
+      max_upload_mb: count,
+      conversions_per_window: count,
+      window_seconds: count,
+      concurrent_conversions: count,
+      active_conversions: count,
+      requests_per_minute: count,
+      result_ttl_hours: count,
+    }),
+  }, "The key's account: plan, credits and limits (spec 2.6)."),
+  Error: closed({
+    error: {
+      type: 'object',
+      properties: {
+        code: { type: 'string', enum: Object.keys(ERROR_STATUS), description: 'Stable and machine-readable (spec 7).' },
+        message: { type: 'string', description: 'For people, in the language of Accept-Language.' },
+        details: { type: 'object', description: 'Optional; `max_upload_mb` for file_too_large, `fields` for validation_failed, `limit` for rate limits.' },
+      },
+      required: ['code', 'message'],
+      additionalProperties: false,
+    },
+  }, 'The one error shape (spec 7).'),
+} satisfies Record<string, JsonSchema>;
+
+export type SchemaName = keyof typeof SCHEMAS;

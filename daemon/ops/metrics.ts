@@ -1,0 +1,111 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ConversionRecord } from '../../src/model/conversion.ts';
+import type { ConversionStatus } from '../../src/model/status.ts';
+import type { DeliveryRecord } from '../../src/store/types.ts';
+
+/** What the gauges read at scrape time (never on a request's path). */
+export interface MetricsSources {
+  version: string;
+  workers: number;
+  engines: string[];
+  queueDepth(): number;
+  /** Engine name of each running conversion. */
+  runningEngines(): Promise<string[]>;
+  diskFreeBytes(): number | null;
+}
+
+// Request latency: from a cached GET (~0.1 ms) to a `wait=30` that ran out.
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const RUN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
+const ENDED = new Set<ConversionStatus>(['succeeded', 'failed', 'cancelled']);
+
+/**
+ * The daemon's Prometheus metrics (prom-client, on a registry of its own). Counters and
+ * histograms are updated in O(1) per event; gauges of state (queue, running, disk) are read
+ * when scraped.
+ */
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly latency: Histogram<'method' | 'route'>;
+  private readonly submitted: Counter;
+  private readonly ended: Counter<'status'>;
+  private readonly failures: Counter<'code'>;
+  private readonly expired: Counter;
+  private readonly runTime: Histogram<'engine' | 'status'>;
+  private readonly webhookAttempts: Counter<'outcome'>;
+  private resultsBytes = 0;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'convd_' });
+    new Gauge({ name: 'convd_build_info', help: 'Always 1; the version is a label.', labelNames: ['version'], registers }).set({ version: sources.version }, 1);
+    new Gauge({ name: 'convd_workers', help: 'Conversions that may run at once.', registers }).set(sources.workers);
+    this.requests = new Counter({ name: 'convd_http_requests_total', help: 'HTTP requests answered, by route pattern and status.', labelNames: ['method', 'route', 'status'], registers });
+    this.latency = new Histogram({ name: 'convd_http_request_duration_seconds', help: 'Time to answer an HTTP request (a download: until its headers), by route pattern.', labelNames: ['method', 'route'], buckets: LATENCY_BUCKETS, registers });
+    this.submitted = new Counter({ name: 'convd_conversions_submitted_total', help: 'Conversions created (idempotent replays not counted).', registers });
+    this.ended = new Counter({ name: 'convd_conversions_ended_total', help: 'Conversions that reached an end state, by status (succeeded, failed, cancelled).', labelNames: ['status'], registers });
+    this.failures = new Counter({ name: 'convd_conversion_failures_total', help: 'Failed conversions by error code.', labelNames: ['code'], registers });
+    this.expired = new Counter({ name: 'convd_results_expired_total', help: 'Results deleted at expiry or by DELETE.', registers });
+    this.runTime = new Histogram({ name: 'convd_conversion_duration_seconds', help: 'From start to end state of a conversion that ran, by engine and end status.', labelNames: ['engine', 'status'], buckets: RUN_BUCKETS, registers });
+    this.webhookAttempts = new Counter({ name: 'convd_webhook_attempts_total', help: 'Webhook delivery attempts by outcome: delivered, retrying (failed, another attempt is scheduled), failed (failed, given up).', labelNames: ['outcome'], registers });
+    for (const status of ENDED) this.ended.inc({ status }, 0);
+    for (const outcome of ['delivered', 'retrying', 'failed']) this.webhookAttempts.inc({ outcome }, 0);
+
+    new Gauge({ name: 'convd_queue_depth', help: 'Conversions waiting for a worker.', registers, collect() { this.set(sources.queueDepth()); } });
+    new Gauge({
+      name: 'convd_conversions_running', help: 'Conversions running now, by engine.', labelNames: ['engine'], registers,
+      async collect() {
+        const counts = Object.fromEntries(sources.engines.map((engine) => [engine, 0]));
+        for (const engine of await sources.runningEngines()) counts[engine] = (counts[engine] ?? 0) + 1;
+        for (const [engine, count] of Object.entries(counts)) this.set({ engine }, count);
+      },
+    });
+    const results = () => this.resultsBytes;
+    new Gauge({ name: 'convd_results_bytes', help: 'Disk used by result files that can still be downloaded.', registers, collect() { this.set(results()); } });
+    new Gauge({
+      name: 'convd_data_dir_free_bytes', help: 'Free space on the data directory\'s file system (for an unprivileged user).', registers,
+      collect() {
+        const free = sources.diskFreeBytes();
+        if (free !== null) this.set(free);
+      },
+    });
+  }
+
+  request(method: string, route: string, status: number, seconds: number): void {
+    this.requests.inc({ method, route, status });
+    this.latency.observe({ method, route }, seconds);
+  }
+
+  /** Starting figure of `convd_results_bytes` (the sum over downloadable results at start). */
+  setResultsBytes(bytes: number): void {
+    this.resultsBytes = bytes;
+  }
+
+  transition(record: ConversionRecord, from: ConversionStatus | null, engine: string): void {
+    if (from === null) this.submitted.inc();
+    if (record.status === 'succeeded') this.resultsBytes += record.result?.size ?? 0;
+    if (from === 'succeeded') {
+      this.resultsBytes -= record.result?.size ?? 0;
+      if (record.status === 'expired') this.expired.inc();
+    }
+    if (!ENDED.has(record.status)) return;
+    this.ended.inc({ status: record.status });
+    if (record.status === 'failed' && record.error) this.failures.inc({ code: record.error.code });
+    if (record.started_at && record.finished_at) {
+      const seconds = (Date.parse(record.finished_at) - Date.parse(record.started_at)) / 1000;
+      if (seconds >= 0) this.runTime.observe({ engine, status: record.status }, seconds);
+    }
+  }
+
+  deliveryAttempt(record: DeliveryRecord): void {
+    const last = record.attempts[record.attempts.length - 1];
+    const success = last?.status_code !== null && last?.status_code !== undefined && last.status_code >= 200 && last.status_code < 300;
+    const outcome = success ? 'delivered' : record.status === 'pending' ? 'retrying' : 'failed';
+    this.webhookAttempts.inc({ outcome });
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

@@ -1,0 +1,92 @@
+import { access, constants, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { EngineStatus } from '../../src/engines/types.ts';
+import { BYTES_PER_MB } from '../../src/model/plan.ts';
+import type { DiskSpace } from './disk-space.ts';
+
+export interface Check {
+  ok: boolean;
+  detail: string;
+}
+
+export interface ReadinessReport {
+  ready: boolean;
+  checks: { store: Check; disk: Check; engines: Check; accepting: Check };
+}
+
+const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
+
+/**
+ * `GET /readyz`: can this daemon take work now? The store directory takes a write, the data
+ * dir's file system is above the disk floor, the engines' binaries are still there, and it is
+ * not shutting down. Checked at most once per `maxAgeMs` (the endpoint needs no key, so a flood
+ * of probes must not become a flood of writes); concurrent probes share one check.
+ */
+export class Readiness {
+  private last: { at: number; report: ReadinessReport } | null = null;
+  private running: Promise<ReadinessReport> | null = null;
+
+  constructor(
+    private readonly storeDir: string,
+    private readonly disk: DiskSpace,
+    private readonly engines: readonly EngineStatus[],
+    private readonly draining: () => boolean,
+    private readonly maxAgeMs = 1000,
+  ) {}
+
+  async check(): Promise<ReadinessReport> {
+    if (this.last && Date.now() - this.last.at < this.maxAgeMs && !this.draining()) return this.last.report;
+    this.running ??= this.probe().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async probe(): Promise<ReadinessReport> {
+    const [store, disk, engines] = await Promise.all([this.storeCheck(), this.diskCheck(), this.engineCheck()]);
+    const accepting: Check = this.draining() ? { ok: false, detail: 'shutting down' } : { ok: true, detail: 'accepting work' };
+    const report = { ready: store.ok && disk.ok && engines.ok && accepting.ok, checks: { store, disk, engines, accepting } };
+    this.last = { at: Date.now(), report };
+    return report;
+  }
+
+  private async storeCheck(): Promise<Check> {
+    const probe = join(this.storeDir, '.readyz-probe');
+    try {
+      await writeFile(probe, new Date().toISOString());
+      await unlink(probe);
+      return { ok: true, detail: 'writable' };
+    } catch (error) {
+      return { ok: false, detail: `not writable: ${errorCode(error)}` };
+    }
+  }
+
+  private async diskCheck(): Promise<Check> {
+    await this.disk.refresh();
+    const free = this.disk.free;
+    if (free === null) return { ok: false, detail: 'free space unknown (statfs failed)' };
+    const text = `${Math.floor(free / BYTES_PER_MB)} MiB free, floor ${this.disk.floorMb} MiB`;
+    return { ok: !this.disk.low(), detail: text };
+  }
+
+  private async engineCheck(): Promise<Check> {
+    const problems: string[] = [];
+    let usable = 0;
+    for (const engine of this.engines) {
+      if (!engine.available) {
+        problems.push(`${engine.name} unavailable`);
+        continue;
+      }
+      // `binary` is a description ("sharp/libvips", "/usr/bin/ffmpeg (PATH)"): check it when it names a file.
+      const path = /^(\/\S+)/.exec(engine.binary ?? '')?.[1];
+      try {
+        if (path) await access(path, constants.X_OK);
+        usable++;
+      } catch (error) {
+        problems.push(`${engine.name}: ${path} ${errorCode(error)}`);
+      }
+    }
+    // Not ready without a single engine; one missing engine only takes its own pairs away.
+    return { ok: usable > 0, detail: problems.length > 0 ? `${usable} usable; ${problems.join('; ')}` : `${usable} usable` };
+  }
+}
