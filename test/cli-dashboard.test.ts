@@ -1,3 +1,4 @@
+import './helpers/no-ci.ts';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
@@ -19,10 +20,8 @@ import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
  * The command itself (no server, no terminal) runs as the real binary.
  */
 
-// ink decides at import time whether it runs in CI (then it draws only the last frame); the
-// dashboard's own entry is loaded after this, so its frames are those of a terminal.
-delete process.env.CI;
-delete process.env.CONTINUOUS_INTEGRATION;
+// ink decides at import time whether it runs in CI (then it draws only the last frame):
+// helpers/no-ci.ts, imported first, clears that before ink is loaded.
 
 let daemon: DaemonHandle;
 let dir: { path: string; remove: () => Promise<void> };
@@ -182,11 +181,15 @@ describe('conv dashboard (ink)', () => {
       client, server: daemon.baseUrl, cwd: dir.path, color: true, pollMs: 150,
       stdout: stdout as unknown as NodeJS.WriteStream, stdin: stdin as unknown as NodeJS.ReadStream, stderr: stdout as unknown as NodeJS.WriteStream,
     });
-    await until(() => stdout.text.includes(ids.first), 'a frame with the conversions', () => stdout.text);
-    assert.equal(stdin.rawMode, true, 'keys are read in raw mode');
-    assert.match(stdout.text, /\u001B\[/, 'a terminal gets ANSI frames');
-    press('q');
-    await done;
+    try {
+      await until(() => stdout.text.includes(ids.first), 'a frame with the conversions', () => stdout.text);
+      assert.equal(stdin.rawMode, true, 'keys are read in raw mode');
+      assert.match(stdout.text, /\u001B\[/, 'a terminal gets ANSI frames');
+    } finally {
+      // Quit whatever happened above: a dashboard left running keeps polling and the test process alive.
+      press('q');
+      await done;
+    }
     assert.equal(stdin.rawMode, false, 'raw mode is left on exit');
   });
 
