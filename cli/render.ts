@@ -50,10 +50,9 @@ export function conversionRows(conversions: PublicConversion[], colors: Colors):
 
 export const CONVERSION_HEADERS = ['ID', 'STATUS', 'CONVERSION', 'NAME', 'SIZE', 'CREATED'];
 
-export function renderConversion(c: PublicConversion, colors: Colors): string {
+/** The labelled facts of one conversion, shared by `conv get` and the dashboard's details view. */
+export function conversionDetailRows(c: PublicConversion): [string, string][] {
   const rows: [string, string][] = [
-    ['id', c.id],
-    ['status', statusCell(c, colors)],
     ['conversion', `${c.source} → ${c.target}${c.variant ? ` (${c.variant})` : ''}`],
     ['name', c.original_name],
     ['input size', formatBytes(c.input_size)],
@@ -70,6 +69,11 @@ export function renderConversion(c: PublicConversion, colors: Colors): string {
       ['download', c.result.download_url],
     );
   }
+  return rows;
+}
+
+export function renderConversion(c: PublicConversion, colors: Colors): string {
+  const rows: [string, string][] = [['id', c.id], ['status', statusCell(c, colors)], ...conversionDetailRows(c)];
   if (c.error) rows.push(['error', colors.red(`${c.error.code}: ${c.error.message}`)]);
   const width = Math.max(...rows.map(([label]) => label.length));
   return `${rows.map(([label, value]) => `${colors.dim(label.padEnd(width))}  ${value}`).join('\n')}\n`;
