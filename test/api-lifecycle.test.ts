@@ -16,31 +16,12 @@ import {
   type PublicConversion,
 } from './api-support.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { pngBomb } from './helpers/hostile-files.ts';
 
 async function exists(path: string): Promise<boolean> {
   return access(path).then(() => true, () => false);
 }
 
-/** A PNG header declaring `width` x `height` 1-bit grey pixels, with all-zero rows deflated: tiny file, huge image. */
-async function pngBomb(width: number, height: number): Promise<Buffer> {
-  const { crc32, deflateSync } = await import('node:zlib');
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header[8] = 1; // bit depth
-  header[9] = 0; // greyscale
-  const row = 1 + Math.ceil(width / 8);
-  const pixels = deflateSync(Buffer.alloc(row * height), { level: 9 });
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', Buffer.alloc(0))]);
-}
 
 describe('conversion lifecycle over HTTP', () => {
   let daemon: DaemonHandle;
@@ -237,7 +218,7 @@ describe('conversion lifecycle over HTTP', () => {
     });
 
     it('a decompression bomb (30000 x 30000 pixels in a small PNG) fails cleanly with input_invalid', async () => {
-      const bomb = await pngBomb(30_000, 30_000);
+      const bomb = pngBomb(30_000, 30_000);
       assert.ok(bomb.length < 1024 * 1024, `${bomb.length} bytes`);
       const header = await sharp(bomb, { limitInputPixels: false }).metadata();
       assert.deepEqual([header.width, header.height], [30_000, 30_000]);

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { copyFile, mkdtemp, open, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { crc32 } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { ConversionFailure } from '../src/errors/api-error.ts';
+import { silentWav, storedZip } from './helpers/hostile-files.ts';
 import { findBinary } from '../src/engines/media/binaries.ts';
 import { createMediaEngine } from '../src/engines/media/media-engine.ts';
 import { ProgressReader } from '../src/engines/media/progress.ts';
@@ -126,54 +126,7 @@ async function rejectsWith(promise: Promise<void>, code: string): Promise<Conver
   return caught;
 }
 
-/** A valid zip archive holding one stored (uncompressed) file: what a renamed .zip really is. */
-function storedZip(name: string, data: Buffer): Buffer {
-  const fileName = Buffer.from(name);
-  const crc = crc32(data);
-  const local = Buffer.alloc(30);
-  local.writeUInt32LE(0x04034b50, 0);
-  local.writeUInt16LE(20, 4);
-  local.writeUInt32LE(crc, 14);
-  local.writeUInt32LE(data.length, 18);
-  local.writeUInt32LE(data.length, 22);
-  local.writeUInt16LE(fileName.length, 26);
-  const central = Buffer.alloc(46);
-  central.writeUInt32LE(0x02014b50, 0);
-  central.writeUInt16LE(20, 4);
-  central.writeUInt16LE(20, 6);
-  central.writeUInt32LE(crc, 16);
-  central.writeUInt32LE(data.length, 20);
-  central.writeUInt32LE(data.length, 24);
-  central.writeUInt16LE(fileName.length, 28);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(1, 8);
-  end.writeUInt16LE(1, 10);
-  end.writeUInt32LE(central.length + fileName.length, 12);
-  end.writeUInt32LE(local.length + fileName.length + data.length, 16);
-  return Buffer.concat([local, fileName, data, central, fileName, end]);
-}
 
-/** A silent 10-hour mono WAV: a valid header over a sparse file of zeros (which is silence). */
-async function tenHourSilence(path: string): Promise<void> {
-  const rate = 8000;
-  const bytes = rate * 2 * 10 * 3600;
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + bytes, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(bytes, 40);
-  await writeFile(path, header);
-  await truncate(path, 44 + bytes);
-}
 
 before(async () => {
   assert.ok(status.available, `media engine unavailable: ${status.detail}`);
@@ -187,7 +140,7 @@ before(async () => {
     fixtureSeconds.set(source, Number((await probe(fixture(source))).format.duration));
   }));
   await ffmpegRun(['-f', 'lavfi', '-i', VIDEO, '-an', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', join(dir, 'silent-video.mp4')]);
-  await tenHourSilence(join(dir, 'ten-hours.wav'));
+  await silentWav(join(dir, 'ten-hours.wav'), 10);
 });
 
 after(async () => {

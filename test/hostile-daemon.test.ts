@@ -15,7 +15,8 @@ import {
   blobEntries, getJson, mediaProcessesOf, meteredClient, remainingCredits, uploadFile, waitForEnd, waitUntil, type Client,
 } from './registry-pairs-daemon.ts';
 import { processesInGroup } from './engines-proc.ts';
-import { breakXref, ffmpegRun, makeFixture, mediaTools, silentWav, storedZip } from './registry-pairs-fixtures.ts';
+import { breakXref, silentWav, storedZip } from './helpers/hostile-files.ts';
+import { ffmpegRun, makeFixture, mediaTools } from './registry-pairs-fixtures.ts';
 
 /** The media time limit of the second daemon, through the environment variable convd reads. */
 const MEDIA_LIMIT_MS = 1500;

@@ -28,9 +28,10 @@ import { defaultServiceConfig } from '../src/service/config.ts';
 import type { FormatDetails, FormatListing } from '../src/client/types.ts';
 import { startDaemon, ROOT, type DaemonHandle } from './helpers/daemon.ts';
 import {
-  ANIMATION_FRAMES, IMAGE_HEIGHT, IMAGE_WIDTH, animatedImage, assertImage, assertOutput, makeFixture, mediaTools, pngBomb,
+  ANIMATION_FRAMES, IMAGE_HEIGHT, IMAGE_WIDTH, animatedImage, assertImage, assertOutput, makeFixture, mediaTools,
   type Fixture,
 } from './registry-pairs-fixtures.ts';
+import { pngBomb } from './helpers/hostile-files.ts';
 import { download, getJson, meteredClient, remainingCredits, uploadFile, waitForEnd, type Client } from './registry-pairs-daemon.ts';
 
 const config = defaultServiceConfig();
