@@ -27,10 +27,6 @@ export class ApiError extends Error {
   }
 }
 
-export function isApiError(value: unknown): value is ApiError {
-  return value instanceof ApiError;
-}
-
 /** A conversion that ended in failure carries one of these (DESIGN.md), never an ApiError. */
 export class ConversionFailure extends Error {
   constructor(readonly code: import('./codes.ts').ConversionErrorCode, message: string) {

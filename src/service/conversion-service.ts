@@ -3,7 +3,7 @@ import type { FormatRegistry } from '../formats/registry.ts';
 import type { FormatDetails, FormatListing, ListPage } from '../client/types.ts';
 import type { AccountRecord } from '../model/account.ts';
 import { toPublicConversion, type ConversionRecord, type PublicConversion } from '../model/conversion.ts';
-import { ACTIVE_STATUSES, END_STATUSES, isStatus, type ConversionStatus } from '../model/status.ts';
+import { ACTIVE_STATUSES, END_STATUSES, canTransition, isStatus, type ConversionStatus } from '../model/status.ts';
 import type { JobSource } from '../queue/job-source.ts';
 import type { WorkerPool } from '../queue/worker-pool.ts';
 import type { BlobStore } from '../store/blob-store.ts';
@@ -256,6 +256,10 @@ export class ConversionService {
    * the input, wakes waiters and subscribers (webhooks).
    */
   async finish(record: ConversionRecord, patch: Partial<ConversionRecord>): Promise<ConversionRecord> {
+    // The transition table of src/model/status.ts is the rule; a caller that breaks it is a bug.
+    if (patch.status && !canTransition(record.status, patch.status)) {
+      throw new Error(`illegal transition of ${record.id}: ${record.status} -> ${patch.status}`);
+    }
     const updated = await this.store.updateConversion(record.id, {
       ...patch,
       reserved_credits: 0,
