@@ -1,9 +1,12 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, RequestListener } from 'node:http';
+import { toNodeHandler } from 'h3/node';
 import { H3, type H3Event, type HTTPResponse } from 'h3';
 import { ApiError } from '../src/errors/api-error.ts';
 import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
-import { RequestRateLimiter, type RateDecision } from '../src/service/rate-limiter.ts';
+import { RequestRateLimiter } from '../src/service/rate-limiter.ts';
+import { createAdmission } from './http/admission.ts';
+import { createHotRead } from './http/hot-read.ts';
 import { lingerThenClose } from './http/linger.ts';
 import { addHeaders, errorResponse } from './http/respond.ts';
 import { ROUTES, type RouteDoc } from './routes/table.ts';
@@ -33,19 +36,6 @@ export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
   extraRoutes?: ExtraRoute[];
 }
 
-function rateHeaders(decision: RateDecision): Record<string, string> {
-  return {
-    'ratelimit-limit': String(decision.limit),
-    'ratelimit-remaining': String(decision.remaining),
-    'ratelimit-reset': String(decision.resetSeconds),
-  };
-}
-
-function bearerToken(header: string | null): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  return match?.[1];
-}
-
 const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
 
 /** `/v1/conversions/:id` -> a pattern matching its concrete paths (for 404 against 405). */
@@ -56,8 +46,13 @@ const pathPattern = (path: string) => new RegExp(`^${path.replace(/:\w+/g, '[^/]
  * daemon/routes/table.ts (the same table the OpenAPI document is built from). Every answer,
  * errors included, is built here.
  */
-export function createApp(system: ConversionSystem, options: AppOptions = {}): H3 {
-  const { accounts, store } = system;
+export interface DaemonApp {
+  h3: H3;
+  /** What node:http serves: the hot read of hot-read.ts, everything else through h3. */
+  listener: RequestListener;
+}
+
+export function createApp(system: ConversionSystem, options: AppOptions = {}): DaemonApp {
   const limiter = new RequestRateLimiter();
   const done = options.onRequestDone;
   const baseUrlFor = options.baseUrlFor ?? (() => system.conversions.config.baseUrl);
@@ -78,33 +73,20 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): H
     ),
   });
 
+  const admit = createAdmission(system, limiter);
+
   const keyedRoute = (route: RouteDoc & { scope: NonNullable<RouteDoc['scope']> }, handler: RouteHandler) => {
     const { method, path, scope } = route;
     app.on(method, path, async (event) => {
       const started = performance.now();
       const language = negotiateLanguage(event.req.headers.get('accept-language'));
-      let headers: Record<string, string> = {};
+      const headers: Record<string, string> = {};
       let accountId: string | null = null;
       let response: Response | HTTPResponse;
       const nodeReq = nodeRequest(event)!;
       try {
-        const settings = await store.getSettings();
-        if (settings.maintenance.enabled) {
-          const retryAfter = settings.maintenance.retry_after;
-          throw new ApiError('api_disabled', { params: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
-        }
-        const caller = await accounts.authenticate(bearerToken(event.req.headers.get('authorization')));
+        const caller = await admit(event.req.headers.get('authorization'), scope, headers);
         accountId = caller.account.id;
-        const decision = limiter.take(caller.account.id, system.conversions.config.plans[caller.account.plan].requests_per_minute);
-        headers = rateHeaders(decision);
-        if (!decision.allowed) {
-          throw new ApiError('rate_limited', {
-            params: { retry_after: decision.retryAfterSeconds },
-            details: { limit: 'requests_per_minute', requests_per_minute: decision.limit },
-            headers: { 'Retry-After': String(decision.retryAfterSeconds) },
-          });
-        }
-        accounts.requireScope(caller, scope);
         response = await handler({ event, caller, language, nodeReq, baseUrl: baseUrlFor(nodeReq) });
         headers['content-language'] = language;
         addHeaders(response, headers);
@@ -157,5 +139,11 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): H
     done?.({ method: event.req.method, route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
     return response;
   });
-  return app;
+
+  const h3Listener = toNodeHandler(app);
+  const hotRead = createHotRead({ admit, conversions: system.conversions, baseUrlFor, done });
+  const listener: RequestListener = (req, res) => {
+    if (!hotRead(req, res)) void h3Listener(req, res);
+  };
+  return { h3: app, listener };
 }

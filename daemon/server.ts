@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { toNodeHandler } from 'h3/node';
 import { defaultServiceConfig, type ServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
 import { acquireDataDirLock } from '../src/store/data-dir-lock.ts';
@@ -162,7 +161,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     },
     extraRoutes: opsRoutes(ops, config.metricsListen === null),
   });
-  const http = await startHttpServer(toNodeHandler(app), config.host, config.port, await readTls(config.tls));
+  const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls));
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
 
   let metricsServer: Server | null = null;

@@ -5,6 +5,8 @@ import { renderFieldMessage, renderMessage, type FieldReason, type Language } fr
 
 const kHeaders = Symbol('convd.plainHeaders');
 
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /** A JSON answer whose headers are still a plain object (see `json`). */
 export type JsonResponse = Response & { [kHeaders]: Record<string, string> };
 
@@ -16,7 +18,7 @@ export type JsonResponse = Response & { [kHeaders]: Record<string, string> };
  * A web Response with a string body would go through a ReadableStream and chunked encoding.
  */
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): JsonResponse {
-  const plain: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...headers };
+  const plain: Record<string, string> = { 'content-type': JSON_CONTENT_TYPE, ...headers };
   const response = new FastResponse(JSON.stringify(body), { status, headers: plain }) as JsonResponse;
   response[kHeaders] = plain;
   return response;
@@ -62,15 +64,39 @@ function validationHint(details: Record<string, unknown> | undefined): string {
   return ` ${Object.entries(fields).map(([name, f]) => `${name}: ${f.message ?? ''}`).join('; ')}`;
 }
 
-/** The one error shape of spec 7: `{ error: { code, message, details? } }`, nothing else in the body. */
-export function errorResponse(error: unknown, language: Language, extraHeaders: Record<string, string> = {}): JsonResponse {
+/** An answer as plain parts, for a route served on node:http directly (see hot-read.ts). */
+export interface PlainAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+interface ErrorEnvelope {
+  status: number;
+  body: { error: { code: string; message: string; details?: Record<string, unknown> } };
+  headers: Record<string, string>;
+}
+
+function errorEnvelope(error: unknown, language: Language, extraHeaders: Record<string, string>): ErrorEnvelope {
   const apiError = error instanceof ApiError ? error : new ApiError('internal_error');
   const details = localizeDetails(apiError.details, language);
   const params = { ...apiError.params };
   if (apiError.code === 'validation_failed' && params.hint === undefined) params.hint = validationHint(details);
-  const body: { error: { code: string; message: string; details?: Record<string, unknown> } } = {
+  const body: ErrorEnvelope['body'] = {
     error: { code: apiError.code, message: renderMessage(apiError.code, params, language) },
   };
   if (details) body.error.details = details;
-  return json(apiError.status, body, { 'content-language': language, ...extraHeaders, ...apiError.headers });
+  return { status: apiError.status, body, headers: { 'content-language': language, ...extraHeaders, ...apiError.headers } };
+}
+
+/** The one error shape of spec 7: `{ error: { code, message, details? } }`, nothing else in the body. */
+export function errorResponse(error: unknown, language: Language, extraHeaders: Record<string, string> = {}): JsonResponse {
+  const { status, body, headers } = errorEnvelope(error, language, extraHeaders);
+  return json(status, body, headers);
+}
+
+/** `errorResponse` as plain parts, byte for byte the same answer. */
+export function errorAnswer(error: unknown, language: Language, extraHeaders: Record<string, string> = {}): PlainAnswer {
+  const { status, body, headers } = errorEnvelope(error, language, extraHeaders);
+  return { status, headers: { 'content-type': JSON_CONTENT_TYPE, ...headers }, body: JSON.stringify(body) };
 }

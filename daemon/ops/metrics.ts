@@ -27,6 +27,7 @@ const ENDED = new Set<ConversionStatus>(['succeeded', 'failed', 'cancelled']);
 export class DaemonMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly requestChildren = new Map<string, { count: Counter.Internal; latency: Histogram.Internal<'method' | 'route'> }>();
   private readonly latency: Histogram<'method' | 'route'>;
   private readonly submitted: Counter;
   private readonly ended: Counter<'status'>;
@@ -73,8 +74,16 @@ export class DaemonMetrics {
   }
 
   request(method: string, route: string, status: number, seconds: number): void {
-    this.requests.inc({ method, route, status });
-    this.latency.observe({ method, route }, seconds);
+    // prom-client hashes a label object on every call; the children for a combination are kept.
+    const key = `${method} ${route} ${status}`;
+    let children = this.requestChildren.get(key);
+    if (!children) {
+      children = { count: this.requests.labels(method, route, String(status)), latency: this.latency.labels(method, route) };
+      // Routes are patterns and methods/statuses few: this stays small (unmatched paths share one route).
+      this.requestChildren.set(key, children);
+    }
+    children.count.inc();
+    children.latency.observe(seconds);
   }
 
   /** Starting figure of `convd_results_bytes` (the sum over downloadable results at start). */

@@ -15,6 +15,7 @@ import { validateCreateRequest, validationError, type CreateRequestInput, type R
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from './ids.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
+import { PublicJsonCache } from './public-json-cache.ts';
 
 const DEFAULT_PAGE = 20;
 const MAX_PAGE = 100;
@@ -58,6 +59,13 @@ export class ConversionService {
   /** `baseUrl`: the address the caller reached (a trusted proxy's X-Forwarded-*); default the configured one. */
   publicView(record: ConversionRecord, baseUrl = this.config.baseUrl): PublicConversion {
     return toPublicConversion(record, baseUrl);
+  }
+
+  private readonly publicJsonCache = new PublicJsonCache();
+
+  /** `JSON.stringify(publicView(record, baseUrl))`, from a cache while the record is unchanged. */
+  publicJson(record: ConversionRecord, baseUrl = this.config.baseUrl): string {
+    return this.publicJsonCache.render(record, baseUrl);
   }
 
   async create(account: AccountRecord, input: CreateRequestInput): Promise<CreateOutcome> {

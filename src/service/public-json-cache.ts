@@ -1,0 +1,43 @@
+import { toPublicConversion, type ConversionRecord } from '../model/conversion.ts';
+
+interface Entry {
+  record: ConversionRecord;
+  baseUrl: string;
+  json: string;
+}
+
+/** Conversions whose rendering is kept; past this the cache starts over. */
+const DEFAULT_LIMIT = 4096;
+
+/**
+ * The public JSON of each conversion as last rendered, reused while the record is unchanged: a
+ * client polling one conversion asks for the same bytes many times a second, and building and
+ * stringifying the public object was the largest cost of answering it after the socket write.
+ * A record is unchanged when every field is identical (records are replaced field by field,
+ * never mutated inside), so a new field of the record needs nothing here.
+ */
+export class PublicJsonCache {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly limit = DEFAULT_LIMIT) {}
+
+  render(record: ConversionRecord, baseUrl: string): string {
+    const cached = this.entries.get(record.id);
+    if (cached && cached.baseUrl === baseUrl && sameFields(cached.record, record)) return cached.json;
+    const json = JSON.stringify(toPublicConversion(record, baseUrl));
+    if (!cached && this.entries.size >= this.limit) this.entries.clear();
+    this.entries.set(record.id, { record: { ...record }, baseUrl, json });
+    return json;
+  }
+}
+
+function sameFields(a: ConversionRecord, b: ConversionRecord): boolean {
+  const left = a as unknown as Record<string, unknown>;
+  const right = b as unknown as Record<string, unknown>;
+  let count = 0;
+  for (const key in right) {
+    if (left[key] !== right[key]) return false;
+    count++;
+  }
+  return count === Object.keys(left).length;
+}
