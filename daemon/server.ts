@@ -81,6 +81,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     config: serviceConfig,
     workers: config.workers,
     allowInsecureCallbacks: config.allowInsecureCallbacks,
+    longLived: true,
     log: (event, fields) => logger.log(levelOfEvent(event), event, fields),
     observer: {
       onTransition(record, from) {

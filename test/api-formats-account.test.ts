@@ -5,7 +5,6 @@
  * is stopped).
  */
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -13,6 +12,7 @@ import {
   type FormatListing,
 } from './api-support.ts';
 import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { editStoreFile } from './helpers/store-files.ts';
 
 const IMAGE_TARGETS = ['avif', 'gif', 'jpg', 'png', 'tiff', 'webp'];
 
@@ -197,12 +197,11 @@ describe('formats and account over HTTP', () => {
       // Move the free account into a period long gone, with 3 credits left then; the lite account
       // keeps its period but gets 3 credits too (the control: the edit itself takes effect).
       await daemon.stop();
-      const mainFile = join(daemon.dataDir, 'store', 'main.json');
-      const main = JSON.parse(await readFile(mainFile, 'utf8')) as { accounts: { id: string; resets_at: string; credits_base: number; credits_base_at: string }[] };
-      const oldFree = main.accounts.find((a) => a.id === free.accountId)!;
-      Object.assign(oldFree, { resets_at: '2020-02-01T00:00:00.000Z', credits_base: 3, credits_base_at: '2020-01-15T00:00:00.000Z' });
-      main.accounts.find((a) => a.id === lite.accountId)!.credits_base = 3;
-      await writeFile(mainFile, JSON.stringify(main));
+      await editStoreFile<{ accounts: { id: string; resets_at: string; credits_base: number; credits_base_at: string }[] }>(join(daemon.dataDir, 'store', 'main'), (main) => {
+        const oldFree = main.accounts.find((a) => a.id === free.accountId)!;
+        Object.assign(oldFree, { resets_at: '2020-02-01T00:00:00.000Z', credits_base: 3, credits_base_at: '2020-01-15T00:00:00.000Z' });
+        main.accounts.find((a) => a.id === lite.accountId)!.credits_base = 3;
+      });
       daemon = await daemon.restart();
       free.baseUrl = daemon.baseUrl;
       lite.baseUrl = daemon.baseUrl;

@@ -7,7 +7,7 @@
  * behind it waiting for as long as a test needs.
  */
 import assert from 'node:assert/strict';
-import { access, readdir, readFile, writeFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
@@ -17,6 +17,7 @@ import {
 } from './api-support.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { pngBomb } from './helpers/hostile-files.ts';
+import { editStoreFile, shardBases } from './helpers/store-files.ts';
 
 async function exists(path: string): Promise<boolean> {
   return access(path).then(() => true, () => false);
@@ -248,17 +249,14 @@ describe('conversion lifecycle over HTTP', () => {
 
       // While stopped, move one result's expiry into the past: the sweeper must catch it on start.
       await daemon.stop();
-      const shards = join(daemon.dataDir, 'store', 'conversions');
       let found = false;
-      for (const name of await readdir(shards)) {
-        if (!name.endsWith('.json')) continue;
-        const path = join(shards, name);
-        const shard = JSON.parse(await readFile(path, 'utf8')) as { conversions: { id: string; result: { expires_at: string } | null }[] };
-        const record = shard.conversions.find((c) => c.id === expiring.id);
-        if (!record) continue;
-        record.result!.expires_at = new Date(Date.now() - 60_000).toISOString();
-        await writeFile(path, JSON.stringify(shard));
-        found = true;
+      for (const base of await shardBases(daemon.dataDir)) {
+        await editStoreFile<{ conversions: { id: string; result: { expires_at: string } | null }[] }>(base, (shard) => {
+          const record = shard.conversions.find((c) => c.id === expiring.id);
+          if (!record) return;
+          record.result!.expires_at = new Date(Date.now() - 60_000).toISOString();
+          found = true;
+        });
       }
       assert.ok(found, 'the conversion is in the store');
       daemon = await daemon.restart();

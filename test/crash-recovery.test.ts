@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, it } from 'node:test';
 import sharp from 'sharp';
 import type { ConversionRecord } from '../src/model/conversion.ts';
+import { decodeCopy } from '../src/store/durable-json-file.ts';
 import { api, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 
 interface ConversionView {
@@ -77,18 +78,33 @@ async function jsonFilesUnder(dir: string): Promise<string[]> {
   return entries.filter((e) => e.isFile() && e.name.endsWith('.json')).map((e) => join(e.parentPath, e.name));
 }
 
-/** Parses every JSON file of the store (a torn write would throw here) and returns the conversions. */
+/**
+ * Reads the store as it is on disk after the crash. Every store file has two copies, written in
+ * turn (src/store/durable-json-file.ts): the copy a kill -9 tore may fail its checksum, the other
+ * must be whole (an empty copy was never written). Returns the conversions of the newest whole
+ * copy of each file.
+ */
 async function readStoreFromDisk(dataDir: string): Promise<{ files: number; conversions: ConversionRecord[] }> {
   const files = await jsonFilesUnder(join(dataDir, 'store'));
-  const conversions: ConversionRecord[] = [];
+  const copies = new Map<string, { seq: number; data: unknown }[]>();
   for (const file of files) {
-    const text = await readFile(file, 'utf8');
-    let parsed: unknown;
-    assert.doesNotThrow(() => (parsed = JSON.parse(text)), `${file} does not parse after kill -9`);
-    const shard = parsed as { conversions?: ConversionRecord[] };
+    const base = file.replace(/\.[ab]\.json$/, '');
+    assert.notEqual(base, file, `${file}: not a copy of the store's layout`);
+    const bytes = await readFile(file);
+    // The daemon makes every copy empty at its first start: empty is "never written".
+    if (bytes.length === 0) continue;
+    const copy = decodeCopy(bytes);
+    if (!copies.has(base)) copies.set(base, []);
+    if (copy.valid) copies.get(base)!.push(copy);
+  }
+  const conversions: ConversionRecord[] = [];
+  for (const [base, whole] of copies) {
+    assert.ok(whole.length > 0, `${base}: no whole copy after kill -9`);
+    const newest = whole.reduce((a, b) => (b.seq > a.seq ? b : a));
+    const shard = newest.data as { conversions?: ConversionRecord[] };
     if (Array.isArray(shard.conversions)) conversions.push(...shard.conversions);
   }
-  return { files: files.length, conversions };
+  return { files: copies.size, conversions };
 }
 
 function waitForAllEnded(daemon: DaemonHandle, ids: string[]): Promise<Map<string, ConversionView>> {

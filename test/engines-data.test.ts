@@ -88,7 +88,7 @@ async function convert(source: string, target: string, inputPath: string, option
   const outputPath = join(dir, `out-${++counter}.${target}`);
   await engine.convert({
     inputPath, outputPath, source, target, variant: null, options: { ...defaults(pair), ...options },
-    signal: new AbortController().signal, onProgress: () => undefined, workDir: dir, ...extra,
+    signal: new AbortController().signal, onProgress: () => undefined, ...extra,
   });
   return readFile(outputPath, 'utf8');
 }

@@ -90,7 +90,7 @@ function job(source: string, target: string, input: string, extra: Partial<Engin
     options: { ...defaults(pair), ...options },
     signal: new AbortController().signal,
     onProgress: () => undefined,
-    workDir: dir,
+   
     ...extra,
   };
 }
@@ -118,7 +118,7 @@ async function assertNoMediaProcesses(): Promise<void> {
   assert.deepEqual(childrenNamed('ffprobe'), []);
 }
 
-async function rejectsWith(promise: Promise<void>, code: string): Promise<ConversionFailure> {
+async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ConversionFailure> {
   let caught: unknown;
   await promise.catch((error: unknown) => (caught = error));
   assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure(${code}), got ${String(caught)}`);

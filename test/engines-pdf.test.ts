@@ -63,7 +63,7 @@ function job(source: string, inputPath: string, extra: Partial<EngineJob> = {}, 
   return {
     inputPath, outputPath: join(dir, `out-${++counter}.pdf`), source, target: 'pdf',
     variant: pair?.variants[0]?.key ?? null, options: { ...defaults(pair), ...options },
-    signal: new AbortController().signal, onProgress: () => undefined, workDir: dir, ...extra,
+    signal: new AbortController().signal, onProgress: () => undefined, ...extra,
   };
 }
 
@@ -78,7 +78,7 @@ function pageSizes(doc: PDFDocument): [number, number][] {
   });
 }
 
-async function fails(promise: Promise<void>, code: string, pattern?: RegExp): Promise<void> {
+async function fails(promise: Promise<unknown>, code: string, pattern?: RegExp): Promise<void> {
   let caught: unknown;
   await promise.catch((error: unknown) => (caught = error));
   assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure, got ${String(caught)}`);

@@ -91,7 +91,7 @@ async function convert(pair: ConversionPair, inputPath: string, raw: Record<stri
   const job: EngineJob = {
     inputPath, outputPath: join(dir, `out-${++counter}.${pair.target}`), source: pair.source, target: pair.target,
     variant: pair.variants[0]?.key ?? null, options: options(pair, raw), signal: new AbortController().signal,
-    onProgress: () => undefined, workDir: dir,
+    onProgress: () => undefined,
   };
   await engine.convert(job);
   return job.outputPath;

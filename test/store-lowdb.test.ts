@@ -5,7 +5,7 @@
  * on disk once `flush()` resolves.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -13,6 +13,7 @@ import type { AccountRecord } from '../src/model/account.ts';
 import type { ConversionRecord } from '../src/model/conversion.ts';
 import type { ConversionStatus } from '../src/model/status.ts';
 import { newConversionId } from '../src/service/ids.ts';
+import { decodeCopy, DurableJsonFile } from '../src/store/durable-json-file.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
 
 const HOUR = 3_600_000;
@@ -59,16 +60,37 @@ function account(id: string, creditsBaseAt: string): AccountRecord {
   };
 }
 
+/** The data of the newest whole copy of a store file (`<base>.a.json` / `<base>.b.json`), read straight from disk. */
+async function newestCopy<T>(base: string): Promise<{ seq: number; data: T } | null> {
+  let newest: { seq: number; data: T } | null = null;
+  for (const path of DurableJsonFile.paths(base)) {
+    const bytes = await readFile(path).catch(() => null);
+    if (!bytes) continue;
+    const copy = decodeCopy<T>(bytes);
+    if (copy.valid && (!newest || copy.seq > newest.seq)) newest = copy;
+  }
+  return newest;
+}
+
 /** Every conversion on disk, read straight from the shard files (not through the store). */
 async function conversionsOnDisk(dir: string): Promise<Map<string, ConversionRecord>> {
   const shardDir = join(dir, 'conversions');
+  const bases = new Set((await readdir(shardDir)).map((name) => /^([0-9a-f]+)\.[ab]\.json$/.exec(name)?.[1]).filter((base) => base !== undefined));
   const found = new Map<string, ConversionRecord>();
-  for (const name of await readdir(shardDir)) {
-    if (!name.endsWith('.json')) continue;
-    const shard = JSON.parse(await readFile(join(shardDir, name), 'utf8')) as { conversions: ConversionRecord[] };
-    for (const record of shard.conversions) found.set(record.id, record);
+  for (const base of bases) {
+    const shard = await newestCopy<{ conversions: ConversionRecord[] }>(join(shardDir, base));
+    for (const record of shard?.data.conversions ?? []) found.set(record.id, record);
   }
   return found;
+}
+
+/** How many conversion records the shard files hold, duplicates counted. */
+async function recordsOnDisk(dir: string): Promise<number> {
+  const shardDir = join(dir, 'conversions');
+  const bases = new Set((await readdir(shardDir)).map((name) => /^([0-9a-f]+)\.[ab]\.json$/.exec(name)?.[1]).filter((base) => base !== undefined));
+  let count = 0;
+  for (const base of bases) count += (await newestCopy<{ conversions: unknown[] }>(join(shardDir, base)))?.data.conversions.length ?? 0;
+  return count;
 }
 
 const ids = (records: { id: string }[]) => records.map((r) => r.id);
@@ -212,10 +234,10 @@ describe('LowdbStore', () => {
     const onDisk = (await conversionsOnDisk(dir)).get(record.id);
     assert.equal(onDisk?.status, 'processing');
     assert.equal(onDisk?.progress, 40);
-    const main = JSON.parse(await readFile(join(dir, 'main.json'), 'utf8')) as { settings: { maintenance: { enabled: boolean } } };
-    assert.equal(main.settings.maintenance.enabled, true);
-    // Files are replaced by rename: no temp file is left once the flush is done.
-    assert.deepEqual((await readdir(join(dir, 'conversions'))).filter((name) => name.endsWith('.tmp')), []);
+    const main = await newestCopy<{ settings: { maintenance: { enabled: boolean } } }>(join(dir, 'main'));
+    assert.equal(main?.data.settings.maintenance.enabled, true);
+    // Written in place: the two copies of each file and nothing else (no temp files).
+    for (const name of await readdir(join(dir, 'conversions'))) assert.match(name, /^[0-9a-f]{3}\.[ab]\.json$/);
   });
 
   it('coalesces many writes into one flush per file and keeps them all', async () => {
@@ -235,13 +257,13 @@ describe('LowdbStore', () => {
     const records = Array.from({ length: 50 }, () => conversion('acc_a'));
     for (const record of records) await small.insertConversion(record);
     await small.close();
-    assert.deepEqual((await readdir(join(dir, 'conversions'))).sort(), ['000.json', '001.json', '002.json', '003.json']);
+    for (const name of await readdir(join(dir, 'conversions'))) assert.match(name, /^00[0-3]\.[ab]\.json$/);
 
     store = await LowdbStore.open({ dir, shards: 16 });
     const files = await readdir(join(dir, 'conversions'));
     // A shard with nothing in it has no file yet; every file is one of the sixteen.
     assert.ok(files.length > 4, `the conversions were spread over more files: ${files.join(' ')}`);
-    for (const name of files) assert.ok(parseInt(name, 16) < 16 && name.endsWith('.json'), `unexpected file ${name}`);
+    for (const name of files) assert.ok(parseInt(name, 16) < 16 && /^[0-9a-f]{3}\.[ab]\.json$/.test(name), `unexpected file ${name}`);
     const disk = await conversionsOnDisk(dir);
     assert.equal(disk.size, 50, 'every conversion is on disk exactly once after the move');
     for (const record of records) assert.equal((await store.getConversion(record.id))?.id, record.id);
@@ -254,5 +276,91 @@ describe('LowdbStore', () => {
     const after = await readdir(join(dir, 'conversions'));
     for (const name of after) assert.ok(parseInt(name, 16) < 4, `stray file ${name} left behind`);
     assert.equal((await conversionsOnDisk(dir)).size, 50);
+    assert.equal(await recordsOnDisk(dir), 50, 'no conversion left behind in a file it moved out of');
+    await store.close();
+    store = await LowdbStore.open({ dir, shards: 4 });
+    assert.equal((await store.listConversions({ accountId: 'acc_a', limit: 100 })).length, 50, 'listed once each after another start');
+  });
+
+  it('reads the previous copy when the newest was torn by a crash, and overwrites the torn one next', async () => {
+    const record = conversion('acc_a');
+    await store.insertConversion(record);
+    await store.flush();
+    await store.updateConversion(record.id, { status: 'processing', progress: 10 });
+    await store.flush();
+    await store.close();
+    // The copy with `processing` is the newer one: cut it in the middle, as a crash mid-write would.
+    const base = join(dir, 'conversions', (await readdir(join(dir, 'conversions')))[0]!.slice(0, 3));
+    const copies = await Promise.all(DurableJsonFile.paths(base).map(async (path) => ({ path, copy: decodeCopy<unknown>(await readFile(path)) })));
+    const newer = copies.reduce((a, b) => ((b.copy.valid ? b.copy.seq : -1) > (a.copy.valid ? a.copy.seq : -1) ? b : a));
+    const older = copies.find((c) => c !== newer)!;
+    const before = await readFile(older.path);
+    await truncate(newer.path, (await readFile(newer.path)).length - 20);
+
+    store = await LowdbStore.open({ dir, shards: 4 });
+    assert.equal((await store.getConversion(record.id))?.status, 'queued', 'the state before the torn write');
+    await store.updateConversion(record.id, { status: 'processing', progress: 20 });
+    await store.flush();
+    assert.deepEqual(await readFile(older.path), before, 'the whole copy was not the one overwritten');
+    assert.equal(decodeCopy(await readFile(newer.path)).valid, true);
+    assert.equal((await conversionsOnDisk(dir)).get(record.id)?.progress, 20);
+  });
+
+  it('refuses to open when no copy of a file is whole (that is damage, not a crash)', async () => {
+    await store.insertConversion(conversion('acc_a'));
+    await store.flush();
+    await store.insertConversion(conversion('acc_a'));
+    await store.flush();
+    await store.close();
+    for (const path of DurableJsonFile.paths(join(dir, 'main'))) await writeFile(path, '{"seq":1,"crc32":1,"data":{}}');
+    await assert.rejects(LowdbStore.open({ dir, shards: 4 }), /no usable copy/);
+    store = await LowdbStore.open({ dir: await mkdtemp(join(tmpdir(), 'convd-store-')), shards: 4 });
+  });
+
+  it('reads the older layout (main.json, one NNN.json per shard) and moves it to the two-copy files', async () => {
+    await store.close();
+    const old = await mkdtemp(join(tmpdir(), 'convd-store-old-'));
+    const records = Array.from({ length: 30 }, () => conversion('acc_a'));
+    await mkdir(join(old, 'conversions'));
+    await writeFile(join(old, 'main.json'), JSON.stringify({
+      version: 1, accounts: [account('acc_a', new Date().toISOString())], keys: [], deliveries: [],
+      settings: { maintenance: { enabled: true, retry_after: 42 } },
+    }));
+    await writeFile(join(old, 'conversions', '000.json'), JSON.stringify({ conversions: records.slice(0, 20) }));
+    await writeFile(join(old, 'conversions', '3ff.json'), JSON.stringify({ conversions: records.slice(20) }));
+    try {
+      store = await LowdbStore.open({ dir: old });
+      assert.equal((await store.getSettings()).maintenance.retry_after, 42);
+      assert.equal((await store.getAccount('acc_a'))?.id, 'acc_a');
+      for (const record of records) assert.equal((await store.getConversion(record.id))?.id, record.id);
+      for (const name of await readdir(join(old, 'conversions'))) assert.match(name, /^[0-9a-f]{3}\.[ab]\.json$/, 'no file of the old layout left');
+      assert.equal((await conversionsOnDisk(old)).size, 30);
+      // main.json goes with the first write of the main file.
+      await store.putSettings({ maintenance: { enabled: false, retry_after: 42 } });
+      await store.flush();
+      assert.equal((await readdir(old)).includes('main.json'), false);
+      await store.close();
+      store = await LowdbStore.open({ dir: old });
+      assert.equal((await store.getSettings()).maintenance.enabled, false);
+      assert.equal((await store.getAccount('acc_a'))?.id, 'acc_a');
+    } finally {
+      await store.close();
+      await rm(old, { recursive: true, force: true });
+      store = await LowdbStore.open({ dir });
+    }
+  });
+
+  it('createShardFiles makes every copy at the first start, empty, and reads them as never written', async () => {
+    await store.close();
+    store = await LowdbStore.open({ dir, shards: 4, createShardFiles: true });
+    const names = (await readdir(join(dir, 'conversions'))).sort();
+    assert.deepEqual(names, ['000', '001', '002', '003'].flatMap((base) => [`${base}.a.json`, `${base}.b.json`]));
+    const record = conversion('acc_a');
+    await store.insertConversion(record);
+    await store.flush();
+    await store.close();
+    store = await LowdbStore.open({ dir, shards: 4, createShardFiles: true });
+    assert.equal((await store.getConversion(record.id))?.id, record.id);
+    assert.equal((await conversionsOnDisk(dir)).size, 1);
   });
 });

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { spawnTracked, stopChild } from './processes.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = join(ROOT, 'dist', 'daemon', 'main.js');
+/** BENCH_DAEMON_MAIN runs another build's daemon (an A/B comparison against a worktree of an older commit). */
+const MAIN = process.env.BENCH_DAEMON_MAIN ?? join(ROOT, 'dist', 'daemon', 'main.js');
 
 export interface BenchDaemon {
   url: string;

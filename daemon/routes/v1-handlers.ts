@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { HTTPResponse, type H3Event } from 'h3';
+import { FastResponse } from 'srvx';
 import { ApiError } from '../../src/errors/api-error.ts';
 import type { Language } from '../../src/errors/messages.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
@@ -125,7 +126,9 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
       };
       if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${download.size}`;
       const stream = download.open(range ?? undefined) as Readable;
-      return new Response(Readable.toWeb(stream) as ReadableStream, { status: range ? 206 : 200, headers });
+      // srvx pipes a Node stream body straight into the socket; a web stream (Readable.toWeb)
+      // would copy every chunk through the web streams machinery and back.
+      return new FastResponse(stream as unknown as ConstructorParameters<typeof FastResponse>[0], { status: range ? 206 : 200, headers });
     },
 
     async listFormats() {

@@ -1,5 +1,5 @@
 import type { ConversionPair, FormatInfo } from '../formats/types.ts';
-import type { Engine, EngineJob, EngineStatus } from './types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
 
 /**
  * Engines whose modules (sharp, pdf-lib with its fonts, ffmpeg probing, the data libraries)
@@ -62,7 +62,7 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
     },
     pairs: () => (known ? known.pairs : loaded?.pairs() ?? []),
     formats: () => (known ? known.formats : loaded?.formats() ?? []),
-    convert(job: EngineJob): Promise<void> {
+    convert(job: EngineJob): Promise<EngineOutput | void> {
       // Known from a cache: the engine is loaded and probed now (probing sets up its state, e.g.
       // which ffmpeg it runs), once, by the first conversion that needs it.
       if (!ready) {

@@ -16,11 +16,12 @@ export interface EngineJob {
   signal: AbortSignal;
   /** Progress 0..100; callers rate-limit persistence, so engines may call it often. */
   onProgress: (percent: number) => void;
-  /**
-   * A private directory path for scratch files. It does not exist yet: an engine that needs it
-   * creates it (mkdir -p); the caller removes it afterwards.
-   */
-  workDir: string;
+}
+
+/** What an engine may tell about its output; the caller finds out itself what is left out. */
+export interface EngineOutput {
+  /** Bytes written to `outputPath` (saves the caller a stat). */
+  size?: number;
 }
 
 export interface EngineStatus {
@@ -44,5 +45,5 @@ export interface Engine {
   pairs(): ConversionPair[];
   /** Formats this engine introduces (extensions and MIME types). */
   formats(): FormatInfo[];
-  convert(job: EngineJob): Promise<void>;
+  convert(job: EngineJob): Promise<EngineOutput | void>;
 }

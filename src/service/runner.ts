@@ -1,10 +1,10 @@
 import { rename, stat } from 'node:fs/promises';
 import { ConversionFailure } from '../errors/api-error.ts';
+import type { EngineOutput } from '../engines/types.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
 import { JobCancelled } from '../queue/worker-pool.ts';
-import type { Scratch } from '../store/blob-store.ts';
 import { conversionCost, balanceOf } from './credits.ts';
 import type { ConversionService } from './conversion-service.ts';
 
@@ -46,7 +46,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       }, { deferred: true }))!;
     });
     if (!started) return;
-    let scratch: Scratch | null = null;
+    // The output of this run while it is not the conversion's result (yet): removed on any failure.
+    let pendingOutput: string | null = null;
     try {
       let record = started;
       if (record.input.kind === 'url') record = await fetchInput(record, signal);
@@ -56,8 +57,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const engine = pair ? registry.engine(pair.engine) : undefined;
       if (!pair || !engine) throw new ConversionFailure('internal_error', `No engine for ${record.source} -> ${record.target} is available.`);
       const extension = registry.format(record.target)?.extensions[0] ?? record.target;
-      scratch = blobs.scratchFor(id, extension);
-      const { outputPath, workDir } = scratch;
+      const outputPath = blobs.outputPathFor(id, extension);
+      pendingOutput = outputPath;
       const timeoutMs = config.engineTimeoutMs[engine.name] ?? config.defaultEngineTimeoutMs;
       const timeout = AbortSignal.timeout(timeoutMs);
       const engineSignal = AbortSignal.any([signal, timeout]);
@@ -72,10 +73,11 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         lastWrite = now;
         void store.updateConversion(id, { progress: value }, { deferred: true });
       };
+      let produced: EngineOutput | void;
       try {
-        await engine.convert({
+        produced = await engine.convert({
           inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
-          variant: record.variant, options: record.options, signal: engineSignal, onProgress, workDir,
+          variant: record.variant, options: record.options, signal: engineSignal, onProgress,
         });
       } catch (error) {
         if (timeout.aborted && !signal.aborted) {
@@ -84,8 +86,9 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         throw error;
       }
       signal.throwIfAborted();
-      const size = (await stat(outputPath)).size;
+      const size = produced?.size ?? (await stat(outputPath)).size;
       await rename(outputPath, blobs.resultPath(id));
+      pendingOutput = null;
       const ended = await transition(id, async (current) => {
         if (current.status !== 'processing') return null;
         const now = service.now();
@@ -116,7 +119,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         await fail(id, 'internal_error', 'The conversion failed because of an internal error.');
       }
     } finally {
-      if (scratch) await blobs.removeScratch(scratch);
+      if (pendingOutput) await blobs.discardOutput(pendingOutput);
       // No `await store.flush()` here: the store writes these changes at once by itself (group
       // commit), and waiting for the fsync held this worker's slot idle for every conversion
       // (a quarter of the wall time of `npm run bench` (b) on a busy disk).

@@ -27,6 +27,8 @@ export interface SystemOptions {
   log?: RunnerLog;
   /** Told of every conversion state change and webhook attempt (the daemon's logs and metrics). */
   observer?: StoreObserver;
+  /** A long-lived store (the daemon): its files are all made at the first start (see LowdbStoreOptions). */
+  longLived?: boolean;
 }
 
 /** The whole core wired together: store, blobs, registry, services, queue and worker pool. */
@@ -49,7 +51,7 @@ export interface ConversionSystem {
 export async function openSystem(options: SystemOptions): Promise<ConversionSystem> {
   const { config } = options;
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  const lowdb = await LowdbStore.open({ dir: join(options.dataDir, 'store') });
+  const lowdb = await LowdbStore.open({ dir: join(options.dataDir, 'store'), createShardFiles: options.longLived ?? false });
   const store: Store = options.observer ? observeStore(lowdb, options.observer) : lowdb;
   const blobs = await LocalBlobStore.open(join(options.dataDir, 'blobs'));
   const registry = await FormatRegistry.create(

@@ -5,11 +5,6 @@ import { join } from 'node:path';
 
 export type BlobKind = 'inputs' | 'results';
 
-export interface Scratch {
-  outputPath: string;
-  workDir: string;
-}
-
 /**
  * Where input and result files live. Local disk today; the seam for an S3-compatible store later
  * (engines would then work on a local copy). File names are always conversion ids chosen by the
@@ -22,17 +17,14 @@ export interface BlobStore {
   adoptInput(id: string, spooledPath: string): Promise<void>;
   inputPath(id: string): string;
   resultPath(id: string): string;
-  /**
-   * Where one engine run writes its output, and a scratch directory it may create if it needs one
-   * (most engines do not: nothing is created here, which saves a mkdir and an rmdir per job).
-   */
-  scratchFor(id: string, extension: string): Scratch;
+  /** Where one engine run writes its output, before it is moved into place as the result. */
+  outputPathFor(id: string, extension: string): string;
   exists(kind: BlobKind, id: string): Promise<boolean>;
   size(kind: BlobKind, id: string): Promise<number | null>;
   openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): ReadStream;
   delete(kind: BlobKind, id: string): Promise<void>;
-  /** Removes whatever of a run's scratch is left (the output is usually renamed away already). */
-  removeScratch(scratch: Scratch): Promise<void>;
+  /** Removes what a run that did not succeed left of its output, if anything. */
+  discardOutput(path: string): Promise<void>;
   discardSpool(path: string): Promise<void>;
   /** Ids that have files of the kind (for the orphan sweep). */
   list(kind: BlobKind): Promise<string[]>;
@@ -71,10 +63,9 @@ export class LocalBlobStore implements BlobStore {
     return this.path('results', id);
   }
 
-  scratchFor(id: string, extension: string): Scratch {
-    if (!SAFE_ID.test(id) || !/^[a-z0-9]+$/i.test(extension)) throw new Error(`unsafe scratch name ${id}.${extension}`);
-    const base = join(this.root, 'work', `${id}-${randomUUID().slice(0, 8)}`);
-    return { outputPath: `${base}.${extension}`, workDir: `${base}.d` };
+  outputPathFor(id: string, extension: string): string {
+    if (!SAFE_ID.test(id) || !/^[a-z0-9]+$/i.test(extension)) throw new Error(`unsafe output name ${id}.${extension}`);
+    return join(this.root, 'work', `${id}-${randomUUID().slice(0, 8)}.${extension}`);
   }
 
   async exists(kind: BlobKind, id: string): Promise<boolean> {
@@ -97,9 +88,8 @@ export class LocalBlobStore implements BlobStore {
     await unlinkIfThere(this.path(kind, id));
   }
 
-  async removeScratch(scratch: Scratch): Promise<void> {
-    await unlinkIfThere(scratch.outputPath);
-    await rm(scratch.workDir, { recursive: true, force: true });
+  async discardOutput(path: string): Promise<void> {
+    await unlinkIfThere(path);
   }
 
   async discardSpool(path: string): Promise<void> {

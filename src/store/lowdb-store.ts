@@ -1,5 +1,5 @@
-import { mkdir, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { Low } from 'lowdb';
 import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
@@ -33,6 +33,12 @@ export interface LowdbStoreOptions {
    * the whole history (lowdb rewrites a file whole on every write).
    */
   shards?: number;
+  /**
+   * Create every shard's files at the first start (empty), instead of with their first write:
+   * a long-lived daemon then never creates a file to store a change. Off for short-lived stores
+   * (the CLI's in-process runs), where making 2048 files would cost more than it saves.
+   */
+  createShardFiles?: boolean;
 }
 
 const DEFAULT_SETTINGS: Settings = { maintenance: { enabled: false, retry_after: 300 } };
@@ -43,18 +49,17 @@ const DEFERRED_FLUSH_MS = 1000;
 /**
  * The Store on lowdb. All data is held in memory with indexes by id, account, status and
  * idempotency key; writes mark a file dirty and are coalesced into one flush that rewrites only
- * the changed files (temp file, fsync, rename). Reads never touch the disk.
+ * the changed files (in place, in turn between two copies: see DurableJsonFile). Reads never touch the disk.
  */
 export class LowdbStore implements Store {
   private readonly flushDelayMs: number;
   private readonly shardCount: number;
+  private readonly createShardFiles: boolean;
   private main!: Low<MainData>;
   private shards: Low<ShardData>[] = [];
   private readonly dirty = new Set<number>();
   private readonly deferred = new Set<number>();
   private deferredTimer: NodeJS.Timeout | null = null;
-  /** Directory handles kept open: a flush fsyncs them without an open/close each time. */
-  private readonly directoryHandles = new Map<string, Promise<FileHandle>>();
   private cancelScheduledFlush: (() => void) | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private waiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
@@ -73,6 +78,7 @@ export class LowdbStore implements Store {
   private constructor(private readonly dir: string, options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
     this.shardCount = options.shards ?? 1024;
+    this.createShardFiles = options.createShardFiles ?? false;
   }
 
   static async open(options: LowdbStoreOptions): Promise<LowdbStore> {
@@ -84,7 +90,7 @@ export class LowdbStore implements Store {
   private async load(): Promise<void> {
     const conversionsDir = join(this.dir, 'conversions');
     await mkdir(conversionsDir, { recursive: true, mode: 0o700 });
-    this.main = new Low<MainData>(new DurableJsonFile(join(this.dir, 'main.json')), {
+    this.main = new Low<MainData>(new DurableJsonFile(join(this.dir, 'main'), join(this.dir, 'main.json')), {
       version: 1, accounts: [], keys: [], settings: structuredClone(DEFAULT_SETTINGS), deliveries: [],
     });
     await this.main.read();
@@ -96,31 +102,73 @@ export class LowdbStore implements Store {
     }
     for (const account of this.main.data.accounts) this.accountsById.set(account.id, account);
 
-    // Conversions are read from whatever shard files exist and placed by the current shard
-    // count and hash: a store written with other settings is redistributed (and rewritten) once.
-    const files = (await readdir(conversionsDir)).filter((name) => /^[0-9a-f]+\.json$/.test(name));
-    const found = await Promise.all(
-      files.map(async (name) => ({ name, data: (await new DurableJsonFile<ShardData>(join(conversionsDir, name)).read()) ?? { conversions: [] } })),
-    );
-    this.shards = Array.from({ length: this.shardCount }, (_, index) =>
-      new Low<ShardData>(new DurableJsonFile(join(conversionsDir, shardFileName(index))), { conversions: [] }),
-    );
-    const stray = new Set(files.filter((name) => !this.shards.some((_, index) => shardFileName(index) === name)));
-    for (const { name, data } of found) {
+    // Each shard's adapter reads its own copies: it must know which copy is the newer before it
+    // writes. Conversions are then placed by the current shard count and hash: files of another
+    // shard count, or of the older one-file-per-shard layout (`NNN.json`), are redistributed
+    // and removed, once.
+    const names = new Set(await readdir(conversionsDir));
+    if (this.createShardFiles) await this.createMissingShardFiles(conversionsDir, names);
+    const currentBases = new Set<string>();
+    const found: { base: string; data: ShardData }[] = [];
+    this.shards = await Promise.all(Array.from({ length: this.shardCount }, async (_, index) => {
+      const base = shardBase(index);
+      currentBases.add(base);
+      const adapter = new DurableJsonFile<ShardData>(join(conversionsDir, base));
+      const shard = new Low<ShardData>(adapter, { conversions: [] });
+      const onDisk = DurableJsonFile.paths(base).some((path) => names.has(basename(path)));
+      const data = onDisk ? await adapter.read() : null;
+      if (data) found.push({ base, data });
+      return shard;
+    }));
+    const strayFiles: string[] = [];
+    for (const name of names) {
+      const copy = /^([0-9a-f]+)\.[ab]\.json$/.exec(name);
+      if (copy && !currentBases.has(copy[1]!)) strayFiles.push(name);
+      if (/^[0-9a-f]+\.json$/.test(name)) strayFiles.push(name);
+    }
+    const strayBases = new Set<string>();
+    for (const name of strayFiles) {
+      const copy = /^([0-9a-f]+)\.[ab]\.json$/.exec(name);
+      if (copy) strayBases.add(copy[1]!);
+      else found.push({ base: name, data: JSON.parse(await readFile(join(conversionsDir, name), 'utf8')) as ShardData });
+    }
+    for (const base of strayBases) {
+      const data = await new DurableJsonFile<ShardData>(join(conversionsDir, base)).read();
+      if (data) found.push({ base, data });
+    }
+    for (const { base, data } of found) {
       for (const record of data.conversions) {
         const shard = this.shardOf(record.id);
         this.shards[shard]!.data.conversions.push(record);
-        if (shardFileName(shard) !== name) this.dirty.add(shard);
+        if (shardBase(shard) === base) continue;
+        // Moved: written at its new place, and its old file, if still a shard, rewritten without it.
+        this.dirty.add(shard);
+        if (currentBases.has(base)) this.dirty.add(parseInt(base, 16));
       }
     }
     const all = this.shards.flatMap((shard) => shard.data.conversions);
     all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     for (const record of all) this.index(record);
-    if (this.dirty.size > 0 || stray.size > 0) {
+    if (this.dirty.size > 0 || strayFiles.length > 0) {
+      // Written to their new places first, so that a crash in between loses nothing.
       await this.runFlush();
-      for (const name of stray) await unlink(join(conversionsDir, name)).catch(() => undefined);
+      for (const name of strayFiles) await unlink(join(conversionsDir, name)).catch(() => undefined);
       await fsyncDirectory(conversionsDir);
     }
+  }
+
+  private async createMissingShardFiles(conversionsDir: string, names: Set<string>): Promise<void> {
+    const missing: string[] = [];
+    for (let index = 0; index < this.shardCount; index++) {
+      const base = shardBase(index);
+      if (DurableJsonFile.paths(base).some((path) => !names.has(path))) missing.push(base);
+    }
+    if (missing.length === 0) return;
+    // A few at a time: thousands of opens at once would queue behind each other anyway.
+    for (let at = 0; at < missing.length; at += 64) {
+      await Promise.all(missing.slice(at, at + 64).map((base) => DurableJsonFile.create(join(conversionsDir, base))));
+    }
+    await fsyncDirectory(conversionsDir);
   }
 
   /** FNV-1a over the id: ids end in random characters, so this spreads them evenly, cheaply. */
@@ -216,27 +264,12 @@ export class LowdbStore implements Store {
       const written = await Promise.allSettled(batch.map((shard) => (shard === MAIN ? this.main.write() : this.shards[shard]!.write())));
       const failure = written.find((outcome) => outcome.status === 'rejected');
       if (failure) throw failure.reason;
-      // The renames are durable once their directory is synced: only the directories touched.
-      const directories: Promise<void>[] = [];
-      if (batch.includes(MAIN)) directories.push(this.syncDirectory(this.dir));
-      if (batch.some((s) => s !== MAIN)) directories.push(this.syncDirectory(join(this.dir, 'conversions')));
-      await Promise.all(directories);
       for (const waiter of waiters) waiter.resolve();
     } catch (error) {
       // Not on disk: keep the files dirty so that the next flush tries them again.
       for (const shard of batch) this.dirty.add(shard);
       for (const waiter of waiters) waiter.reject(error);
     }
-  }
-
-  private async syncDirectory(path: string): Promise<void> {
-    let handle = this.directoryHandles.get(path);
-    if (!handle) {
-      handle = open(path, 'r');
-      this.directoryHandles.set(path, handle);
-      handle.catch(() => this.directoryHandles.delete(path));
-    }
-    await (await handle).sync();
   }
 
   async flush(): Promise<void> {
@@ -253,8 +286,7 @@ export class LowdbStore implements Store {
     for (const shard of this.deferred) this.dirty.add(shard);
     this.deferred.clear();
     await this.runFlush();
-    for (const handle of this.directoryHandles.values()) await (await handle).close().catch(() => undefined);
-    this.directoryHandles.clear();
+    for (const low of [this.main, ...this.shards]) await (low.adapter as DurableJsonFile<unknown>).close();
   }
 
   async getConversion(id: string): Promise<ConversionRecord | undefined> {
@@ -446,8 +478,9 @@ export class LowdbStore implements Store {
   }
 }
 
-function shardFileName(index: number): string {
-  return `${index.toString(16).padStart(3, '0')}.json`;
+/** A shard's files are `<base>.a.json` and `<base>.b.json` (see DurableJsonFile). */
+function shardBase(index: number): string {
+  return index.toString(16).padStart(3, '0');
 }
 
 function idempotencyIndexKey(accountId: string, key: string): string {

@@ -1,7 +1,7 @@
 import sharp, { type Sharp } from 'sharp';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
-import type { Engine, EngineJob, EngineStatus } from '../types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { ANIMATED_TARGETS, IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
 import { imageOptions } from './options.ts';
 
@@ -40,7 +40,7 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
   };
 }
 
-async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<void> {
+async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<EngineOutput> {
   const target = job.target as ImageTarget;
   const animated = ANIMATED_TARGETS.has(target) && (job.source === 'gif' || job.source === 'webp');
   job.onProgress(0);
@@ -56,8 +56,9 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
   pipeline = resize(pipeline, job);
   pipeline = job.options.strip === false ? pipeline.keepMetadata() : pipeline;
   pipeline = encode(pipeline, target, job.options.quality);
+  let size: number;
   try {
-    await pipeline.toFile(job.outputPath);
+    size = (await pipeline.toFile(job.outputPath)).size;
   } catch (error) {
     if (job.signal.aborted) throw job.signal.reason;
     const message = describe(error);
@@ -66,6 +67,7 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
   }
   job.signal.throwIfAborted();
   job.onProgress(100);
+  return { size };
 }
 
 function resize(pipeline: Sharp, job: EngineJob): Sharp {
