@@ -61,7 +61,7 @@ function sortFields(entries: Iterable<[string, unknown]>): Pick<CreateRequestInp
 /** Reads a conversion request in any of the three content types of spec 2.3. */
 export async function readCreateRequest(
   req: IncomingMessage,
-  limits: MultipartLimits,
+  limits: Omit<MultipartLimits, 'hashFiles'>,
   idempotencyKey: string | undefined,
 ): Promise<CreateRequestInput> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -71,7 +71,7 @@ export async function readCreateRequest(
     if (declared > limits.maxFileBytes + 1024 * 1024) {
       throw new ApiError('file_too_large', { details: { max_upload_mb: limits.maxFileMb }, params: { max_upload_mb: limits.maxFileMb } });
     }
-    const body = await parseMultipart(req, limits);
+    const body = await parseMultipart(req, { ...limits, hashFiles: idempotencyKey !== undefined });
     return { ...sortFields(Object.entries(body.fields)), files: body.files, idempotencyKey };
   }
   if (type === 'application/x-www-form-urlencoded') {

@@ -12,6 +12,11 @@ export interface MultipartLimits {
   maxFileMb: number;
   spoolPath: () => string;
   discard: (path: string) => Promise<void>;
+  /**
+   * Hash each file (SHA-256) for the idempotency fingerprint. Only a request with an
+   * Idempotency-Key is ever compared with another, so only such a request pays for it.
+   */
+  hashFiles: boolean;
 }
 
 export interface MultipartBody {
@@ -25,7 +30,7 @@ const MAX_FILES = 2;
 
 /**
  * Streams a multipart body straight to spool files (never the whole body in memory), hashing each
- * file on the way for the idempotency fingerprint. Crossing the size limit stops at once with 413
+ * file on the way for the idempotency fingerprint when asked to. Crossing the size limit stops at once with 413
  * and removes what was written.
  */
 export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): Promise<MultipartBody> {
@@ -81,22 +86,23 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       const path = limits.spoolPath();
       spooled.push(path);
       streams.push(stream);
-      const hash = createHash('sha256');
-      let size = 0;
-      const counter = new Transform({
-        transform(chunk: Buffer, _encoding, callback) {
-          size += chunk.length;
-          hash.update(chunk);
-          callback(null, chunk);
-        },
-      });
+      const hash = limits.hashFiles ? createHash('sha256') : null;
+      const hasher = hash
+        ? [new Transform({
+          transform(chunk: Buffer, _encoding, callback) {
+            hash.update(chunk);
+            callback(null, chunk);
+          },
+        })]
+        : [];
       stream.on('limit', () => {
         fail(new ApiError('file_too_large', { details: { max_upload_mb: limits.maxFileMb }, params: { max_upload_mb: limits.maxFileMb } }));
         stream.destroy();
       });
-      const written = pipeline(stream, counter, createWriteStream(path, { mode: 0o600 }))
+      const spool = createWriteStream(path, { mode: 0o600 });
+      const written = pipeline([stream, ...hasher, spool])
         .then(() => {
-          if (!failure) files.push({ path, size, sha256: hash.digest('hex'), filename: info.filename ?? null });
+          if (!failure) files.push({ path, size: spool.bytesWritten, sha256: hash?.digest('hex') ?? '', filename: info.filename ?? null });
         })
         .catch(() => {
           if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));

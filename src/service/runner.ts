@@ -6,6 +6,7 @@ import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
 import { JobCancelled } from '../queue/worker-pool.ts';
 import { conversionCost, balanceOf } from './credits.ts';
+import { withTimeLimit } from './time-limit.ts';
 import type { ConversionService } from './conversion-service.ts';
 
 /** Progress is kept in memory on every change but written at most this often per conversion. */
@@ -60,8 +61,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const outputPath = blobs.outputPathFor(id, extension);
       pendingOutput = outputPath;
       const timeoutMs = config.engineTimeoutMs[engine.name] ?? config.defaultEngineTimeoutMs;
-      const timeout = AbortSignal.timeout(timeoutMs);
-      const engineSignal = AbortSignal.any([signal, timeout]);
+      const limited = withTimeLimit(signal, timeoutMs);
 
       let lastWrite = 0;
       let lastValue = -1;
@@ -77,13 +77,15 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       try {
         produced = await engine.convert({
           inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
-          variant: record.variant, options: record.options, signal: engineSignal, onProgress,
+          variant: record.variant, options: record.options, signal: limited.signal, onProgress,
         });
       } catch (error) {
-        if (timeout.aborted && !signal.aborted) {
+        if (limited.timedOut()) {
           throw new ConversionFailure('timeout', `The conversion took longer than the limit of ${Math.round(timeoutMs / 1000)} s.`);
         }
         throw error;
+      } finally {
+        limited.dispose();
       }
       signal.throwIfAborted();
       const size = produced?.size ?? (await stat(outputPath)).size;

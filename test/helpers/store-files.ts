@@ -3,7 +3,7 @@
  * number and checksum, src/store/durable-json-file.ts): for tests that move a date into the past
  * or change a balance between two runs of the daemon.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DurableJsonFile } from '../../src/store/durable-json-file.ts';
 
@@ -17,9 +17,13 @@ export async function editStoreFile<T>(base: string, change: (data: T) => void):
   await file.close();
 }
 
-/** The bases of the conversion shards that hold data (`<dataDir>/store/conversions/NNN`). */
+/** The bases of the conversion shards that hold data (`<dataDir>/store/conversions/NNN`); the daemon makes all files empty at its first start. */
 export async function shardBases(dataDir: string): Promise<string[]> {
   const dir = join(dataDir, 'store', 'conversions');
-  const bases = new Set((await readdir(dir)).map((name) => /^([0-9a-f]+)\.[ab]\.json$/.exec(name)?.[1]).filter((base) => base !== undefined));
+  const bases = new Set<string>();
+  for (const entry of await readdir(dir)) {
+    const base = /^([0-9a-f]+)\.[ab]\.json$/.exec(entry)?.[1];
+    if (base !== undefined && (await stat(join(dir, entry))).size > 0) bases.add(base);
+  }
   return [...bases].map((base) => join(dir, base));
 }
