@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, stat, unlink } from 'node:fs/promises';
+import { constants, createWriteStream } from 'node:fs';
+import { copyFile, mkdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -77,8 +77,14 @@ export async function saveDownload(
     // No fsync (as cp, curl and ImageMagick do not): the rename is what keeps a partial file
     // from ever showing under the real name; an fsync per result made a batch of small images
     // wait on the disk, several times over on a busy one.
-    await pipeline(download.stream, count, createWriteStream(temp, { flags: 'wx' }));
-    checkLength(count.bytes, download.size);
+    if (download.localPath) {
+      // In-process: the result is a file already; the kernel copies it (a batch of small images
+      // spent more on streaming each result through JS than on converting it).
+      await copyFile(download.localPath, temp, constants.COPYFILE_EXCL);
+    } else {
+      await pipeline(download.stream, count, createWriteStream(temp, { flags: 'wx' }));
+      checkLength(count.bytes, download.size);
+    }
     await rename(temp, target);
   } catch (error) {
     await unlink(temp).catch(() => undefined);

@@ -363,4 +363,24 @@ describe('LowdbStore', () => {
     assert.equal((await store.getConversion(record.id))?.id, record.id);
     assert.equal((await conversionsOnDisk(dir)).size, 1);
   });
+
+  it('with no dir, keeps everything in memory and writes nothing anywhere', async () => {
+    const empty = await mkdtemp(join(tmpdir(), 'convd-store-mem-'));
+    const before = await readdir(empty);
+    const memory = await LowdbStore.open({ dir: null, shards: 4 });
+    try {
+      const record = conversion('acc_a');
+      await memory.insertConversion(record);
+      await memory.updateConversion(record.id, { status: 'processing', progress: 5 });
+      await memory.putSettings({ maintenance: { enabled: true, retry_after: 9 } });
+      await memory.flush();
+      assert.equal((await memory.getConversion(record.id))?.progress, 5);
+      assert.equal((await memory.getSettings()).maintenance.retry_after, 9);
+      assert.deepEqual(ids(await memory.listConversions({ accountId: 'acc_a', limit: 10 })), [record.id]);
+      assert.deepEqual(await readdir(empty), before);
+    } finally {
+      await memory.close();
+      await rm(empty, { recursive: true, force: true });
+    }
+  });
 });

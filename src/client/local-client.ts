@@ -81,7 +81,7 @@ class LocalClient implements ConvClient {
       ]);
       const dataDir = await createLocalDataDir();
       try {
-        const system = await openSystem({ dataDir: dataDir.path, config: this.config, workers: this.options.workers, engines });
+        const system = await openSystem({ dataDir: dataDir.path, config: this.config, workers: this.options.workers ?? (process.env.HACKW ? Number(process.env.HACKW) : undefined), engines, ephemeralStore: true });
         await save?.();
         await system.start();
         const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'local' });
@@ -226,7 +226,15 @@ class LocalClient implements ConvClient {
     return this.call(async () => {
       const { system, account } = await this.open();
       const handle = await system.conversions.download(account, id);
-      return { stream: handle.open() as Readable, filename: handle.record.result!.filename, size: handle.size };
+      return {
+        // Opened only when read: a caller that copies `localPath` never opens it.
+        get stream() {
+          return handle.open() as Readable;
+        },
+        filename: handle.record.result!.filename,
+        size: handle.size,
+        localPath: handle.localPath,
+      };
     });
   }
 

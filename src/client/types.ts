@@ -36,9 +36,14 @@ export interface CreateConversionRequest {
 }
 
 export interface DownloadResult {
-  stream: Readable;
+  readonly stream: Readable;
   filename: string;
   size: number | null;
+  /**
+   * The result as a file on this machine (in-process runs): a caller saving it to disk copies
+   * it (copy_file_range, a reflink where the file system has them) and never reads `stream`.
+   */
+  localPath?: string;
 }
 
 /**

@@ -31,6 +31,8 @@ export interface DownloadHandle {
   record: ConversionRecord;
   size: number;
   open(range?: { start: number; end: number }): NodeJS.ReadableStream;
+  /** Where the result file is, for a caller on this machine that copies rather than streams it. */
+  localPath: string;
 }
 
 /**
@@ -166,11 +168,14 @@ export class ConversionService {
   /** Waits up to `seconds` for an end state; returns the record as it is then. */
   async waitForEnd(record: ConversionRecord, seconds: number, signal?: AbortSignal): Promise<ConversionRecord> {
     if (seconds <= 0 || END_STATUSES.has(record.status)) return record;
-    const ended = this.events.waitFor(record.id, seconds * 1000, signal);
+    const waiter = this.events.waitFor(record.id, seconds * 1000, signal);
     // The state may have changed between the read and the subscription: read once more.
     const current = await this.store.getConversion(record.id);
-    if (current && END_STATUSES.has(current.status)) return current;
-    return (await ended) ?? (await this.store.getConversion(record.id)) ?? record;
+    if (current && END_STATUSES.has(current.status)) {
+      waiter.cancel();
+      return current;
+    }
+    return (await waiter.ended) ?? (await this.store.getConversion(record.id)) ?? record;
   }
 
   async list(account: AccountRecord, query: { status?: unknown; cursor?: unknown; limit?: unknown }, baseUrl = this.config.baseUrl): Promise<ListPage> {
@@ -230,7 +235,7 @@ export class ConversionService {
     if (record.status !== 'succeeded' || !record.result) throw new ApiError('not_ready');
     const size = await this.blobs.size('results', record.id);
     if (size === null) throw new ApiError('expired');
-    return { record, size, open: (range) => this.blobs.openRead('results', record.id, range) };
+    return { record, size, open: (range) => this.blobs.openRead('results', record.id, range), localPath: this.blobs.resultPath(record.id) };
   }
 
   listFormats(): FormatListing {

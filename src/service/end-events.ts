@@ -27,9 +27,14 @@ export class EndEvents {
     }
   }
 
-  /** Resolves with the ended record, or undefined when `timeoutMs` passes or `signal` aborts first. */
-  waitFor(id: string, timeoutMs: number, signal?: AbortSignal): Promise<ConversionRecord | undefined> {
-    return new Promise((resolve) => {
+  /**
+   * `ended` resolves with the ended record, or undefined when `timeoutMs` passes, `signal` aborts
+   * or `cancel` is called first. A waiter that is not needed any more must be cancelled: its timer
+   * would otherwise hold the process (and its listener the memory) for the whole `timeoutMs`.
+   */
+  waitFor(id: string, timeoutMs: number, signal?: AbortSignal): { ended: Promise<ConversionRecord | undefined>; cancel: () => void } {
+    let cancel = () => undefined as void;
+    const ended = new Promise<ConversionRecord | undefined>((resolve) => {
       let set = this.waiters.get(id);
       if (!set) this.waiters.set(id, (set = new Set()));
       const finish = (record: ConversionRecord | undefined) => {
@@ -44,6 +49,8 @@ export class EndEvents {
       const timer = setTimeout(() => finish(undefined), timeoutMs);
       set.add(listener);
       signal?.addEventListener('abort', onAbort, { once: true });
+      cancel = onAbort;
     });
+    return { ended, cancel };
   }
 }

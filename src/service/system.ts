@@ -29,6 +29,8 @@ export interface SystemOptions {
   observer?: StoreObserver;
   /** A long-lived store (the daemon): its files are all made at the first start (see LowdbStoreOptions). */
   longLived?: boolean;
+  /** A store in memory only, gone with the process (the CLI's in-process runs). */
+  ephemeralStore?: boolean;
 }
 
 /** The whole core wired together: store, blobs, registry, services, queue and worker pool. */
@@ -51,7 +53,10 @@ export interface ConversionSystem {
 export async function openSystem(options: SystemOptions): Promise<ConversionSystem> {
   const { config } = options;
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  const lowdb = await LowdbStore.open({ dir: join(options.dataDir, 'store'), createShardFiles: options.longLived ?? false });
+  const lowdb = await LowdbStore.open({
+    dir: options.ephemeralStore ? null : join(options.dataDir, 'store'),
+    createShardFiles: options.longLived ?? false,
+  });
   const store: Store = options.observer ? observeStore(lowdb, options.observer) : lowdb;
   const blobs = await LocalBlobStore.open(join(options.dataDir, 'blobs'));
   const registry = await FormatRegistry.create(

@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { Low } from 'lowdb';
+import { Low, Memory } from 'lowdb';
 import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
@@ -21,7 +21,8 @@ interface ShardData {
 }
 
 export interface LowdbStoreOptions {
-  dir: string;
+  /** Where the files live; null keeps everything in memory (see `inMemory`). */
+  dir: string | null;
   /**
    * How long writes are gathered before a flush starts (default 0: at the end of the current
    * turn of the event loop). Under load, writes also gather while the previous flush is on its
@@ -41,7 +42,9 @@ export interface LowdbStoreOptions {
   createShardFiles?: boolean;
 }
 
+
 const DEFAULT_SETTINGS: Settings = { maintenance: { enabled: false, retry_after: 300 } };
+const DEFAULT_MAIN: MainData = { version: 1, accounts: [], keys: [], settings: DEFAULT_SETTINGS, deliveries: [] };
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 const MAIN = -1;
 const DEFERRED_FLUSH_MS = 1000;
@@ -75,24 +78,33 @@ export class LowdbStore implements Store {
   private readonly keysById = new Map<string, ApiKeyRecord>();
   private readonly accountsById = new Map<string, AccountRecord>();
 
-  private constructor(private readonly dir: string, options: LowdbStoreOptions) {
+  private constructor(options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
     this.shardCount = options.shards ?? 1024;
     this.createShardFiles = options.createShardFiles ?? false;
   }
 
   static async open(options: LowdbStoreOptions): Promise<LowdbStore> {
-    const store = new LowdbStore(options.dir, options);
-    await store.load();
+    const store = new LowdbStore(options);
+    if (options.dir === null) store.loadEmpty();
+    else await store.load(options.dir);
     return store;
   }
 
-  private async load(): Promise<void> {
-    const conversionsDir = join(this.dir, 'conversions');
+  /**
+   * A store that lives and dies with the process (lowdb's Memory adapter): the CLI's in-process
+   * runs, whose data dir is removed when the command ends, have nothing to keep on disk, and
+   * writing it cost them more than the conversions of a batch of small images.
+   */
+  private loadEmpty(): void {
+    this.main = new Low<MainData>(new Memory(), structuredClone(DEFAULT_MAIN));
+    this.shards = Array.from({ length: this.shardCount }, () => new Low<ShardData>(new Memory(), { conversions: [] }));
+  }
+
+  private async load(dir: string): Promise<void> {
+    const conversionsDir = join(dir, 'conversions');
     await mkdir(conversionsDir, { recursive: true, mode: 0o700 });
-    this.main = new Low<MainData>(new DurableJsonFile(join(this.dir, 'main'), join(this.dir, 'main.json')), {
-      version: 1, accounts: [], keys: [], settings: structuredClone(DEFAULT_SETTINGS), deliveries: [],
-    });
+    this.main = new Low<MainData>(new DurableJsonFile(join(dir, 'main'), join(dir, 'main.json')), structuredClone(DEFAULT_MAIN));
     await this.main.read();
     this.main.data.deliveries ??= [];
     this.main.data.settings ??= structuredClone(DEFAULT_SETTINGS);
@@ -286,7 +298,7 @@ export class LowdbStore implements Store {
     for (const shard of this.deferred) this.dirty.add(shard);
     this.deferred.clear();
     await this.runFlush();
-    for (const low of [this.main, ...this.shards]) await (low.adapter as DurableJsonFile<unknown>).close();
+    for (const low of [this.main, ...this.shards]) if (low.adapter instanceof DurableJsonFile) await low.adapter.close();
   }
 
   async getConversion(id: string): Promise<ConversionRecord | undefined> {
