@@ -383,4 +383,57 @@ describe('LowdbStore', () => {
       await rm(empty, { recursive: true, force: true });
     }
   });
+
+  it('a conversion left in two files by a move cut short is kept once, from the file it belongs to', async () => {
+    await store.close();
+    const small = await LowdbStore.open({ dir, shards: 4 });
+    const records = Array.from({ length: 12 }, () => conversion('acc_a'));
+    for (const record of records) await small.insertConversion(record);
+    await small.close();
+    const before = new Map<string, Buffer>();
+    for (const name of await readdir(join(dir, 'conversions'))) before.set(name, await readFile(join(dir, 'conversions', name)));
+    // Down to 2 shards, then the files of shards 2 and 3 put back: as if the daemon died after
+    // writing the new places and before removing the old files.
+    const two = await LowdbStore.open({ dir, shards: 2 });
+    await two.close();
+    for (const [name, bytes] of before) if (/^00[23]\./.test(name)) await writeFile(join(dir, 'conversions', name), bytes);
+    store = await LowdbStore.open({ dir, shards: 2 });
+    const listed = await store.listConversions({ accountId: 'acc_a', limit: 100 });
+    assert.deepEqual(listed.map((r) => r.id).sort(), records.map((r) => r.id).sort(), 'each conversion once');
+    assert.equal(await recordsOnDisk(dir), 12, 'and once on disk');
+  });
+
+  it('a torn very first write of a file is "never written", not damage (the store opens)', async () => {
+    const base = join(dir, 'lonely');
+    const file = new DurableJsonFile<{ n: number }>(base);
+    await file.write({ n: 1 });
+    await file.close();
+    const [first] = DurableJsonFile.paths(base);
+    await truncate(first!, 10);
+    const again = new DurableJsonFile<{ n: number }>(base);
+    assert.equal(await again.read(), null);
+    await again.write({ n: 2 });
+    await again.close();
+    assert.deepEqual(await new DurableJsonFile<{ n: number }>(base).read(), { n: 2 });
+  });
+
+  it('a write that failed half-way is cut to size by the next one (no garbage tail spoils it)', async () => {
+    const base = join(dir, 'failing');
+    const file = new DurableJsonFile<{ text: string }>(base);
+    await file.write({ text: 'a' });
+    await file.write({ text: 'b' });
+    // The next write goes to copy a: let it write a long copy half-way and fail (a full disk).
+    const slots = (file as unknown as { slots: Record<'a' | 'b', { handle: { write: (...args: unknown[]) => Promise<{ bytesWritten: number }> } }> }).slots;
+    const handle = slots.a.handle;
+    const real = handle.write.bind(handle);
+    handle.write = async (buffer: unknown, offset: unknown, length: unknown, position: unknown) => {
+      await real(buffer, offset, length, position);
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    await assert.rejects(file.write({ text: 'x'.repeat(500) }), /no space/);
+    handle.write = real;
+    await file.write({ text: 'c' });
+    await file.close();
+    assert.deepEqual(await new DurableJsonFile<{ text: string }>(base).read(), { text: 'c' });
+  });
 });

@@ -37,7 +37,14 @@ export function createHotRead(deps: HotReadDeps): (req: IncomingMessage, res: Se
     if (req.method !== 'GET' || url === undefined || !url.startsWith(PREFIX)) return false;
     const id = url.slice(PREFIX.length);
     if (!PLAIN_SEGMENT.test(id)) return false;
-    void answer(req, res, id);
+    // Several Authorization headers: node:http keeps the first, srvx joins them; h3's way (401)
+    // is the answer, so such a request goes there.
+    if ((req.headersDistinct.authorization?.length ?? 0) > 1) return false;
+    answer(req, res, id).catch((error: unknown) => {
+      // Only a failing log or metrics call or a broken socket gets here: never take the daemon down.
+      process.emitWarning(`convd: unexpected error answering GET ${ROUTE}: ${error instanceof Error ? error.stack : String(error)}`);
+      res.destroy();
+    });
     return true;
   };
 

@@ -98,5 +98,8 @@ export function errorResponse(error: unknown, language: Language, extraHeaders: 
 /** `errorResponse` as plain parts, byte for byte the same answer. */
 export function errorAnswer(error: unknown, language: Language, extraHeaders: Record<string, string> = {}): PlainAnswer {
   const { status, body, headers } = errorEnvelope(error, language, extraHeaders);
-  return { status, headers: { 'content-type': JSON_CONTENT_TYPE, ...headers }, body: JSON.stringify(body) };
+  // Names in lower case, as srvx writes them on the h3 path (`Retry-After` -> `retry-after`).
+  const lower: Record<string, string> = { 'content-type': JSON_CONTENT_TYPE };
+  for (const [name, value] of Object.entries(headers)) lower[name.toLowerCase()] = value;
+  return { status, headers: lower, body: JSON.stringify(body) };
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
+import { once } from 'node:events';
+import type { ReadStream } from 'node:fs';
 import { HTTPResponse, type H3Event } from 'h3';
 import { FastResponse } from 'srvx';
 import { ApiError } from '../../src/errors/api-error.ts';
@@ -125,10 +126,22 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
         'cache-control': 'private, no-store',
       };
       if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${download.size}`;
-      const stream = download.open(range ?? undefined) as Readable;
+      const status = range ? 206 : 200;
+      // HEAD (routes are registered for GET only today, so h3 answers it 405 before this): the
+      // headers alone. A stream opened for it would never be read nor closed.
+      if (event.req.method === 'HEAD') return new FastResponse(null, { status, headers });
+      const stream = download.open(range ?? undefined) as ReadStream;
+      // Opened before the answer starts: a file gone meanwhile (expired, deleted) is the spec's
+      // 410, not a 500 with an empty body after the headers of a 200 were promised.
+      try {
+        await once(stream, 'ready');
+      } catch {
+        stream.destroy();
+        throw new ApiError('expired');
+      }
       // srvx pipes a Node stream body straight into the socket; a web stream (Readable.toWeb)
       // would copy every chunk through the web streams machinery and back.
-      return new FastResponse(stream as unknown as ConstructorParameters<typeof FastResponse>[0], { status: range ? 206 : 200, headers });
+      return new FastResponse(stream as unknown as ConstructorParameters<typeof FastResponse>[0], { status, headers });
     },
 
     async listFormats() {

@@ -81,7 +81,7 @@ class LocalClient implements ConvClient {
       ]);
       const dataDir = await createLocalDataDir();
       try {
-        const system = await openSystem({ dataDir: dataDir.path, config: this.config, workers: this.options.workers ?? (process.env.HACKW ? Number(process.env.HACKW) : undefined), engines, ephemeralStore: true });
+        const system = await openSystem({ dataDir: dataDir.path, config: this.config, workers: this.options.workers, engines, ephemeralStore: true });
         await save?.();
         await system.start();
         const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'local' });
@@ -226,10 +226,11 @@ class LocalClient implements ConvClient {
     return this.call(async () => {
       const { system, account } = await this.open();
       const handle = await system.conversions.download(account, id);
+      let stream: Readable | null = null;
       return {
-        // Opened only when read: a caller that copies `localPath` never opens it.
+        // Opened on first use only: a caller that copies `localPath` never opens it.
         get stream() {
-          return handle.open() as Readable;
+          return (stream ??= handle.open() as Readable);
         },
         filename: handle.record.result!.filename,
         size: handle.size,

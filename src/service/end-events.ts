@@ -48,8 +48,9 @@ export class EndEvents {
       const onAbort = () => finish(undefined);
       const timer = setTimeout(() => finish(undefined), timeoutMs);
       set.add(listener);
-      signal?.addEventListener('abort', onAbort, { once: true });
       cancel = onAbort;
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
     });
     return { ended, cancel };
   }

@@ -11,8 +11,10 @@ interface Slot {
   path: string;
   /** Kept open after the first write: a write is then one write(2) and one fdatasync(2). */
   handle: FileHandle | null;
-  /** Bytes in the file now, to cut it only when a new copy is shorter. */
+  /** Bytes in the file now (at most), to cut it only when a new copy is shorter. */
   length: number;
+  /** Created by this process and its directory not yet synced (the name is not durable yet). */
+  unsyncedName: boolean;
 }
 
 /** A copy as read from disk: its sequence number and data, or why it cannot be used. */
@@ -59,7 +61,8 @@ export class DurableJsonFile<T> implements Adapter<T> {
   private next: SlotName = 'a';
 
   constructor(base: string, private legacyPath: string | null = null) {
-    this.slots = { a: { path: `${base}.a.json`, handle: null, length: 0 }, b: { path: `${base}.b.json`, handle: null, length: 0 } };
+    const slot = (name: SlotName): Slot => ({ path: `${base}.${name}.json`, handle: null, length: 0, unsyncedName: false });
+    this.slots = { a: slot('a'), b: slot('b') };
   }
 
   /** The paths of both copies of `base`. */
@@ -70,11 +73,13 @@ export class DurableJsonFile<T> implements Adapter<T> {
   async read(): Promise<T | null> {
     let newest: { seq: number; data: T } | null = null;
     const problems: string[] = [];
+    let written = 0;
     for (const name of SLOTS) {
       const slot = this.slots[name];
       const bytes = await readIfThere(slot.path);
       // Missing or empty (made ahead by `create`): never written, not damaged.
       if (bytes === null || bytes.length === 0) continue;
+      written++;
       slot.length = bytes.length;
       const copy = decodeCopy<T>(bytes);
       if (!copy.valid) {
@@ -91,8 +96,10 @@ export class DurableJsonFile<T> implements Adapter<T> {
       this.seq = newest.seq;
       return newest.data;
     }
-    // Copies exist and none is whole: that is not a crash (one copy is always whole), refuse it.
-    if (problems.length > 0) throw new Error(`no usable copy of the store file: ${problems.join('; ')}`);
+    // Both copies written and neither whole: no crash does that (a write tears only the copy it
+    // overwrites, the other is the one before it). Refuse to start on damaged data. One torn copy
+    // and no other is the very first write torn: nothing was ever acknowledged from this file.
+    if (written === 2) throw new Error(`no usable copy of the store file: ${problems.join('; ')}`);
     if (this.legacyPath) {
       const legacy = await readIfThere(this.legacyPath);
       if (legacy !== null) return JSON.parse(legacy.toString('utf8')) as T;
@@ -104,16 +111,18 @@ export class DurableJsonFile<T> implements Adapter<T> {
     const seq = this.seq + 1;
     const bytes = encode(seq, data);
     const slot = this.slots[this.next];
-    let created = false;
     if (!slot.handle) {
       try {
         slot.handle = await open(slot.path, 'r+');
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
         slot.handle = await open(slot.path, 'w+', 0o600);
-        created = true;
+        slot.unsyncedName = true;
       }
     }
+    // A write that fails half-way may leave the file as long as these bytes: the next write must
+    // then cut it too, or the garbage tail would spoil a copy that is acknowledged.
+    slot.length = Math.max(slot.length, bytes.length);
     for (let done = 0; done < bytes.length;) {
       done += (await slot.handle.write(bytes, done, bytes.length - done, done)).bytesWritten;
     }
@@ -121,7 +130,10 @@ export class DurableJsonFile<T> implements Adapter<T> {
     await slot.handle.datasync();
     slot.length = bytes.length;
     // A new file's name is durable once its directory is synced (twice per file's lifetime).
-    if (created) await fsyncDirectory(dirname(slot.path));
+    if (slot.unsyncedName) {
+      await fsyncDirectory(dirname(slot.path));
+      slot.unsyncedName = false;
+    }
     this.seq = seq;
     this.next = this.next === 'a' ? 'b' : 'a';
     if (this.legacyPath) {

@@ -136,34 +136,47 @@ export class LowdbStore implements Store {
     for (const name of names) {
       const copy = /^([0-9a-f]+)\.[ab]\.json$/.exec(name);
       if (copy && !currentBases.has(copy[1]!)) strayFiles.push(name);
-      if (/^[0-9a-f]+\.json$/.test(name)) strayFiles.push(name);
+      // The older layout's shards, and the temp files its writes left behind in a crash.
+      if (/^[0-9a-f]+\.json(\.tmp)?$/.test(name)) strayFiles.push(name);
     }
     const strayBases = new Set<string>();
     for (const name of strayFiles) {
       const copy = /^([0-9a-f]+)\.[ab]\.json$/.exec(name);
       if (copy) strayBases.add(copy[1]!);
-      else found.push({ base: name, data: JSON.parse(await readFile(join(conversionsDir, name), 'utf8')) as ShardData });
+      else if (name.endsWith('.json')) found.push({ base: name, data: JSON.parse(await readFile(join(conversionsDir, name), 'utf8')) as ShardData });
     }
     for (const base of strayBases) {
       const data = await new DurableJsonFile<ShardData>(join(conversionsDir, base)).read();
       if (data) found.push({ base, data });
     }
+    // A crash in the middle of an earlier move can leave a conversion in two files: each is kept
+    // once, as found in the file it belongs to when that file has it.
+    const chosen = new Map<string, { record: ConversionRecord; base: string }>();
     for (const { base, data } of found) {
       for (const record of data.conversions) {
-        const shard = this.shardOf(record.id);
-        this.shards[shard]!.data.conversions.push(record);
-        if (shardBase(shard) === base) continue;
-        // Moved: written at its new place, and its old file, if still a shard, rewritten without it.
-        this.dirty.add(shard);
-        if (currentBases.has(base)) this.dirty.add(parseInt(base, 16));
+        const earlier = chosen.get(record.id);
+        if (!earlier || (base === shardBase(this.shardOf(record.id)) && earlier.base !== base)) chosen.set(record.id, { record, base });
       }
+    }
+    const staying = new Map<string, number>();
+    for (const { record, base } of chosen.values()) {
+      const shard = this.shardOf(record.id);
+      this.shards[shard]!.data.conversions.push(record);
+      if (shardBase(shard) === base) staying.set(base, (staying.get(base) ?? 0) + 1);
+      else this.dirty.add(shard); // moved here: written at its new place
+    }
+    // A shard file holding anything but exactly what stays in it (moved out, twice) is rewritten.
+    for (const { base, data } of found) {
+      if (currentBases.has(base) && data.conversions.length !== (staying.get(base) ?? 0)) this.dirty.add(parseInt(base, 16));
     }
     const all = this.shards.flatMap((shard) => shard.data.conversions);
     all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     for (const record of all) this.index(record);
     if (this.dirty.size > 0 || strayFiles.length > 0) {
-      // Written to their new places first, so that a crash in between loses nothing.
+      // Written to their new places first, so that a crash in between loses nothing; and the old
+      // files stay when that failed (a full disk at start), to be read again next time.
       await this.runFlush();
+      if (this.dirty.size > 0) throw new Error(`the store could not write ${this.dirty.size} of its files at start (is the disk full?)`);
       for (const name of strayFiles) await unlink(join(conversionsDir, name)).catch(() => undefined);
       await fsyncDirectory(conversionsDir);
     }
