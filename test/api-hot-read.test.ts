@@ -159,7 +159,7 @@ describe('which requests the fast path takes', () => {
     baseUrlFor: () => 'http://x/v1',
   });
   const takes = (method: string, url: string) => {
-    const handled = hotRead({ method, url, headers: {}, headersDistinct: {} } as never, { destroyed: true } as never);
+    const handled = hotRead({ method, url, headers: {}, rawHeaders: [] } as never, { destroyed: true } as never);
     if (handled) taken.push(`${method} ${url}`);
     return handled;
   };

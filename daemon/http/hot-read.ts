@@ -39,7 +39,7 @@ export function createHotRead(deps: HotReadDeps): (req: IncomingMessage, res: Se
     if (!PLAIN_SEGMENT.test(id)) return false;
     // Several Authorization headers: node:http keeps the first, srvx joins them; h3's way (401)
     // is the answer, so such a request goes there.
-    if ((req.headersDistinct.authorization?.length ?? 0) > 1) return false;
+    if (repeatsAuthorization(req.rawHeaders)) return false;
     answer(req, res, id).catch((error: unknown) => {
       // Only a failing log or metrics call or a broken socket gets here: never take the daemon down.
       process.emitWarning(`convd: unexpected error answering GET ${ROUTE}: ${error instanceof Error ? error.stack : String(error)}`);
@@ -75,4 +75,14 @@ export function createHotRead(deps: HotReadDeps): (req: IncomingMessage, res: Se
     }
     done?.({ method: 'GET', route: ROUTE, status: reply.status, durationMs: performance.now() - started, accountId, req });
   }
+}
+
+/** More than one Authorization header (rawHeaders: name, value, name, value, ...; no object built per request as headersDistinct would). */
+function repeatsAuthorization(raw: string[]): boolean {
+  let seen = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization' && ++seen > 1) return true;
+  }
+  return false;
 }
