@@ -31,7 +31,7 @@ const MESSAGES: Record<Language, Catalog> = {
   de: {
     unauthenticated: 'API-Schlüssel fehlt oder ist ungültig.',
     forbidden: 'Dieser API-Schlüssel darf nicht {action}.',
-    not_found: 'Es gibt kein {resource} mit dieser Kennung.',
+    not_found: 'Es gibt {resource} mit dieser Kennung.',
     validation_failed: 'Anfrageparameter fehlen oder sind ungültig.{hint}',
     unsupported_conversion: 'Die Umwandlung von {source} nach {target} wird nicht unterstützt.',
     file_too_large: 'Die Datei ist größer als die für Ihren Tarif erlaubten {max_upload_mb} MB.',
@@ -50,11 +50,17 @@ const MESSAGES: Record<Language, Catalog> = {
   },
 };
 
+/** Params whose value is one of WORDS' keys. */
+const TRANSLATED_PARAMS = new Set(['resource', 'action', 'status']);
+
 /** Words used inside messages (resource and action names), so German messages stay German. */
 const WORDS: Record<Language, Record<string, string>> = {
   en: {},
   de: {
-    conversion: 'Umwandlung', 'source format': 'Quellformat', route: 'Pfad',
+    // Resources appear only in not_found ("Es gibt … mit dieser Kennung"): each with the negation
+    // its gender asks for.
+    conversion: 'keine Umwandlung', 'source format': 'kein Quellformat', route: 'keinen Pfad',
+    account: 'kein Konto', key: 'keinen Schlüssel',
     read: 'lesen', convert: 'umwandeln', delete: 'löschen',
     queued: 'wartend', fetching: 'ladend', processing: 'in Arbeit', succeeded: 'erfolgreich',
     failed: 'fehlgeschlagen', cancelled: 'abgebrochen', expired: 'abgelaufen',
@@ -79,7 +85,9 @@ export function renderMessage(code: ApiErrorCode, params: MessageParams, languag
     if (name === 'reason') return value === undefined ? '' : (REASONS[language][String(value)] ?? '');
     if (value === undefined) return name === 'hint' ? '' : '?';
     const text = String(value);
-    return WORDS[language][text] ?? text;
+    // Only these name a word of ours; a format, a value or a hint is shown as sent (a file format
+    // may well be called `key`).
+    return TRANSLATED_PARAMS.has(name) ? (WORDS[language][text] ?? text) : text;
   });
 }
 
