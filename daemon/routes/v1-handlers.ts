@@ -127,9 +127,6 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
       };
       if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${download.size}`;
       const status = range ? 206 : 200;
-      // HEAD (routes are registered for GET only today, so h3 answers it 405 before this): the
-      // headers alone. A stream opened for it would never be read nor closed.
-      if (event.req.method === 'HEAD') return new FastResponse(null, { status, headers });
       const stream = download.open(range ?? undefined) as ReadStream;
       // Opened before the answer starts: a file gone meanwhile (expired, deleted) is the spec's
       // 410, not a 500 with an empty body after the headers of a 200 were promised.
