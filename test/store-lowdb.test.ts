@@ -328,6 +328,8 @@ describe('LowdbStore', () => {
     }));
     await writeFile(join(old, 'conversions', '000.json'), JSON.stringify({ conversions: records.slice(0, 20) }));
     await writeFile(join(old, 'conversions', '3ff.json'), JSON.stringify({ conversions: records.slice(20) }));
+    // A temp file the old layout's writes could leave behind in a crash.
+    await writeFile(join(old, 'conversions', '3ff.json.tmp'), '{"conversions":[');
     try {
       store = await LowdbStore.open({ dir: old });
       assert.equal((await store.getSettings()).maintenance.retry_after, 42);
