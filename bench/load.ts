@@ -7,11 +7,11 @@
  * group whose plan (pro: 600 requests per minute) is exceeded on purpose, each with a code and a
  * Retry-After, and never more requests let through than the plan allows.
  */
-import { join } from 'node:path';
-import { startBenchDaemon, ROOT } from './lib/daemon.ts';
+import { startBenchDaemon } from './lib/daemon.ts';
 import { DEFAULT_PLANS } from '../src/model/plan.ts';
 import type { MixedPlan, MixedResult } from './lib/mixed-load-worker.ts';
-import { removeDir, spawnTracked, tempDir } from './lib/processes.ts';
+import { runWorkerProcess } from './lib/load.ts';
+import { removeDir, tempDir } from './lib/processes.ts';
 import { seedAccounts } from './lib/seed.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import type { BenchResult } from './types.ts';
@@ -22,18 +22,6 @@ const CLIENTS = 24;
 /** Clients of one pro account, which exceed its 600 requests per minute: their 429s are demanded. */
 const LIMITED_CLIENTS = 2;
 const POLL_INTERVAL_MS = 20;
-
-async function runWorker(plan: MixedPlan): Promise<MixedResult> {
-  const child = spawnTracked(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'lib', 'mixed-load-worker.ts'), JSON.stringify(plan)], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  if (code !== 0) throw new Error(`load generator exited with ${code}`);
-  return JSON.parse(out) as MixedResult;
-}
 
 export async function benchLoad(): Promise<BenchResult> {
   const dataDir = await tempDir('load');
@@ -47,7 +35,7 @@ export async function benchLoad(): Promise<BenchResult> {
         ...Array.from({ length: LIMITED_CLIENTS }, () => ({ apiKey: pro!.apiKey, limited: true })),
       ];
       const cpuBefore = await cpuTimeMs(daemon.pid);
-      const result = await runWorker({ host: daemon.host, port: daemon.port, clients, durationMs: SECONDS * 1000, pollIntervalMs: POLL_INTERVAL_MS });
+      const result = await runWorkerProcess<MixedPlan, MixedResult>('mixed-load-worker.ts', { host: daemon.host, port: daemon.port, clients, durationMs: SECONDS * 1000, pollIntervalMs: POLL_INTERVAL_MS });
       const cpuMs = (await cpuTimeMs(daemon.pid)) - cpuBefore;
       const memory = await daemon.memory();
 

@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { stringify as stringifyYaml } from 'yaml';
 import { ConversionFailure } from '../src/errors/api-error.ts';
 import { createDataEngine } from '../src/engines/data/data-engine.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
+import { decodeData } from './registry-pairs-fixtures.ts';
 
 const engine = createDataEngine();
 const status = await engine.probe();
@@ -53,18 +54,6 @@ const FIXTURES: Record<string, string> = {
   yaml: stringifyYaml(ROWS),
   md: MARKDOWN,
 };
-
-/** Decodes an output with a parser of its own format. */
-function decode(target: string, text: string): unknown {
-  switch (target) {
-    case 'csv': return parseCsv(text, { columns: true });
-    case 'tsv': return parseCsv(text, { columns: true, delimiter: '\t' });
-    case 'json': return JSON.parse(text);
-    case 'ndjson': return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown);
-    case 'yaml': return parseYaml(text);
-    default: return text;
-  }
-}
 
 let dir: string;
 let counter = 0;
@@ -143,7 +132,7 @@ describe('every data pair converts, checked with a parser of the target format',
         assert.match(text, /<img src="x.png" \/>/);
         assert.doesNotMatch(text, /<script|onerror|javascript:/i);
       } else {
-        assert.deepEqual(decode(pair.target, text), ROWS);
+        assert.deepEqual(decodeData(pair.target, text), ROWS);
       }
       proven.add(`${pair.source}->${pair.target}`);
     });
@@ -153,10 +142,10 @@ describe('every data pair converts, checked with a parser of the target format',
 describe('data options', () => {
   it('csv: the delimiter is detected, or taken from the option', async () => {
     const semicolons = await input('semi.csv', delimited(';'));
-    assert.deepEqual(decode('json', await convert('csv', 'json', semicolons)), ROWS);
-    assert.deepEqual(decode('json', await convert('csv', 'json', semicolons, { delimiter: 'semicolon' })), ROWS);
+    assert.deepEqual(decodeData('json', await convert('csv', 'json', semicolons)), ROWS);
+    assert.deepEqual(decodeData('json', await convert('csv', 'json', semicolons, { delimiter: 'semicolon' })), ROWS);
     // Forced to the wrong delimiter, the file is one column per line.
-    const wrong = decode('json', await convert('csv', 'json', await input('two.csv', 'a;b\n1;2\n'), { delimiter: 'comma' }));
+    const wrong = decodeData('json', await convert('csv', 'json', await input('two.csv', 'a;b\n1;2\n'), { delimiter: 'comma' }));
     assert.deepEqual(wrong, [{ 'a;b': '1;2' }]);
   });
 

@@ -13,6 +13,7 @@ import type { EngineJob } from '../src/engines/types.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 import { childrenNamed, leftoversOfGroup } from './engines-proc.ts';
+import { MEDIA_RECIPES } from './registry-pairs-fixtures.ts';
 
 // The suite runs on whatever ffmpeg the engine finds (FFMPEG_PATH, PATH or the npm packages):
 // without one it fails, since CI must have it.
@@ -27,22 +28,6 @@ const WIDTH = 160;
 const HEIGHT = 120;
 const VIDEO = `testsrc2=size=${WIDTH}x${HEIGHT}:rate=10:duration=${SECONDS}`;
 const AUDIO = `sine=frequency=440:sample_rate=44100:duration=${SECONDS}`;
-
-/** How each source fixture is encoded: codecs a real file of that kind typically carries. */
-const FIXTURES: Record<string, string[]> = {
-  mp4: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-f', 'mp4'],
-  webm: ['-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libopus', '-f', 'webm'],
-  mov: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'pcm_s16le', '-f', 'mov'],
-  mkv: ['-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libvorbis', '-f', 'matroska'],
-  avi: ['-c:v', 'mpeg4', '-c:a', 'libmp3lame', '-f', 'avi'],
-  mp3: ['-vn', '-c:a', 'libmp3lame', '-f', 'mp3'],
-  wav: ['-vn', '-c:a', 'pcm_s16le', '-f', 'wav'],
-  ogg: ['-vn', '-c:a', 'libvorbis', '-f', 'ogg'],
-  flac: ['-vn', '-c:a', 'flac', '-f', 'flac'],
-  aac: ['-vn', '-c:a', 'aac', '-f', 'adts'],
-  m4a: ['-vn', '-c:a', 'aac', '-f', 'ipod'],
-  opus: ['-vn', '-c:a', 'libopus', '-f', 'opus'],
-};
 
 /** What ffprobe must find in each target: codec of the first video and audio stream. */
 const EXPECTED: Record<string, { video?: string; audio?: string; timed: boolean }> = {
@@ -133,10 +118,9 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'convd-media-'));
   const sources = [...new Set(pairs.map((p) => p.source))];
   await Promise.all(sources.map(async (source) => {
-    const args = FIXTURES[source];
+    const args = MEDIA_RECIPES[source];
     assert.ok(args, `no fixture recipe for source ${source}: add one`);
-    const audioRate = source === 'opus' || source === 'webm' ? ['-ar', '48000'] : [];
-    await ffmpegRun(['-f', 'lavfi', '-i', VIDEO, '-f', 'lavfi', '-i', AUDIO, '-ac', '2', ...audioRate, '-shortest', ...args, fixture(source)]);
+    await ffmpegRun(['-f', 'lavfi', '-i', VIDEO, '-f', 'lavfi', '-i', AUDIO, '-ac', '2', '-shortest', ...args, fixture(source)]);
     fixtureSeconds.set(source, Number((await probe(fixture(source))).format.duration));
   }));
   await ffmpegRun(['-f', 'lavfi', '-i', VIDEO, '-an', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', join(dir, 'silent-video.mp4')]);

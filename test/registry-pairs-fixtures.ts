@@ -113,8 +113,8 @@ export async function animatedImage(format: 'gif' | 'webp'): Promise<Buffer> {
 const VIDEO = `testsrc2=size=${MEDIA_WIDTH}x${MEDIA_HEIGHT}:rate=10:duration=${MEDIA_SECONDS}`;
 const AUDIO = `sine=frequency=440:sample_rate=44100:duration=${MEDIA_SECONDS}`;
 
-/** Codecs a real file of each kind typically carries. */
-const MEDIA_RECIPES: Record<string, string[]> = {
+/** Codecs a real file of each kind typically carries (ffmpeg output arguments per source format). */
+export const MEDIA_RECIPES: Record<string, string[]> = {
   mp4: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-f', 'mp4'],
   webm: ['-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libopus', '-ar', '48000', '-f', 'webm'],
   mov: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'pcm_s16le', '-f', 'mov'],
@@ -229,7 +229,8 @@ function assertNear(actual: number, expected: number, what: string): void {
   assert.ok(Math.abs(actual - expected) <= expected * 0.05, `${what}: ${actual} s is not within 5 % of ${expected} s`);
 }
 
-function decodeData(target: string, text: string): unknown {
+/** Decodes a data output with a parser of its own format. */
+export function decodeData(target: string, text: string): unknown {
   switch (target) {
     case 'csv': return parseCsv(text, { columns: true });
     case 'tsv': return parseCsv(text, { columns: true, delimiter: '\t' });

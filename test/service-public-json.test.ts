@@ -52,9 +52,10 @@ describe('PublicJsonCache', () => {
   it('starts over past its limit instead of growing', () => {
     const cache = new PublicJsonCache(2);
     const base = 'http://x/v1';
-    for (const id of ['cnv_a', 'cnv_b', 'cnv_c', 'cnv_a']) {
+    for (const id of ['cnv_a', 'cnv_b', 'cnv_c', 'cnv_d', 'cnv_e', 'cnv_a']) {
       const r = record({ id });
       assert.equal(cache.render(r, base), expected(r, base));
+      assert.ok(cache.size <= 2, `${cache.size} conversions held, limit 2`);
     }
   });
 });

@@ -366,9 +366,11 @@ describe('LowdbStore', () => {
     assert.equal((await conversionsOnDisk(dir)).size, 1);
   });
 
-  it('with no dir, keeps everything in memory and writes nothing anywhere', async () => {
+  it('with no dir, keeps everything in memory and writes no file (not even relative to the working dir)', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'convd-store-mem-'));
-    const before = await readdir(empty);
+    const cwd = process.cwd();
+    // A write to a path derived from a missing dir ('main.a.json', 'conversions/…') would land here.
+    process.chdir(empty);
     const memory = await LowdbStore.open({ dir: null, shards: 4 });
     try {
       const record = conversion('acc_a');
@@ -379,9 +381,10 @@ describe('LowdbStore', () => {
       assert.equal((await memory.getConversion(record.id))?.progress, 5);
       assert.equal((await memory.getSettings()).maintenance.retry_after, 9);
       assert.deepEqual(ids(await memory.listConversions({ accountId: 'acc_a', limit: 10 })), [record.id]);
-      assert.deepEqual(await readdir(empty), before);
-    } finally {
       await memory.close();
+      assert.deepEqual(await readdir(empty), []);
+    } finally {
+      process.chdir(cwd);
       await rm(empty, { recursive: true, force: true });
     }
   });

@@ -21,6 +21,11 @@ export class PublicJsonCache {
 
   constructor(private readonly limit = DEFAULT_LIMIT) {}
 
+  /** Conversions held now. */
+  get size(): number {
+    return this.entries.size;
+  }
+
   render(record: ConversionRecord, baseUrl: string): string {
     const cached = this.entries.get(record.id);
     if (cached && cached.baseUrl === baseUrl && sameFields(cached.record, record)) return cached.json;
