@@ -103,9 +103,10 @@ export class Context {
   /**
    * The client for this run. With a base URL: HTTP to that server. Without one: in-process when
    * the command allows it (`convert`, `watch`, `formats`), else a usage error saying how to
-   * configure a server.
+   * configure a server. In-process, `localWorkers` is how many conversions the service runs at
+   * once: the command's own concurrency (-j), so that it is not capped again at the core count.
    */
-  async client(options: { allowLocal: boolean }): Promise<ConvClient> {
+  async client(options: { allowLocal: boolean; localWorkers?: number }): Promise<ConvClient> {
     const settings = this.settings();
     let client: ConvClient;
     if (settings.baseUrl) {
@@ -131,7 +132,7 @@ export class Context {
       });
     } else if (options.allowLocal) {
       const { createLocalClient } = await import('../src/client/local-client.ts');
-      client = await createLocalClient({ env: this.io.env });
+      client = await createLocalClient({ env: this.io.env, workers: options.localWorkers });
     } else {
       throw usageError('no server configured: this command needs a convd', NO_SERVER_HINT, 'no_server');
     }

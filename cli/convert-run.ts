@@ -54,7 +54,7 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
   const keys = idempotencyKeys(options.idempotencyKey, inputs.length);
   const waitSeconds = options.wait === true ? Infinity : options.wait ?? (destination ? Infinity : null);
 
-  const client = await ctx.client({ allowLocal: true });
+  const client = await ctx.client({ allowLocal: true, localWorkers: options.concurrency });
   const typedOptions = await checkAllOptions(client, inputs, options);
 
   const progress = waitSeconds !== null ? createProgress(ctx.io.stderr, inputs.length, out.mode.quiet) : null;

@@ -48,6 +48,25 @@ describe('in-process conv', () => {
     assert.match(options.stderr, /-O quality: is not an option of this conversion/);
   });
 
+  it('convert -j 3 runs three conversions at once in-process (not capped at the core count)', async () => {
+    // Noise encodes slowly (about a quarter of a second each here), so runs that overlap show it.
+    const noise = await sharp({ create: { width: 1200, height: 1200, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
+      .png({ compressionLevel: 1 }).toBuffer();
+    const names = ['noise-1.png', 'noise-2.png', 'noise-3.png'];
+    await Promise.all(names.map((name) => writeFile(join(dir.path, name), noise)));
+    const result = await conv(['convert', ...names, '--to', 'webp', '-j', '3', '-o', 'noise-out/', '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const conversions = JSON.parse(result.stdout) as { status: string; started_at: string; finished_at: string }[];
+    assert.deepEqual(conversions.map((c) => c.status), ['succeeded', 'succeeded', 'succeeded']);
+    const lastStart = Math.max(...conversions.map((c) => Date.parse(c.started_at)));
+    const firstEnd = Math.min(...conversions.map((c) => Date.parse(c.finished_at)));
+    assert.ok(lastStart < firstEnd, `the third started (${lastStart}) after the first ended (${firstEnd})`);
+    for (const name of names) {
+      const image = await sharp(join(dir.path, 'noise-out', name.replace('.png', '.webp'))).metadata();
+      assert.deepEqual([image.format, image.width], ['webp', 1200]);
+    }
+  });
+
   it('formats lists what this machine converts', async () => {
     const listing = await conv(['formats', '--json']);
     assert.equal(listing.code, 0, listing.stderr);

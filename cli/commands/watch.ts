@@ -53,7 +53,7 @@ ${examples([
       if (!info?.isDirectory()) throw usageError(`not a directory: ${dirArg}`);
       const outDir = options.out === undefined ? dir : resolve(ctx.io.cwd, options.out);
       if (options.out !== undefined) await mkdir(outDir, { recursive: true });
-      const client = await ctx.client({ allowLocal: true });
+      const client = await ctx.client({ allowLocal: true, localWorkers: options.concurrency });
       const { WatchSession } = await import('../watch/session.ts');
       const session = new WatchSession(ctx, client, {
         dir,

@@ -1,4 +1,5 @@
-import sharp, { type Sharp } from 'sharp';
+import type { Sharp } from 'sharp';
+import sharp from './sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';

@@ -1,6 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { PDFDocument, type PDFImage } from 'pdf-lib';
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
+import sharp from '../image/sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { EngineJob } from '../types.ts';
 import { PAGE_SIZES, type PageSize } from './formats.ts';
