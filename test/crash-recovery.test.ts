@@ -6,7 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, it } from 'node:test';
@@ -14,6 +16,7 @@ import sharp from 'sharp';
 import type { ConversionRecord } from '../src/model/conversion.ts';
 import { decodeCopy } from '../src/store/durable-json-file.ts';
 import { api, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { ffmpegRun, mediaTools } from './registry-pairs-fixtures.ts';
 
 interface ConversionView {
   id: string;
@@ -123,6 +126,22 @@ async function assertWebpResult(daemon: DaemonHandle, id: string): Promise<void>
   assert.equal(meta.height, IMAGE_SIZE);
 }
 
+/** Live (not zombie) processes whose command line names `dir`: a converter working in a data dir. */
+async function processesNaming(dir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
+      const state = (await readFile(`/proc/${entry}/stat`, 'utf8')).replace(/^.*\) /s, '')[0];
+      if (cmdline.includes(dir) && state !== 'Z') pids.push(Number(entry));
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return pids;
+}
+
 describe('crash recovery (kill -9 and restart)', () => {
   const daemons: DaemonHandle[] = [];
   afterEach(async () => {
@@ -200,6 +219,38 @@ describe('crash recovery (kill -9 and restart)', () => {
     for (const id of ids.filter((id) => id !== lost)) {
       assert.equal(ended.get(id)!.status, 'succeeded', `${id}: ${JSON.stringify(ended.get(id)!.error)}`);
       await assertWebpResult(second, id);
+    }
+  });
+
+  it('takes its ffmpeg down with it: no converter keeps writing into the data dir after kill -9', async (t) => {
+    // The kernel does it (a parent-death signal, set by util-linux's setpriv): no handler runs on SIGKILL.
+    if (process.platform !== 'linux' || !['/usr/bin/setpriv', '/bin/setpriv'].some((path) => existsSync(path))) {
+      t.skip('needs Linux with util-linux setpriv');
+      return;
+    }
+    const videoDir = await mkdtemp(join(tmpdir(), 'convd-crash-video-'));
+    try {
+      // 30 s of 640x360 into VP9 takes ffmpeg many seconds here: it is mid-run when the daemon dies.
+      const video = join(videoDir, 'long.mp4');
+      await ffmpegRun(await mediaTools(), ['-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=25', '-t', '30', '-c:v', 'libx264', '-preset', 'ultrafast', video]);
+      const daemon = await startDaemon();
+      daemons.push(daemon);
+      const form = new FormData();
+      form.set('target', 'webm');
+      form.set('file', new Blob([new Uint8Array(await readFile(video))], { type: 'video/mp4' }), 'long.mp4');
+      const answer = await api(daemon, '/conversions', { method: 'POST', body: form });
+      assert.equal(answer.status, 202, JSON.stringify(answer.body));
+      const converters = await waitUntil('ffmpeg converting in the data dir', async () => {
+        const pids = await processesNaming(daemon.dataDir);
+        return pids.length > 0 ? pids : undefined;
+      });
+      await daemon.kill();
+      await waitUntil('the converter to end with its daemon', async () => {
+        const left = (await processesNaming(daemon.dataDir)).filter((pid) => converters.includes(pid));
+        return left.length === 0 ? true : undefined;
+      }, 5_000);
+    } finally {
+      await rm(videoDir, { recursive: true, force: true });
     }
   });
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { ConversionFailure } from '../errors/api-error.ts';
 
 export interface RunOptions {
@@ -14,6 +15,14 @@ export interface RunOptions {
   killGraceMs?: number;
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The kernel kills the process when this one dies, even by SIGKILL, which no handler here can
+   * catch: on Linux through util-linux's `setpriv --pdeathsig` (where there is none, this does
+   * nothing). For the long runs (a conversion), so that a daemon killed -9 leaves no ffmpeg
+   * converting on into its data dir. A command that is missing then shows as exit 127 (setpriv
+   * could not exec it), not as a spawn error.
+   */
+  dieWithParent?: boolean;
 }
 
 export interface RunResult {
@@ -58,6 +67,29 @@ function killGroup(pgid: number, signal: NodeJS.Signals): void {
   } catch {
     // ESRCH: the group is already gone.
   }
+}
+
+/** `setpriv` paths tried; util-linux puts it in /usr/bin (merged /usr) or /bin. */
+const SETPRIV_PATHS = ['/usr/bin/setpriv', '/bin/setpriv'];
+let parentDeathWrapper: Promise<string | null> | undefined;
+
+/**
+ * The setpriv that can set a parent-death signal, found once: util-linux before 2.33 has no
+ * --pdeathsig, and asking it to exec a command would fail every run. `--help` after the option
+ * exits 0 only where the option parsed.
+ */
+function findParentDeathWrapper(): Promise<string | null> {
+  return (parentDeathWrapper ??= (async () => {
+    if (process.platform !== 'linux') return null;
+    const path = SETPRIV_PATHS.find((candidate) => existsSync(candidate));
+    if (!path) return null;
+    const works = await new Promise<boolean>((resolve) => {
+      const probe = spawn(path, ['--pdeathsig', 'KILL', '--help'], { stdio: 'ignore' });
+      probe.on('error', () => resolve(false));
+      probe.on('close', (code) => resolve(code === 0));
+    });
+    return works ? path : null;
+  })());
 }
 
 /**
@@ -133,16 +165,20 @@ class Tail {
  * no zombie, no orphan, whatever the outcome. A non-zero exit is not an error here: the caller
  * reads `code` and `stderrTail` and decides what failed.
  */
-export function runProcess(cmd: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
+export async function runProcess(cmd: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   const { signal, timeoutMs, onStdoutLine, onStderrLine } = options;
   const grace = options.killGraceMs ?? DEFAULT_GRACE_MS;
-  if (signal?.aborted) return Promise.reject(signal.reason);
+  if (signal?.aborted) throw signal.reason;
+  const wrapper = options.dieWithParent ? await findParentDeathWrapper() : null;
+  if (signal?.aborted) throw signal.reason;
   installExitHook();
+  // setpriv sets the signal and then execs the command: same pid, same process group.
+  const [file, argv] = wrapper ? [wrapper, ['--pdeathsig', 'KILL', '--', cmd, ...args]] : [cmd, args];
 
   return new Promise<RunResult>((resolve, reject) => {
     let child: ChildProcess;
     try {
-      child = spawn(cmd, args, {
+      child = spawn(file, argv, {
         cwd: options.cwd,
         env: options.env,
         detached: true,

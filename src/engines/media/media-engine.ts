@@ -119,6 +119,7 @@ async function convertMedia(tools: Toolchain, job: EngineJob, timeLimitMs: numbe
   const result = await runProcess(tools.ffmpeg, plan.args, {
     signal: job.signal,
     timeoutMs: timeLimitMs,
+    dieWithParent: true,
     onStdoutLine: (line) => progress.line(line),
     onStderrLine: (line) => {
       if (damaged === undefined && DAMAGED_INPUT.test(line)) damaged = line;
