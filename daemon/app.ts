@@ -6,6 +6,7 @@ import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter } from '../src/service/rate-limiter.ts';
 import { createAdmission } from './http/admission.ts';
+import { routeHeadAsGet, wasHead } from './http/head.ts';
 import { createHotRead } from './http/hot-read.ts';
 import { lingerThenClose } from './http/linger.ts';
 import { addHeaders, errorResponse } from './http/respond.ts';
@@ -98,7 +99,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
         // A body still arriving (e.g. an upload over the limit) is not read: drop it, then close.
         if (method === 'POST') lingerThenClose(nodeReq);
       }
-      done?.({ method, route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId, req: nodeReq });
+      done?.({ method: wasHead(nodeReq) ? 'HEAD' : method, route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId, req: nodeReq });
       return response;
     });
   };
@@ -143,6 +144,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
   const h3Listener = toNodeHandler(app);
   const hotRead = createHotRead({ admit, conversions: system.conversions, baseUrlFor, done });
   const listener: RequestListener = (req, res) => {
+    routeHeadAsGet(req);
     if (!hotRead(req, res)) void h3Listener(req, res);
   };
   return { h3: app, listener };

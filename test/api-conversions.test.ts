@@ -5,6 +5,7 @@
  * the download's headers and ranges.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import sharp, { type Metadata } from 'sharp';
 import {
@@ -19,6 +20,25 @@ const CONVERSION_FIELDS = [
 ];
 const RESULT_FIELDS = ['filename', 'size', 'mime', 'expires_at', 'download_url'];
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+/**
+ * A HEAD request on a raw socket, two requests on one connection (the second a GET of /v1/formats):
+ * body bytes after a HEAD answer would be read as the start of the second answer.
+ */
+async function headThenGet(daemon: DaemonHandle, path: string, headers: Record<string, string>): Promise<{ head: string; rest: string }> {
+  const { hostname, port } = new URL(daemon.url);
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const socket = connect(Number(port), hostname);
+  socket.write(`HEAD ${path} HTTP/1.1\r\nHost: ${hostname}\r\n${lines}\r\n`);
+  socket.write(`GET /v1/formats HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${daemon.apiKey}\r\nConnection: close\r\n\r\n`);
+  const chunks: Buffer[] = [];
+  for await (const chunk of socket) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('latin1');
+  const end = text.indexOf('\r\n\r\n');
+  return { head: text.slice(0, end), rest: text.slice(end + 4) };
+}
+
+const headerOf = (head: string, name: string) => new RegExp(`^${name}: (.*)$`, 'im').exec(head)?.[1]?.trim();
 
 /** Submits a file and waits (inside the request) for the end state. */
 async function convert(daemon: DaemonHandle, fields: Record<string, string>, data: Buffer, name = 'photo.png'): Promise<PublicConversion> {
@@ -268,6 +288,37 @@ describe('conversions over HTTP', () => {
       assert.equal(decodeURIComponent(encoded), 'Grüße 日本.png');
       assert.deepEqual(file.bytes, whole);
       assert.equal((await sharp(file.bytes).metadata()).format, 'png');
+    });
+
+    it('answers HEAD with the headers of GET and no body (curl -I), a Range too', async () => {
+      const auth = { Authorization: `Bearer ${daemon.apiKey}` };
+      const whole = await headThenGet(daemon, `/v1/conversions/${conversion.id}/download`, auth);
+      assert.match(whole.head, /^HTTP\/1\.1 200/);
+      assert.equal(headerOf(whole.head, 'content-length'), String(conversion.result!.size));
+      assert.equal(headerOf(whole.head, 'content-type'), 'application/octet-stream');
+      assert.match(headerOf(whole.head, 'content-disposition') ?? '', /^attachment;/);
+      // The next answer on the connection starts right where the HEAD answer's headers end.
+      assert.match(whole.rest, /^HTTP\/1\.1 200/);
+      const part = await headThenGet(daemon, `/v1/conversions/${conversion.id}/download`, { ...auth, Range: 'bytes=0-9' });
+      assert.match(part.head, /^HTTP\/1\.1 206/);
+      assert.equal(headerOf(part.head, 'content-range'), `bytes 0-9/${conversion.result!.size}`);
+      assert.match(part.rest, /^HTTP\/1\.1 200/);
+    });
+
+    it('answers HEAD on the other GET routes as GET, without a body; 401 and 405 as GET would', async () => {
+      const auth = { Authorization: `Bearer ${daemon.apiKey}` };
+      for (const path of [`/v1/conversions/${conversion.id}`, '/v1/conversions?limit=1', '/v1/formats/png', '/v1/account']) {
+        const answer = await headThenGet(daemon, path, auth);
+        assert.match(answer.head, /^HTTP\/1\.1 200/, path);
+        assert.match(headerOf(answer.head, 'content-type') ?? '', /^application\/json/, path);
+        assert.match(answer.rest, /^HTTP\/1\.1 200/, `${path}: a body was sent after the HEAD answer`);
+      }
+      const anonymous = await headThenGet(daemon, `/v1/conversions/${conversion.id}`, {});
+      assert.match(anonymous.head, /^HTTP\/1\.1 401/);
+      assert.match(anonymous.rest, /^HTTP\/1\.1 200/);
+      const postOnly = await headThenGet(daemon, '/v1/convert', auth);
+      assert.match(postOnly.head, /^HTTP\/1\.1 405/);
+      assert.match(postOnly.rest, /^HTTP\/1\.1 200/);
     });
 
     it('can be repeated', async () => {

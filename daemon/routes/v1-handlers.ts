@@ -11,6 +11,7 @@ import { END_STATUSES } from '../../src/model/status.ts';
 import type { Caller } from '../../src/service/accounts.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import { readCreateRequest } from '../http/body.ts';
+import { wasHead } from '../http/head.ts';
 import { attachmentHeader } from '../http/content-disposition.ts';
 import { parseRange } from '../http/range.ts';
 import { json } from '../http/respond.ts';
@@ -115,7 +116,7 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
       return json(200, conversions.publicView(record, baseUrl));
     },
 
-    async downloadResult({ caller, event }) {
+    async downloadResult({ caller, event, nodeReq }) {
       const download = await conversions.download(caller.account, id(event));
       const range = parseRange(event.req.headers.get('range'), download.size);
       const headers: Record<string, string> = {
@@ -127,6 +128,8 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
       };
       if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${download.size}`;
       const status = range ? 206 : 200;
+      // The file's size was just read: a HEAD has what it asked for without opening the file.
+      if (wasHead(nodeReq)) return new FastResponse(null, { status, headers });
       const stream = download.open(range ?? undefined) as ReadStream;
       // Opened before the answer starts: a file gone meanwhile (expired, deleted) is the spec's
       // 410, not a 500 with an empty body after the headers of a 200 were promised.
