@@ -110,8 +110,8 @@ export async function serve(loaded: LoadedConfig, input: ConfigInput): Promise<v
  * operation cannot be interrupted (measured: 1.4 s for one 3000 px WebP encode, far more for a
  * large image), so the process kills itself instead: first the engines' subprocesses (aborting
  * a job kills its process group at once), then the log is written, then SIGKILL. That is as
- * safe as any crash: every store file is replaced atomically, and the next start re-queues
- * what was running.
+ * safe as any crash: each store file keeps its last acknowledged copy whole (the other of its two
+ * copies is the one being written), and the next start re-queues what was running.
  */
 function forceExit(daemon: RunningDaemon, logger: Logger): void {
   for (const id of daemon.system.pool.activeIds()) void daemon.system.pool.abort(id, 'shutdown');
