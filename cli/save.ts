@@ -71,6 +71,9 @@ export async function saveDownload(
     return null;
   }
   const target = destination.kind === 'dir' ? join(destination.path, basename(name)) : destination.path;
+  // In-process the result is a whole file already, and ours to take: a rename puts it in place at
+  // once (nothing partial can show under the real name), without copying a byte or making a file.
+  if (download.localPath && (await movedInto(download.localPath, target))) return target;
   const temp = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.part`);
   const untrack = trackPartialFile(temp);
   try {
@@ -78,8 +81,8 @@ export async function saveDownload(
     // from ever showing under the real name; an fsync per result made a batch of small images
     // wait on the disk, several times over on a busy one.
     if (download.localPath) {
-      // In-process: the result is a file already; the kernel copies it (a batch of small images
-      // spent more on streaming each result through JS than on converting it).
+      // In-process, on another file system: the kernel copies it (a batch of small images spent
+      // more on streaming each result through JS than on converting it).
       await copyFile(download.localPath, temp, constants.COPYFILE_EXCL);
     } else {
       await pipeline(download.stream, count, createWriteStream(temp, { flags: 'wx' }));
@@ -93,6 +96,17 @@ export async function saveDownload(
     untrack();
   }
   return target;
+}
+
+/** Renames `from` to `to`; false when they are on different file systems (then it must be copied). */
+async function movedInto(from: string, to: string): Promise<boolean> {
+  try {
+    await rename(from, to);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EXDEV') return false;
+    throw error;
+  }
 }
 
 /** Keeps the names written in one run unique: `a.webp`, `a-1.webp`, … */

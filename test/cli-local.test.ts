@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
@@ -64,6 +65,50 @@ describe('in-process conv', () => {
     for (const name of names) {
       const image = await sharp(join(dir.path, 'noise-out', name.replace('.png', '.webp'))).metadata();
       assert.deepEqual([image.format, image.width], ['webp', 1200]);
+    }
+  });
+
+  it('takes file inputs without changing them (a hard link, not a copy); a relative symlink converts too', async () => {
+    const source = join(dir.path, 'kept.png');
+    await writeFile(source, await sharp({ create: { width: 30, height: 20, channels: 3, background: '#ff8800' } }).png().toBuffer());
+    const before = await stat(source);
+    const bytes = await readFile(source);
+    await mkdir(join(dir.path, 'links'), { recursive: true });
+    // Linked itself, the symlink would point elsewhere from the service's folder: it is copied.
+    await symlink('../kept.png', join(dir.path, 'links', 'via-link.png'));
+    const result = await conv(['convert', 'kept.png', 'links/via-link.png', '--to', 'webp', '-o', 'kept-out/']);
+    assert.equal(result.code, 0, result.stderr);
+    for (const name of ['kept.webp', 'via-link.webp']) {
+      const image = await sharp(join(dir.path, 'kept-out', name)).metadata();
+      assert.deepEqual([image.format, image.width, image.height], ['webp', 30, 20], name);
+    }
+    const after = await stat(source);
+    assert.deepEqual([after.nlink, after.mode, after.size, after.ino], [before.nlink, before.mode, before.size, before.ino]);
+    assert.deepEqual(await readFile(source), bytes);
+  });
+
+  it('moves each result into place, nothing left beside it; from and to another file system it copies', async (t) => {
+    const result = await conv(['convert', 'green.png', '--to', 'jpg', '-o', 'moved-out/']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(await readdir(join(dir.path, 'moved-out')), ['green.jpg']);
+    assert.equal((await sharp(join(dir.path, 'moved-out', 'green.jpg')).metadata()).format, 'jpeg');
+
+    // /dev/shm is a tmpfs where the temp dir (the service's files) is on disk: no link, no rename.
+    const shm = await stat('/dev/shm').catch(() => null);
+    if (!shm?.isDirectory() || shm.dev === (await stat(tmpdir())).dev) {
+      t.diagnostic('no second file system at /dev/shm: the copying path is not exercised');
+      return;
+    }
+    const other = await mkdtemp('/dev/shm/conv-local-test-');
+    try {
+      await writeFile(join(other, 'far.png'), await readFile(join(dir.path, 'green.png')));
+      const far = await conv(['convert', join(other, 'far.png'), '--to', 'webp', '-o', `${other}/`]);
+      assert.equal(far.code, 0, far.stderr);
+      assert.deepEqual((await readdir(other)).sort(), ['far.png', 'far.webp']);
+      const image = await sharp(join(other, 'far.webp')).metadata();
+      assert.deepEqual([image.format, image.width, image.height], ['webp', 24, 16]);
+    } finally {
+      await rm(other, { recursive: true, force: true });
     }
   });
 

@@ -40,8 +40,9 @@ export interface DownloadResult {
   filename: string;
   size: number | null;
   /**
-   * The result as a file on this machine (in-process runs): a caller saving it to disk copies
-   * it (copy_file_range, a reflink where the file system has them) and never reads `stream`.
+   * The result as a file on this machine that nothing reads after this download (in-process
+   * runs): the caller's to take. Saving it to disk moves it into place (one rename, when on the
+   * same file system) or else copies it by the kernel; `stream` is then never read.
    */
   localPath?: string;
 }
