@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { photoPng } from './lib/images.ts';
-import { removeDir, tempDir } from './lib/processes.ts';
+import { freshDir, removeDir, tempDir } from './lib/processes.ts';
 import type { BenchResult } from './types.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -169,11 +169,6 @@ async function checkOutputs(dir: string, names: string[]): Promise<string | null
     if (meta.format !== 'webp' || meta.width !== WIDTH || meta.height !== HEIGHT) return `${name} is ${meta.format} ${meta.width}x${meta.height}`;
   }
   return null;
-}
-
-async function freshDir(path: string): Promise<void> {
-  await rm(path, { recursive: true, force: true });
-  await mkdir(path, { recursive: true });
 }
 
 export async function benchConvBatch(): Promise<BenchResult> {

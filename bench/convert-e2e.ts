@@ -11,7 +11,7 @@ import { cpuTimeMs } from './lib/cpu.ts';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { json, multipartBody, send } from './lib/http.ts';
 import { photoPng } from './lib/images.ts';
-import { removeDir, tempDir } from './lib/processes.ts';
+import { freshDir, removeDir, tempDir } from './lib/processes.ts';
 import type { BenchResult } from './types.ts';
 
 const COUNT = 200;
@@ -92,7 +92,6 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
     const inputDir = join(dir, 'in');
     const outputDir = join(dir, 'out');
     await mkdir(inputDir);
-    await mkdir(outputDir);
     await Promise.all(inputs.map((png, i) => writeFile(join(inputDir, `photo-${i}.png`), png)));
     const averageKb = inputs.reduce((sum, png) => sum + png.length, 0) / inputs.length / 1024;
 
@@ -103,7 +102,9 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
     try {
       await convertThroughDaemon(daemon, 'warmup.png', inputs[0]!);
       for (let round = 0; round < ROUNDS; round++) {
-        // Baseline: what the engine does, without the service: file in, sharp, file out.
+        // Baseline: what the engine does, without the service: file in, sharp, file out (new files,
+        // as convd writes, not last round's rewritten in place).
+        await freshDir(outputDir);
         sharpRuns.push(await timed(null, async () => {
           await inParallel(inputs, PARALLEL, async (_png, i) => {
             await sharp(join(inputDir, `photo-${i}.png`)).webp().toFile(join(outputDir, `photo-${i}.webp`));

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -37,6 +37,15 @@ export async function tempDir(prefix: string): Promise<string> {
 export async function removeDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   dirs.delete(dir);
+}
+
+/**
+ * An empty directory at `path` (inside a tempDir), made before a timed round: every round then
+ * writes new files, as the service always does, never rewrites the last round's in place.
+ */
+export async function freshDir(path: string): Promise<void> {
+  await rm(path, { recursive: true, force: true });
+  await mkdir(path, { recursive: true });
 }
 
 /** Last resort on exit: kill what still runs (by its own pid) and delete what is left. */
