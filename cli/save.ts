@@ -98,8 +98,27 @@ export async function saveDownload(
   return target;
 }
 
-/** Renames `from` to `to`; false when they are on different file systems (then it must be copied). */
+/** S_ISGID of stat(2)'s mode (node's fs.constants has no name for it). */
+const SET_GROUP_ID = 0o2000;
+/** Whether each destination directory is set-group-ID (asked once per directory and run). */
+const setgidDirs = new Map<string, Promise<boolean>>();
+
+function isSetgidDir(dir: string): Promise<boolean> {
+  let known = setgidDirs.get(dir);
+  if (!known) {
+    known = stat(dir).then((info) => (info.mode & SET_GROUP_ID) !== 0, () => false);
+    setgidDirs.set(dir, known);
+  }
+  return known;
+}
+
+/**
+ * Renames `from` to `to`, as mv would: the file keeps the owner group it was made with. False
+ * (then it must be copied) across file systems, and into a set-group-ID directory, whose files
+ * are meant to take the directory's group, as a file made there does.
+ */
 async function movedInto(from: string, to: string): Promise<boolean> {
+  if (await isSetgidDir(dirname(to))) return false;
   try {
     await rename(from, to);
     return true;

@@ -6,7 +6,7 @@ import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter } from '../src/service/rate-limiter.ts';
 import { createAdmission } from './http/admission.ts';
-import { routeHeadAsGet, wasHead } from './http/head.ts';
+import { reportedMethod, routeHeadAsGet } from './http/head.ts';
 import { createHotRead } from './http/hot-read.ts';
 import { lingerThenClose } from './http/linger.ts';
 import { addHeaders, errorResponse } from './http/respond.ts';
@@ -99,7 +99,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
         // A body still arriving (e.g. an upload over the limit) is not read: drop it, then close.
         if (method === 'POST') lingerThenClose(nodeReq);
       }
-      done?.({ method: wasHead(nodeReq) ? 'HEAD' : method, route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId, req: nodeReq });
+      done?.({ method: reportedMethod(nodeReq, method), route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId, req: nodeReq });
       return response;
     });
   };
@@ -115,7 +115,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
         process.emitWarning(`convd: unexpected error on ${method} ${path}: ${error instanceof Error ? error.stack : String(error)}`);
         response = errorResponse(error, negotiateLanguage(event.req.headers.get('accept-language')));
       }
-      done?.({ method, route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
+      done?.({ method: reportedMethod(nodeRequest(event), method), route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
       return response;
     });
   };
@@ -137,7 +137,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     const language = negotiateLanguage(event.req.headers.get('accept-language'));
     const path = new URL(event.req.url).pathname;
     const response = errorResponse(new ApiError(known.some((pattern) => pattern.test(path)) ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
-    done?.({ method: event.req.method, route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
+    done?.({ method: reportedMethod(nodeRequest(event), event.req.method), route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
     return response;
   });
 

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,11 +74,17 @@ export async function runConv(
 }
 
 /** Runs the real `bin/conv` as a child process. */
+const TASKSET = '/usr/bin/taskset';
+
 export async function spawnConv(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string; stdin?: string | Buffer; timeoutMs?: number } = {},
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; stdin?: string | Buffer; timeoutMs?: number; onOneCpu?: boolean } = {},
 ): Promise<RunResult> {
-  const child = spawn(process.execPath, [CONV, ...args], {
+  // onOneCpu: conv sees one core (taskset), whatever the machine has, so core-count defaults show.
+  const [command, argv] = options.onOneCpu && existsSync(TASKSET)
+    ? [TASKSET, ['-c', '0', process.execPath, CONV, ...args]]
+    : [process.execPath, [CONV, ...args]];
+  const child = spawn(command, argv, {
     cwd: options.cwd ?? ROOT,
     env: options.env ?? cleanEnv(),
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -55,7 +55,8 @@ describe('in-process conv', () => {
       .png({ compressionLevel: 1 }).toBuffer();
     const names = ['noise-1.png', 'noise-2.png', 'noise-3.png'];
     await Promise.all(names.map((name) => writeFile(join(dir.path, name), noise)));
-    const result = await conv(['convert', ...names, '--to', 'webp', '-j', '3', '-o', 'noise-out/', '--json']);
+    // On one core: the old pool (one worker per core) would run them one after another anywhere.
+    const result = await spawnConv(['convert', ...names, '--to', 'webp', '-j', '3', '-o', 'noise-out/', '--json'], { env, cwd: dir.path, onOneCpu: true });
     assert.equal(result.code, 0, result.stderr);
     const conversions = JSON.parse(result.stdout) as { status: string; started_at: string; finished_at: string }[];
     assert.deepEqual(conversions.map((c) => c.status), ['succeeded', 'succeeded', 'succeeded']);

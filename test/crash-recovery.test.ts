@@ -126,15 +126,16 @@ async function assertWebpResult(daemon: DaemonHandle, id: string): Promise<void>
   assert.equal(meta.height, IMAGE_SIZE);
 }
 
-/** Live (not zombie) processes whose command line names `dir`: a converter working in a data dir. */
-async function processesNaming(dir: string): Promise<number[]> {
+/** Live (not zombie) ffmpeg processes whose command line names `dir`: the converter of a data dir. */
+async function ffmpegsNaming(dir: string): Promise<number[]> {
   const pids: number[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
+      const argv = (await readFile(`/proc/${entry}/cmdline`, 'utf8')).split('\0');
       const state = (await readFile(`/proc/${entry}/stat`, 'utf8')).replace(/^.*\) /s, '')[0];
-      if (cmdline.includes(dir) && state !== 'Z') pids.push(Number(entry));
+      // ffprobe runs first and names the data dir too: only ffmpeg itself counts.
+      if (/(^|\/)ffmpeg$/.test(argv[0] ?? '') && argv.some((arg) => arg.includes(dir)) && state !== 'Z') pids.push(Number(entry));
     } catch {
       // Gone while we looked.
     }
@@ -229,27 +230,35 @@ describe('crash recovery (kill -9 and restart)', () => {
       return;
     }
     const videoDir = await mkdtemp(join(tmpdir(), 'convd-crash-video-'));
+    let dataDir: string | null = null;
     try {
       // 30 s of 640x360 into VP9 takes ffmpeg many seconds here: it is mid-run when the daemon dies.
       const video = join(videoDir, 'long.mp4');
       await ffmpegRun(await mediaTools(), ['-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=25', '-t', '30', '-c:v', 'libx264', '-preset', 'ultrafast', video]);
       const daemon = await startDaemon();
       daemons.push(daemon);
+      dataDir = daemon.dataDir;
       const form = new FormData();
       form.set('target', 'webm');
       form.set('file', new Blob([new Uint8Array(await readFile(video))], { type: 'video/mp4' }), 'long.mp4');
       const answer = await api(daemon, '/conversions', { method: 'POST', body: form });
       assert.equal(answer.status, 202, JSON.stringify(answer.body));
-      const converters = await waitUntil('ffmpeg converting in the data dir', async () => {
-        const pids = await processesNaming(daemon.dataDir);
-        return pids.length > 0 ? pids : undefined;
+      const id = (answer.body as ConversionView).id;
+      // ffmpeg has reported progress: it runs, past its start.
+      await waitUntil('the conversion to make progress', async () => {
+        const view = (await api(daemon, `/conversions/${id}`)).body as { progress: number | null };
+        return (view.progress ?? 0) > 0 ? true : undefined;
       });
+      const converters = await ffmpegsNaming(daemon.dataDir);
+      assert.equal(converters.length, 1, 'one ffmpeg converting in the data dir');
       await daemon.kill();
       await waitUntil('the converter to end with its daemon', async () => {
-        const left = (await processesNaming(daemon.dataDir)).filter((pid) => converters.includes(pid));
+        const left = (await ffmpegsNaming(daemon.dataDir)).filter((pid) => converters.includes(pid));
         return left.length === 0 ? true : undefined;
       }, 5_000);
     } finally {
+      // A failure leaves no converter behind (looked up again: never a pid that may be reused).
+      for (const pid of dataDir ? await ffmpegsNaming(dataDir) : []) process.kill(pid, 'SIGKILL');
       await rm(videoDir, { recursive: true, force: true });
     }
   });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,6 +121,44 @@ describe('runProcess', () => {
     const childPid = Number(output.trim());
     assert.ok(childPid > 0, `child pid printed: ${output}`);
     await waitFor(() => !isRunning(childPid), 3000, `child ${childPid} to be killed`);
+  });
+});
+
+const hasSetpriv = process.platform === 'linux' && ['/usr/bin/setpriv', '/bin/setpriv'].some((path) => existsSync(path));
+
+describe('runProcess with dieWithParent', { skip: !hasSetpriv && 'needs Linux with util-linux setpriv' }, () => {
+  it('a command that cannot run rejects as it would without the wrapper; one that runs is unchanged', async () => {
+    await assert.rejects(runProcess('/nonexistent/binary', [], { dieWithParent: true }), (error: NodeJS.ErrnoException) => error.code === 'ENOENT');
+    const dir = await mkdtemp(join(tmpdir(), 'convd-subprocess-'));
+    try {
+      const notExecutable = join(dir, 'script.sh');
+      await writeFile(notExecutable, '#!/bin/sh\necho hi\n', { mode: 0o644 });
+      if (process.getuid?.() !== 0) {
+        await assert.rejects(runProcess(notExecutable, [], { dieWithParent: true }), (error: NodeJS.ErrnoException) => error.code === 'EACCES');
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    const lines: string[] = [];
+    const result = await runProcess('sh', ['-c', 'echo out; echo err >&2; exit 127'], { dieWithParent: true, onStdoutLine: (line) => lines.push(line) });
+    // A command's own exit 127 stays an exit code: only setpriv's "failed to execute" is a spawn error.
+    assert.deepEqual([result.code, lines, result.stderrTail], [127, ['out'], 'err']);
+  });
+
+  it('the child dies with its parent even when the parent is killed with SIGKILL', async () => {
+    const script = [
+      `import { runProcess } from ${JSON.stringify(join(ROOT, 'src/engines/subprocess.ts'))};`,
+      `runProcess('sh', ['-c', 'echo $$; exec sleep 30'], { dieWithParent: true, onStdoutLine: (line) => console.log(line) });`,
+    ].join('\n');
+    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const childPid = await new Promise<number>((resolve) => parent.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
+    assert.ok(childPid > 0 && isRunning(childPid));
+    try {
+      parent.kill('SIGKILL'); // no 'exit' handler runs: only the kernel can end the child now
+      await waitFor(() => !isRunning(childPid), 3000, `child ${childPid} to die with its parent`);
+    } finally {
+      if (isRunning(childPid)) process.kill(childPid, 'SIGKILL');
+    }
   });
 });
 

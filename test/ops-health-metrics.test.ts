@@ -153,11 +153,18 @@ describe('/metrics and the log lines move with traffic', () => {
     for (let i = 0; i < 3; i++) assert.equal((await call(daemon, '/v1/account')).status, 200);
     assert.equal((await call(daemon, '/v1/conversions/cnv_01m8000000000000000000000')).status, 404);
     assert.equal((await call(daemon, '/v1/nothing-here')).status, 404);
+    // HEAD is answered as GET but counted as what it was, on every path (keyed, the hot read, unmatched).
+    assert.equal((await call(daemon, '/v1/account', { method: 'HEAD' })).status, 200);
+    assert.equal((await call(daemon, '/v1/conversions/cnv_01m8000000000000000000000', { method: 'HEAD' })).status, 404);
+    assert.equal((await call(daemon, '/v1/nothing-here', { method: 'HEAD' })).status, 404);
     const now = await metricsOf(daemon);
     const delta = (name: string, labels: Record<string, string>) => sample(now, name, labels) - sample(before, name, labels);
     assert.equal(delta('convd_http_requests_total', { method: 'GET', route: '/v1/account', status: '200' }), 3);
     assert.equal(delta('convd_http_requests_total', { method: 'GET', route: '/v1/conversions/:id', status: '404' }), 1);
     assert.equal(delta('convd_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }), 1);
+    assert.equal(delta('convd_http_requests_total', { method: 'HEAD', route: '/v1/account', status: '200' }), 1);
+    assert.equal(delta('convd_http_requests_total', { method: 'HEAD', route: '/v1/conversions/:id', status: '404' }), 1);
+    assert.equal(delta('convd_http_requests_total', { method: 'HEAD', route: 'unmatched', status: '404' }), 1);
     assert.equal(delta('convd_http_request_duration_seconds_count', { method: 'GET', route: '/v1/account' }), 3);
     assert.equal(
       sample(now, 'convd_http_request_duration_seconds_bucket', { method: 'GET', route: '/v1/account', le: '+Inf' }),

@@ -150,7 +150,8 @@ export async function call(daemon: Pick<Convd, 'url' | 'apiKey'>, path: string, 
   if (key !== null && !headers.has('authorization')) headers.set('authorization', `Bearer ${key}`);
   const response = await fetch(`${daemon.url}${path}`, { ...init, headers });
   const text = await response.text();
-  const body: unknown = (response.headers.get('content-type') ?? '').includes('json') ? JSON.parse(text) : text;
+  // A HEAD answer has JSON's content type and no body.
+  const body: unknown = text !== '' && (response.headers.get('content-type') ?? '').includes('json') ? JSON.parse(text) : text;
   return { status: response.status, headers: response.headers, body };
 }
 

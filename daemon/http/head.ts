@@ -17,3 +17,8 @@ export function routeHeadAsGet(req: IncomingMessage): void {
 export function wasHead(req: IncomingMessage): boolean {
   return headRequests.has(req);
 }
+
+/** The method to log and count: HEAD for a HEAD request routed as GET. */
+export function reportedMethod(req: IncomingMessage | undefined, routed: string): string {
+  return req && headRequests.has(req) ? 'HEAD' : routed;
+}

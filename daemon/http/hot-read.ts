@@ -4,6 +4,7 @@ import { negotiateLanguage } from '../../src/errors/negotiate.ts';
 import type { ConversionService } from '../../src/service/conversion-service.ts';
 import type { RequestInfo } from '../app.ts';
 import type { Admission } from './admission.ts';
+import { reportedMethod } from './head.ts';
 import { errorAnswer, JSON_CONTENT_TYPE, type PlainAnswer } from './respond.ts';
 
 const PREFIX = '/v1/conversions/';
@@ -73,7 +74,7 @@ export function createHotRead(deps: HotReadDeps): (req: IncomingMessage, res: Se
       res.writeHead(reply.status, reply.headers);
       res.end(reply.body);
     }
-    done?.({ method: 'GET', route: ROUTE, status: reply.status, durationMs: performance.now() - started, accountId, req });
+    done?.({ method: reportedMethod(req, 'GET'), route: ROUTE, status: reply.status, durationMs: performance.now() - started, accountId, req });
   }
 }
 

@@ -118,7 +118,8 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
 
     async downloadResult({ caller, event, nodeReq }) {
       const download = await conversions.download(caller.account, id(event));
-      const range = parseRange(event.req.headers.get('range'), download.size);
+      // Range is defined for GET only (RFC 9110, 14.2): a HEAD is told the whole file.
+      const range = wasHead(nodeReq) ? null : parseRange(event.req.headers.get('range'), download.size);
       const headers: Record<string, string> = {
         'content-type': 'application/octet-stream',
         'content-disposition': attachmentHeader(download.record.result!.filename),

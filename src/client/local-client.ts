@@ -148,14 +148,15 @@ class LocalClient implements ConvClient {
    * service owns (it renames and finally deletes that name, and only ever reads the file), made
    * without copying a byte or allocating an inode; a batch of small images spent a fifth of its
    * time on such copies and new files. The user's file edited in place during the run would be
-   * seen; replaced, as editors save, it would not. Where no link can be made (another file system,
-   * a file of another user under protected_hardlinks, a symlink, which would be linked itself)
-   * the kernel copies it.
+   * seen; replaced, as editors save, it would not. Where no link can be made (another file system;
+   * under Linux's protected_hardlinks, another user's file this one may not write; a symlink, which
+   * would be linked itself) the kernel copies it.
    */
   private async spoolCopy(system: ConversionSystem, source: string, filename: string): Promise<SpooledFile> {
     const path = system.blobs.spoolPath();
     const info = await lstat(source).catch(() => null);
-    if (info?.isFile()) {
+    // (Not on Windows, where deleting a link to a read-only file would clear that flag for both.)
+    if (info?.isFile() && process.platform !== 'win32') {
       const linked = await link(source, path).then(() => true, () => false);
       if (linked) return { path, size: info.size, sha256: '', filename };
     }

@@ -19,8 +19,8 @@ export interface RunOptions {
    * The kernel kills the process when this one dies, even by SIGKILL, which no handler here can
    * catch: on Linux through util-linux's `setpriv --pdeathsig` (where there is none, this does
    * nothing). For the long runs (a conversion), so that a daemon killed -9 leaves no ffmpeg
-   * converting on into its data dir. A command that is missing then shows as exit 127 (setpriv
-   * could not exec it), not as a spawn error.
+   * converting on into its data dir. A command that cannot be run rejects as it would unwrapped
+   * (ENOENT, EACCES).
    */
   dieWithParent?: boolean;
 }
@@ -76,20 +76,46 @@ let parentDeathWrapper: Promise<string | null> | undefined;
 /**
  * The setpriv that can set a parent-death signal, found once: util-linux before 2.33 has no
  * --pdeathsig, and asking it to exec a command would fail every run. `--help` after the option
- * exits 0 only where the option parsed.
+ * exits 0 only where the option parsed. A probe that could not run at all (no process slot, no
+ * memory) says nothing about setpriv: it is not remembered, and the next run asks again.
  */
 function findParentDeathWrapper(): Promise<string | null> {
-  return (parentDeathWrapper ??= (async () => {
-    if (process.platform !== 'linux') return null;
-    const path = SETPRIV_PATHS.find((candidate) => existsSync(candidate));
-    if (!path) return null;
-    const works = await new Promise<boolean>((resolve) => {
-      const probe = spawn(path, ['--pdeathsig', 'KILL', '--help'], { stdio: 'ignore' });
-      probe.on('error', () => resolve(false));
-      probe.on('close', (code) => resolve(code === 0));
-    });
-    return works ? path : null;
-  })());
+  if (parentDeathWrapper) return parentDeathWrapper;
+  if (process.platform !== 'linux') return (parentDeathWrapper = Promise.resolve(null));
+  const path = SETPRIV_PATHS.find((candidate) => existsSync(candidate));
+  if (!path) return (parentDeathWrapper = Promise.resolve(null));
+  const found = new Promise<string | null>((resolve, reject) => {
+    let probe: ChildProcess;
+    try {
+      probe = spawn(path, ['--pdeathsig', 'KILL', '--help'], { stdio: 'ignore' });
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    probe.on('error', reject);
+    probe.on('close', (code) => resolve(code === 0 ? path : null));
+  });
+  parentDeathWrapper = found;
+  // Unremembered, and the run goes on without the wrapper.
+  return found.catch(() => {
+    if (parentDeathWrapper === found) parentDeathWrapper = undefined;
+    return null;
+  });
+}
+
+/**
+ * What setpriv says when it cannot exec the command (exit 127 for a missing file, 126 for one it
+ * may not run): the error spawn gives for the command itself, so a missing ffmpeg reads the same
+ * with the wrapper as without it.
+ */
+function execFailure(cmd: string, code: number | null, stderr: string): NodeJS.ErrnoException | null {
+  if ((code !== 127 && code !== 126) || !/^setpriv: failed to execute/m.test(stderr)) return null;
+  const errno = code === 127 ? 'ENOENT' : 'EACCES';
+  const error: NodeJS.ErrnoException = new Error(`spawn ${cmd} ${errno}`);
+  error.code = errno;
+  error.syscall = `spawn ${cmd}`;
+  error.path = cmd;
+  return error;
 }
 
 /**
@@ -241,8 +267,10 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
       clearTimeout(killTimer);
       clearTimeout(limitTimer);
       signal?.removeEventListener('abort', onAbort);
+      const cannotExec = wrapper ? execFailure(cmd, code, tail.text()) : null;
       if (stopReason) reject(stopReason.error);
       else if (spawnError) reject(spawnError);
+      else if (cannotExec) reject(cannotExec);
       else resolve({ code, signal: exitSignal, stderrTail: tail.text() });
     });
   });

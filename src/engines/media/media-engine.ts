@@ -1,6 +1,8 @@
 import { stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
+import { ConcurrencyGate } from '../concurrency-gate.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import { buildPlan, REQUIRED_ENCODERS } from './args.ts';
@@ -18,6 +20,14 @@ export interface MediaEngineOptions extends FindOptions {
    * ConversionFailure('timeout'). The worker pool's own limit (through the AbortSignal) still applies.
    */
   timeLimitMs?: number;
+  /**
+   * Conversions run at once by this engine; more wait their turn (in `processing`, at progress
+   * 0). Default: the cores. ffmpeg spreads one conversion over every core itself, so more runs
+   * than cores only share them, each taking that much longer toward its time limit and holding
+   * its memory meanwhile; the daemon's default workers never reach this, `conv -j 4` on two
+   * cores would.
+   */
+  maxConcurrentRuns?: number;
 }
 
 interface Toolchain {
@@ -41,6 +51,7 @@ const VERSION_TIME_LIMIT_MS = 15_000;
 /** Audio and video with the ffmpeg binary (driven directly: own process group, -progress pipe). */
 export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
   let tools: Toolchain | undefined;
+  const gate = new ConcurrencyGate(settings.maxConcurrentRuns ?? availableParallelism());
 
   return {
     name: 'media',
@@ -80,8 +91,9 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
     pairs: () => (tools ? mediaPairs(tools.encoders) : []),
     formats: () => MEDIA_FORMATS,
     async convert(job: EngineJob): Promise<void> {
-      if (!tools) throw new ConversionFailure('internal_error', 'The media engine was not probed or ffmpeg is unavailable.');
-      await convertMedia(tools, job, settings.timeLimitMs);
+      const ready = tools;
+      if (!ready) throw new ConversionFailure('internal_error', 'The media engine was not probed or ffmpeg is unavailable.');
+      await gate.run(job.signal, () => convertMedia(ready, job, settings.timeLimitMs));
     },
   };
 }

@@ -48,7 +48,8 @@ export async function probeMedia(ffprobe: string, inputPath: string, signal: Abo
       '-show_entries', 'format=duration,format_name:stream=index,codec_type,width,height,duration:stream_disposition=attached_pic',
       '-of', 'json', `file:${inputPath}`,
     ],
-    { signal, timeoutMs: PROBE_TIME_LIMIT_MS, onStdoutLine: (line) => lines.push(line) },
+    // dieWithParent: a daemon killed -9 takes its time limit with it.
+    { signal, timeoutMs: PROBE_TIME_LIMIT_MS, dieWithParent: true, onStdoutLine: (line) => lines.push(line) },
   );
   if (result.code !== 0) {
     throw new ConversionFailure('input_invalid', `The input is not a readable audio or video file: ${describeProbeError(result.stderrTail, inputPath)}`);
