@@ -115,7 +115,8 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
         process.emitWarning(`convd: unexpected error on ${method} ${path}: ${error instanceof Error ? error.stack : String(error)}`);
         response = errorResponse(error, negotiateLanguage(event.req.headers.get('accept-language')));
       }
-      done?.({ method: reportedMethod(nodeRequest(event), method), route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
+      const req = nodeRequest(event);
+      done?.({ method: reportedMethod(req, method), route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId: null, req });
       return response;
     });
   };
@@ -137,7 +138,8 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     const language = negotiateLanguage(event.req.headers.get('accept-language'));
     const path = new URL(event.req.url).pathname;
     const response = errorResponse(new ApiError(known.some((pattern) => pattern.test(path)) ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
-    done?.({ method: reportedMethod(nodeRequest(event), event.req.method), route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req: nodeRequest(event) });
+    const req = nodeRequest(event);
+    done?.({ method: reportedMethod(req, event.req.method), route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req });
     return response;
   });
 

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { createLocalClient } from '../src/client/local-client.ts';
 import type { ConvClient } from '../src/client/types.ts';
+import { waitUntil } from './ops-support.ts';
 
 let dir: string;
 let client: ConvClient;
@@ -37,8 +37,7 @@ describe('LocalClient file inputs', () => {
     const ended = await client.getConversion(created.id, { wait: 30 });
     assert.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
     // The service lets go of its input once the end state is stored, just after answering.
-    for (const deadline = Date.now() + 5000; (await stat(input)).nlink !== 1 && Date.now() < deadline;) await sleep(20);
-    assert.equal((await stat(input)).nlink, 1);
+    await waitUntil('the service to let go of its link', async () => ((await stat(input)).nlink === 1 ? true : undefined), 5000);
     assert.deepEqual(await readFile(input), bytes);
     const download = await client.download(created.id);
     assert.equal((await sharp(download.localPath!).metadata()).format, 'webp');

@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +15,8 @@ import sharp from 'sharp';
 import type { ConversionRecord } from '../src/model/conversion.ts';
 import { decodeCopy } from '../src/store/durable-json-file.ts';
 import { api, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { HAS_SETPRIV } from './engines-proc.ts';
+import { waitUntil } from './ops-support.ts';
 import { ffmpegRun, mediaTools } from './registry-pairs-fixtures.ts';
 
 interface ConversionView {
@@ -55,15 +56,8 @@ async function listAll(daemon: DaemonHandle): Promise<ConversionView[]> {
   return (answer.body as { data: ConversionView[] }).data;
 }
 
-async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+/** Work here waits behind noisy 1000 px encodes on one worker: longer than ops-support's default. */
+const LONG_WAIT_MS = 60_000;
 
 /** Waits until one conversion is processing while `queuedAtLeast` others still wait. */
 function waitForMidWork(daemon: DaemonHandle, queuedAtLeast: number, succeededAtLeast = 0): Promise<string> {
@@ -73,7 +67,7 @@ function waitForMidWork(daemon: DaemonHandle, queuedAtLeast: number, succeededAt
     const queued = list.filter((c) => c.status === 'queued').length;
     const succeeded = list.filter((c) => c.status === 'succeeded').length;
     return processing.length === 1 && queued >= queuedAtLeast && succeeded >= succeededAtLeast ? processing[0]!.id : undefined;
-  });
+  }, LONG_WAIT_MS);
 }
 
 async function jsonFilesUnder(dir: string): Promise<string[]> {
@@ -114,7 +108,7 @@ function waitForAllEnded(daemon: DaemonHandle, ids: string[]): Promise<Map<strin
   return waitUntil('every conversion to reach an end state', async () => {
     const byId = new Map((await listAll(daemon)).map((c) => [c.id, c]));
     return ids.every((id) => END.has(byId.get(id)?.status ?? '')) ? byId : undefined;
-  });
+  }, LONG_WAIT_MS);
 }
 
 async function assertWebpResult(daemon: DaemonHandle, id: string): Promise<void> {
@@ -225,7 +219,7 @@ describe('crash recovery (kill -9 and restart)', () => {
 
   it('takes its ffmpeg down with it: no converter keeps writing into the data dir after kill -9', async (t) => {
     // The kernel does it (a parent-death signal, set by util-linux's setpriv): no handler runs on SIGKILL.
-    if (process.platform !== 'linux' || !['/usr/bin/setpriv', '/bin/setpriv'].some((path) => existsSync(path))) {
+    if (!HAS_SETPRIV) {
       t.skip('needs Linux with util-linux setpriv');
       return;
     }
@@ -248,7 +242,7 @@ describe('crash recovery (kill -9 and restart)', () => {
       await waitUntil('the conversion to make progress', async () => {
         const view = (await api(daemon, `/conversions/${id}`)).body as { progress: number | null };
         return (view.progress ?? 0) > 0 ? true : undefined;
-      });
+      }, LONG_WAIT_MS);
       const converters = await ffmpegsNaming(daemon.dataDir);
       assert.equal(converters.length, 1, 'one ffmpeg converting in the data dir');
       await daemon.kill();

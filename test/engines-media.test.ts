@@ -334,22 +334,6 @@ describe('cancel, time limit and hostile inputs leave no process behind', () => 
     await assertNoMediaProcesses();
   });
 
-  it('runs at most maxConcurrentRuns conversions at once; the next starts when one ends', async () => {
-    const one = createMediaEngine({ maxConcurrentRuns: 1 });
-    await one.probe();
-    const events: string[] = [];
-    const run = (name: string) => one.convert(job('wav', 'mp3', join(dir, 'ten-hours.wav'), {
-      // 0 is reported first and 100 last, both inside the engine's run.
-      onProgress: (p) => {
-        if (p === 0) events.push(`${name} starts`);
-        if (p === 100) events.push(`${name} ends`);
-      },
-    }, { trim_end: 1500, bitrate: '64k' }));
-    await Promise.all([run('a'), run('b')]);
-    assert.deepEqual(events, ['a starts', 'a ends', 'b starts', 'b ends']);
-    await assertNoMediaProcesses();
-  });
-
   it('a time limit from the worker pool (abort with a timeout reason) ends the same way', async () => {
     const reason = new ConversionFailure('timeout', 'The conversion took longer than its limit.');
     const controller = new AbortController();

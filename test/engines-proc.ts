@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 /** Shared by the engine suites: what the kernel says about processes (Linux /proc). */
 
@@ -72,3 +72,9 @@ export async function waitFor(check: () => boolean, timeoutMs: number, what: str
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/**
+ * Whether util-linux setpriv is where runProcess looks for it (src/engines/subprocess.ts): the
+ * parent-death signal of `dieWithParent` exists only then.
+ */
+export const HAS_SETPRIV = process.platform === 'linux' && ['/usr/bin/setpriv', '/bin/setpriv'].some((path) => existsSync(path));

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../src/errors/api-error.ts';
 import { ensureExecutable } from '../src/engines/media/binaries.ts';
 import { liveChildPids, runProcess } from '../src/engines/subprocess.ts';
-import { isRunning, leftoversOfGroup, processesInGroup, waitFor } from './engines-proc.ts';
+import { HAS_SETPRIV, isRunning, leftoversOfGroup, processesInGroup, waitFor } from './engines-proc.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -124,9 +123,7 @@ describe('runProcess', () => {
   });
 });
 
-const hasSetpriv = process.platform === 'linux' && ['/usr/bin/setpriv', '/bin/setpriv'].some((path) => existsSync(path));
-
-describe('runProcess with dieWithParent', { skip: !hasSetpriv && 'needs Linux with util-linux setpriv' }, () => {
+describe('runProcess with dieWithParent', { skip: !HAS_SETPRIV && 'needs Linux with util-linux setpriv' }, () => {
   it('a command that cannot run rejects as it would without the wrapper; one that runs is unchanged', async () => {
     await assert.rejects(runProcess('/nonexistent/binary', [], { dieWithParent: true }), (error: NodeJS.ErrnoException) => error.code === 'ENOENT');
     const dir = await mkdtemp(join(tmpdir(), 'convd-subprocess-'));

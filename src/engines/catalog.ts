@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { lazyEngine, type EngineLoader, type KnownEngine, type LazyEngine } from './lazy.ts';
 
 export interface EngineSettings {
@@ -11,9 +12,11 @@ export interface EngineSettings {
  * when it is first probed or used (lazy.ts), not when this module loads.
  */
 export function engineLoaders(settings: EngineSettings): EngineLoader[] {
+  // One ffmpeg run uses every core: more at once only share them (media-engine.ts).
+  const mediaRuns = availableParallelism();
   return [
     { name: 'image', load: async () => (await import('./image/sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels }) },
-    { name: 'media', load: async () => (await import('./media/media-engine.ts')).createMediaEngine() },
+    { name: 'media', maxConcurrentRuns: mediaRuns, load: async () => (await import('./media/media-engine.ts')).createMediaEngine({ maxConcurrentRuns: mediaRuns }) },
     { name: 'pdf', load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
     { name: 'data', load: async () => (await import('./data/data-engine.ts')).createDataEngine() },
   ];

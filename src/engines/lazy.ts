@@ -13,6 +13,8 @@ import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
 export interface EngineLoader {
   /** Must equal the created engine's `name`. */
   name: string;
+  /** The created engine's `maxConcurrentRuns`, known before it loads (the runner asks first). */
+  maxConcurrentRuns?: number;
   load(): Promise<Engine>;
 }
 
@@ -52,6 +54,7 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
 
   return {
     name: loader.name,
+    maxConcurrentRuns: loader.maxConcurrentRuns,
     async probe(): Promise<EngineStatus> {
       if (known) return known.status;
       const engine = await load();

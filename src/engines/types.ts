@@ -46,4 +46,10 @@ export interface Engine {
   /** Formats this engine introduces (extensions and MIME types). */
   formats(): FormatInfo[];
   convert(job: EngineJob): Promise<EngineOutput | void>;
+  /**
+   * At most this many of this engine's conversions run at once, whatever the workers; the others
+   * wait their turn (in `processing`, at progress 0) before their time limit starts. Unset: no
+   * limit of its own.
+   */
+  readonly maxConcurrentRuns?: number;
 }

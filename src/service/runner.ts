@@ -1,9 +1,10 @@
 import { rename, stat } from 'node:fs/promises';
 import { ConversionFailure } from '../errors/api-error.ts';
-import type { EngineOutput } from '../engines/types.ts';
+import type { Engine, EngineOutput } from '../engines/types.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
+import { ConcurrencyGate } from '../queue/concurrency-gate.ts';
 import { JobCancelled } from '../queue/worker-pool.ts';
 import { conversionCost, balanceOf } from './credits.ts';
 import { withTimeLimit } from './time-limit.ts';
@@ -23,6 +24,14 @@ export interface RunnerLog {
  */
 export function createRunner(service: ConversionService, log: RunnerLog = () => undefined) {
   const { store, blobs, registry, config } = service;
+  /** Per engine that limits its own runs: taken before the time limit starts, so waiting is free. */
+  const gates = new Map<string, ConcurrencyGate>();
+  const gateOf = (engine: Engine): ConcurrencyGate | null => {
+    if (engine.maxConcurrentRuns === undefined) return null;
+    let gate = gates.get(engine.name);
+    if (!gate) gates.set(engine.name, (gate = new ConcurrencyGate(engine.maxConcurrentRuns)));
+    return gate;
+  };
 
   const transition = (id: string, update: (record: ConversionRecord) => Promise<ConversionRecord | null>) =>
     service.locks.run(`conversion:${id}`, async () => {
@@ -61,7 +70,6 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const outputPath = blobs.outputPathFor(id, extension);
       pendingOutput = outputPath;
       const timeoutMs = config.engineTimeoutMs[engine.name] ?? config.defaultEngineTimeoutMs;
-      const limited = withTimeLimit(signal, timeoutMs);
 
       let lastWrite = 0;
       let lastValue = -1;
@@ -73,20 +81,24 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         lastWrite = now;
         void store.updateConversion(id, { progress: value }, { deferred: true });
       };
-      let produced: EngineOutput | void;
-      try {
-        produced = await engine.convert({
-          inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
-          variant: record.variant, options: record.options, signal: limited.signal, onProgress,
-        });
-      } catch (error) {
-        if (limited.timedOut()) {
-          throw new ConversionFailure('timeout', `The conversion took longer than the limit of ${Math.round(timeoutMs / 1000)} s.`);
+      const convertWithinLimit = async (): Promise<EngineOutput | void> => {
+        const limited = withTimeLimit(signal, timeoutMs);
+        try {
+          return await engine.convert({
+            inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
+            variant: record.variant, options: record.options, signal: limited.signal, onProgress,
+          });
+        } catch (error) {
+          if (limited.timedOut()) {
+            throw new ConversionFailure('timeout', `The conversion took longer than the limit of ${Math.round(timeoutMs / 1000)} s.`);
+          }
+          throw error;
+        } finally {
+          limited.dispose();
         }
-        throw error;
-      } finally {
-        limited.dispose();
-      }
+      };
+      const gate = gateOf(engine);
+      const produced = gate ? await gate.run(signal, convertWithinLimit) : await convertWithinLimit();
       signal.throwIfAborted();
       const size = produced?.size ?? (await stat(outputPath)).size;
       await rename(outputPath, blobs.resultPath(id));

@@ -2,7 +2,6 @@ import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
-import { ConcurrencyGate } from '../concurrency-gate.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import { buildPlan, REQUIRED_ENCODERS } from './args.ts';
@@ -21,11 +20,9 @@ export interface MediaEngineOptions extends FindOptions {
    */
   timeLimitMs?: number;
   /**
-   * Conversions run at once by this engine; more wait their turn (in `processing`, at progress
-   * 0). Default: the cores. ffmpeg spreads one conversion over every core itself, so more runs
-   * than cores only share them, each taking that much longer toward its time limit and holding
-   * its memory meanwhile; the daemon's default workers never reach this, `conv -j 4` on two
-   * cores would.
+   * Engine.maxConcurrentRuns; default the cores. ffmpeg spreads one conversion over every core
+   * itself, so more runs than cores only share them, each taking that much longer and holding its
+   * memory meanwhile; the daemon's default workers never reach this, `conv -j 4` on two cores would.
    */
   maxConcurrentRuns?: number;
 }
@@ -51,10 +48,10 @@ const VERSION_TIME_LIMIT_MS = 15_000;
 /** Audio and video with the ffmpeg binary (driven directly: own process group, -progress pipe). */
 export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
   let tools: Toolchain | undefined;
-  const gate = new ConcurrencyGate(settings.maxConcurrentRuns ?? availableParallelism());
 
   return {
     name: 'media',
+    maxConcurrentRuns: settings.maxConcurrentRuns ?? availableParallelism(),
     async probe(): Promise<EngineStatus> {
       tools = undefined;
       const ffmpeg = await findBinary('ffmpeg', settings);
@@ -91,9 +88,8 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
     pairs: () => (tools ? mediaPairs(tools.encoders) : []),
     formats: () => MEDIA_FORMATS,
     async convert(job: EngineJob): Promise<void> {
-      const ready = tools;
-      if (!ready) throw new ConversionFailure('internal_error', 'The media engine was not probed or ffmpeg is unavailable.');
-      await gate.run(job.signal, () => convertMedia(ready, job, settings.timeLimitMs));
+      if (!tools) throw new ConversionFailure('internal_error', 'The media engine was not probed or ffmpeg is unavailable.');
+      await convertMedia(tools, job, settings.timeLimitMs);
     },
   };
 }

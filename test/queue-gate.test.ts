@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { ConcurrencyGate } from '../src/engines/concurrency-gate.ts';
+import { ConcurrencyGate } from '../src/queue/concurrency-gate.ts';
 
 describe('ConcurrencyGate', () => {
   it('lets at most `limit` runs through at once, the rest in arrival order', async () => {
