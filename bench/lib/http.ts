@@ -32,7 +32,7 @@ export function send(
   });
 }
 
-export function json<T>(answer: Answer): T {
+export function json<T>(answer: { body: Buffer }): T {
   return JSON.parse(answer.body.toString('utf8')) as T;
 }
 

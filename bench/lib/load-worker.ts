@@ -8,6 +8,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { pathToFileURL } from 'node:url';
+import { parseResponse } from './http-wire.ts';
 
 export interface LoadTarget {
   path: string;
@@ -30,37 +31,6 @@ export interface LoadResult {
   statuses: Record<string, number>;
   errors: number;
   bodyBytes: number;
-}
-
-const HEAD_END = Buffer.from('\r\n\r\n');
-
-/** Parses one complete response at the start of `buffer`; null when more bytes are needed. */
-function parseResponse(buffer: Buffer): { status: number; length: number; bodyBytes: number } | null {
-  const headEnd = buffer.indexOf(HEAD_END);
-  if (headEnd === -1) return null;
-  const head = buffer.toString('latin1', 0, headEnd);
-  const status = Number(head.slice(9, 12));
-  const lengthMatch = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-  const bodyStart = headEnd + 4;
-  if (lengthMatch) {
-    const length = Number(lengthMatch[1]);
-    return buffer.length >= bodyStart + length ? { status, length: bodyStart + length, bodyBytes: length } : null;
-  }
-  if (!/\r\ntransfer-encoding:\s*chunked/i.test(head)) return { status, length: bodyStart, bodyBytes: 0 };
-  let position = bodyStart;
-  let bodyBytes = 0;
-  for (;;) {
-    const lineEnd = buffer.indexOf('\r\n', position, 'latin1');
-    if (lineEnd === -1) return null;
-    const size = parseInt(buffer.toString('latin1', position, lineEnd), 16);
-    if (size === 0) {
-      // No trailers are sent by either server: the last chunk is `0\r\n\r\n`.
-      return buffer.length >= lineEnd + 4 ? { status, length: lineEnd + 4, bodyBytes } : null;
-    }
-    if (buffer.length < lineEnd + 2 + size + 2) return null;
-    bodyBytes += size;
-    position = lineEnd + 2 + size + 2;
-  }
 }
 
 function requestBytes(plan: LoadPlan, target: LoadTarget): Buffer {

@@ -1,6 +1,11 @@
 import type { JobSource } from './job-source.ts';
 
-export type JobHandler = (id: string, signal: AbortSignal) => Promise<void>;
+/**
+ * Runs one job. `releaseSlot` gives the worker's slot to the next job before this one has ended:
+ * a handler calls it when the heavy part is done and only bookkeeping is left (moving the result
+ * into place, the store update), so that the engines are not idle while that waits on the disk.
+ */
+export type JobHandler = (id: string, signal: AbortSignal, releaseSlot: () => void) => Promise<void>;
 
 export class JobCancelled extends Error {
   constructor(readonly id: string, readonly why: 'cancelled' | 'shutdown') {
@@ -15,6 +20,8 @@ export class JobCancelled extends Error {
  */
 export class WorkerPool {
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** Jobs still holding a worker's slot: at most `concurrency` (the running map may hold more). */
+  private slotsTaken = 0;
   private stopped = false;
 
   constructor(
@@ -31,6 +38,7 @@ export class WorkerPool {
     this.pump();
   }
 
+  /** Jobs not yet ended, including those past the engine that have given their slot back. */
   get active(): number {
     return this.running.size;
   }
@@ -40,7 +48,7 @@ export class WorkerPool {
   }
 
   private pump(): void {
-    while (!this.stopped && this.running.size < this.concurrency) {
+    while (!this.stopped && this.slotsTaken < this.concurrency) {
       const id = this.source.take();
       if (id === undefined) return;
       this.launch(id);
@@ -49,13 +57,25 @@ export class WorkerPool {
 
   private launch(id: string): void {
     const controller = new AbortController();
-    const done = this.handle(id, controller.signal)
+    this.slotsTaken += 1;
+    let holdsSlot = true;
+    const releaseSlot = () => {
+      if (!holdsSlot) return;
+      holdsSlot = false;
+      this.slotsTaken -= 1;
+      this.pump();
+    };
+    // Registered before the handler runs: a handler that releases its slot at once must not
+    // let pump() take the same id twice, and abort() must find it meanwhile.
+    const entry = { controller, done: Promise.resolve() };
+    this.running.set(id, entry);
+    entry.done = this.handle(id, controller.signal, releaseSlot)
       .catch((error: unknown) => this.onError(id, error))
       .finally(() => {
         this.running.delete(id);
+        releaseSlot();
         this.pump();
       });
-    this.running.set(id, { controller, done });
   }
 
   /** Aborts a running job; resolves when its handler has returned. False when it was not running. */

@@ -46,7 +46,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       return service.finish(record, { status: 'failed', credits: 0, error: { code, message } });
     });
 
-  return async function run(id: string, signal: AbortSignal): Promise<void> {
+  /** `releaseSlot`: see JobHandler; called once the engine has ended, whichever way. */
+  return async function run(id: string, signal: AbortSignal, releaseSlot: () => void = () => undefined): Promise<void> {
     const started = await transition(id, async (record) => {
       if (record.status !== 'queued') return null;
       const status = record.input.kind === 'url' ? 'fetching' : 'processing';
@@ -98,7 +99,12 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         }
       };
       const gate = gateOf(engine);
-      const produced = gate ? await gate.run(signal, convertWithinLimit) : await convertWithinLimit();
+      let produced: EngineOutput | void;
+      try {
+        produced = gate ? await gate.run(signal, convertWithinLimit) : await convertWithinLimit();
+      } finally {
+        releaseSlot();
+      }
       signal.throwIfAborted();
       const size = produced?.size ?? (await stat(outputPath)).size;
       await rename(outputPath, blobs.resultPath(id));
