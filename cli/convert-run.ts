@@ -67,7 +67,12 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
     else out.line(text);
   };
 
-  const outcomes = await mapConcurrent(inputs, options.concurrency, async (input, index): Promise<Outcome> => {
+  // In-process the service runs `-j` conversions at once, and as many more wait in its queue: a
+  // worker that frees up starts the next one at once, instead of when this loop has saved the
+  // last result and submitted another. A daemon has a queue of its own (and the plan's limit on
+  // conversions at once): it gets `-j` at a time.
+  const inFlight = ctx.isLocal() ? options.concurrency * 2 : options.concurrency;
+  const outcomes = await mapConcurrent(inputs, inFlight, async (input, index): Promise<Outcome> => {
     let conversion: PublicConversion | null = null;
     try {
       const request: CreateConversionRequest = {
