@@ -37,7 +37,7 @@ export async function benchGetThroughput(): Promise<BenchResult> {
   const notes: string[] = [];
   try {
     const accounts = await seedAccounts(dataDir, ACCOUNTS, 'unmetered');
-    const daemon = await startBenchDaemon({ dataDir, apiKey: accounts[0]!.apiKey });
+    const daemon = await startBenchDaemon({ dataDir, apiKey: accounts[0]!.apiKey, args: (process.env.BA ?? '').split(' ').filter(Boolean) });
     let bare: ReturnType<typeof spawnTracked> | undefined;
     try {
       // One finished conversion per account: the GET answers a full object with its result.
@@ -91,7 +91,7 @@ export async function benchGetThroughput(): Promise<BenchResult> {
         pass: ratio >= 0.6 && notes.length === 0,
         notes: [
           `${CONNECTIONS} keep-alive connections, best of ${ROUNDS} alternating rounds of ${DURATION_MS / 1000} s (after ${WARMUP_MS / 1000} s warm-up), ${sample.body.length}-byte body`,
-          `server CPU per request: convd ${convdCpu.toFixed(0)} us vs node:http ${bareCpu.toFixed(0)} us = ${(bareCpu / convdCpu).toFixed(2)}x (insensitive to other load on the machine)`,
+          `server CPU per request: convd ${convdCpu.toFixed(1)} us vs node:http ${bareCpu.toFixed(1)} us = ${(bareCpu / convdCpu).toFixed(2)}x (insensitive to other load on the machine)`,
           ...notes,
         ],
       };

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { ConversionRecord } from '../../src/model/conversion.ts';
 import type { ConversionStatus } from '../../src/model/status.ts';
 import type { DeliveryRecord } from '../../src/store/types.ts';
+import { RequestMetrics } from './request-metrics.ts';
 
 /** What the gauges read at scrape time (never on a request's path). */
 export interface MetricsSources {
@@ -20,15 +21,19 @@ const RUN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
 const ENDED = new Set<ConversionStatus>(['succeeded', 'failed', 'cancelled']);
 
 /**
- * The daemon's Prometheus metrics (prom-client, on a registry of its own). Counters and
- * histograms are updated in O(1) per event; gauges of state (queue, running, disk) are read
- * when scraped.
+ * The daemon's Prometheus metrics (prom-client, on a registry of its own; the two per-request
+ * metrics in RequestMetrics, rendered after them). Counters and histograms are updated in O(1)
+ * per event; gauges of state (queue, running, disk) are read when scraped.
  */
 export class DaemonMetrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'method' | 'route' | 'status'>;
-  private readonly requestChildren = new Map<string, { count: Counter.Internal; latency: Histogram.Internal<'method' | 'route'> }>();
-  private readonly latency: Histogram<'method' | 'route'>;
+  private readonly requests = new RequestMetrics({
+    countName: 'convd_http_requests_total',
+    countHelp: 'HTTP requests answered, by route pattern and status.',
+    latencyName: 'convd_http_request_duration_seconds',
+    latencyHelp: 'Time to answer an HTTP request (a download: until its headers), by route pattern.',
+    buckets: LATENCY_BUCKETS,
+  });
   private readonly submitted: Counter;
   private readonly ended: Counter<'status'>;
   private readonly failures: Counter<'code'>;
@@ -42,8 +47,6 @@ export class DaemonMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'convd_' });
     new Gauge({ name: 'convd_build_info', help: 'Always 1; the version is a label.', labelNames: ['version'], registers }).set({ version: sources.version }, 1);
     new Gauge({ name: 'convd_workers', help: 'Conversions that may run at once.', registers }).set(sources.workers);
-    this.requests = new Counter({ name: 'convd_http_requests_total', help: 'HTTP requests answered, by route pattern and status.', labelNames: ['method', 'route', 'status'], registers });
-    this.latency = new Histogram({ name: 'convd_http_request_duration_seconds', help: 'Time to answer an HTTP request (a download: until its headers), by route pattern.', labelNames: ['method', 'route'], buckets: LATENCY_BUCKETS, registers });
     this.submitted = new Counter({ name: 'convd_conversions_submitted_total', help: 'Conversions created (idempotent replays not counted).', registers });
     this.ended = new Counter({ name: 'convd_conversions_ended_total', help: 'Conversions that reached an end state, by status (succeeded, failed, cancelled).', labelNames: ['status'], registers });
     this.failures = new Counter({ name: 'convd_conversion_failures_total', help: 'Failed conversions by error code.', labelNames: ['code'], registers });
@@ -73,17 +76,9 @@ export class DaemonMetrics {
     });
   }
 
+  /** Routes are patterns and methods and statuses few: the label sets stay few (unmatched paths share one route). */
   request(method: string, route: string, status: number, seconds: number): void {
-    // prom-client hashes a label object on every call; the children for a combination are kept.
-    const key = `${method} ${route} ${status}`;
-    let children = this.requestChildren.get(key);
-    if (!children) {
-      children = { count: this.requests.labels(method, route, String(status)), latency: this.latency.labels(method, route) };
-      // Routes are patterns and methods/statuses few: this stays small (unmatched paths share one route).
-      this.requestChildren.set(key, children);
-    }
-    children.count.inc();
-    children.latency.observe(seconds);
+    this.requests.observe(method, route, status, seconds);
   }
 
   /** Starting figure of `convd_results_bytes` (the sum over downloadable results at start). */
@@ -115,6 +110,7 @@ export class DaemonMetrics {
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const registry = await this.registry.metrics();
+    return { contentType: this.registry.contentType, body: `${registry.endsWith('\n') ? registry : `${registry}\n`}${this.requests.render()}` };
   }
 }
