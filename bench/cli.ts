@@ -273,6 +273,7 @@ export async function benchConvBatch(): Promise<BenchResult> {
       notes: [
         `${magick.version} at ${magick.path}: one convert call over all files ${(oneCallMs / 1000).toFixed(2)} s; one convert per file, ${PARALLEL} at a time, ${(perFileMs / 1000).toFixed(2)} s (baseline: the faster); for reference, mogrify over all files ${(mogrifyMs / 1000).toFixed(2)} s = conv ${(convMs / mogrifyMs).toFixed(2)}x`,
         `conv: whole process (start-up included), -j ${PARALLEL} (its default), in-process worker pool; ${setup}`,
+        `each round (ms): conv ${convRuns.map((ms) => ms.toFixed(0)).join(' ')}; one convert call ${oneCallRuns.map((ms) => ms.toFixed(0)).join(' ')}`,
         ...(GNU_TIME ? [`CPU time (user + system) per run: conv ${(convCpu.ms / BATCH_ROUNDS / 1000).toFixed(2)} s vs one convert call ${(oneCallCpu.ms / BATCH_ROUNDS / 1000).toFixed(2)} s (conv spreads its work over ${availableParallelism()} cores; ImageMagick here runs on one)`] : []),
         `load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
         ...notes,

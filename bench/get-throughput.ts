@@ -37,7 +37,7 @@ export async function benchGetThroughput(): Promise<BenchResult> {
   const notes: string[] = [];
   try {
     const accounts = await seedAccounts(dataDir, ACCOUNTS, 'unmetered');
-    const daemon = await startBenchDaemon({ dataDir, apiKey: accounts[0]!.apiKey, args: (process.env.BA ?? '').split(' ').filter(Boolean) });
+    const daemon = await startBenchDaemon({ dataDir, apiKey: accounts[0]!.apiKey });
     let bare: ReturnType<typeof spawnTracked> | undefined;
     try {
       // One finished conversion per account: the GET answers a full object with its result.

@@ -32,11 +32,13 @@ export interface BenchDaemon {
  * `BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- a` to profile it.
  */
 const EXTRA_NODE_ARGS = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+/** BENCH_DAEMON_ARGS adds convd options after a bench's own, e.g. `--log-level warn` to see what logging costs. */
+const EXTRA_ARGS = (process.env.BENCH_DAEMON_ARGS ?? '').split(/\s+/).filter(Boolean);
 
 export async function startBenchDaemon(options: { dataDir: string; args?: string[]; apiKey?: string }): Promise<BenchDaemon> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` (npm run bench does)`);
   const started = performance.now();
-  const child = spawnTracked(process.execPath, [...EXTRA_NODE_ARGS, MAIN, 'serve', '--port', '0', '--data-dir', options.dataDir, ...(options.args ?? [])], {
+  const child = spawnTracked(process.execPath, [...EXTRA_NODE_ARGS, MAIN, 'serve', '--port', '0', '--data-dir', options.dataDir, ...(options.args ?? []), ...EXTRA_ARGS], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
