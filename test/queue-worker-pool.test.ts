@@ -104,4 +104,47 @@ describe('WorkerPool', () => {
     assert.equal((jobs[1]!.signal.reason as JobCancelled).why, 'shutdown');
     assert.equal(pool.active, 0);
   });
+
+  it('jobs finishing after giving their slot back are at most as many as the workers', async () => {
+    const { source, pool, jobs } = heldPool(1);
+    pool.start();
+    for (const id of ['a', 'b', 'c']) source.push(id);
+    await tick();
+    jobs[0]!.releaseSlot();
+    await tick();
+    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b']);
+    // a is still finishing: b's release is refused, b keeps its slot and c waits.
+    jobs[1]!.releaseSlot();
+    await tick();
+    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b']);
+    jobs[0]!.end();
+    await tick();
+    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b'], 'b still holds the slot');
+    jobs[1]!.end();
+    await tick();
+    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b', 'c']);
+    jobs[2]!.end();
+    await tick();
+    assert.equal(pool.active, 0);
+  });
+
+  it('a handler that throws before returning a promise is reported and does not keep its slot', async () => {
+    const source = new MemoryJobSource();
+    const reported: string[] = [];
+    const ran: string[] = [];
+    const pool = new WorkerPool(source, 1, (id) => {
+      ran.push(id);
+      if (id === 'bad') throw new Error('thrown at once');
+      return Promise.resolve();
+    }, (id, error) => reported.push(`${id}: ${(error as Error).message}`));
+    pool.start();
+    source.push('bad');
+    source.push('good');
+    await tick();
+    await tick();
+    assert.deepEqual(reported, ['bad: thrown at once']);
+    assert.deepEqual(ran, ['bad', 'good']);
+    assert.equal(pool.active, 0);
+  });
 });
+

@@ -17,35 +17,42 @@ export interface ParsedResponse {
   chunks: Buffer[] | null;
 }
 
-/** Parses one complete response at the start of `buffer`; null when more bytes are needed. */
-export function parseResponse(buffer: Buffer): ParsedResponse | null {
+/**
+ * Parses one complete response at the start of `buffer`; null when more bytes are needed.
+ * `collect`: gather a chunked body's chunks (the load generators only count the bytes).
+ * Throws on a chunk size that is not hexadecimal: more bytes would never make it whole.
+ */
+export function parseResponse(buffer: Buffer, collect = false): ParsedResponse | null {
   const headEnd = buffer.indexOf(HEAD_END);
   if (headEnd === -1) return null;
   const head = buffer.toString('latin1', 0, headEnd);
   const status = Number(head.slice(9, 12));
-  const lengthMatch = /\r\ncontent-length:\s*(\d+)/i.exec(head);
   const bodyStart = headEnd + 4;
-  if (lengthMatch) {
-    const length = Number(lengthMatch[1]);
-    return buffer.length >= bodyStart + length ? { status, length: bodyStart + length, bodyStart, bodyBytes: length, chunks: null } : null;
-  }
-  if (!/\r\ntransfer-encoding:\s*chunked/i.test(head)) return { status, length: bodyStart, bodyStart, bodyBytes: 0, chunks: null };
-  let position = bodyStart;
-  let bodyBytes = 0;
-  const chunks: Buffer[] = [];
-  for (;;) {
-    const lineEnd = buffer.indexOf('\r\n', position, 'latin1');
-    if (lineEnd === -1) return null;
-    const size = parseInt(buffer.toString('latin1', position, lineEnd), 16);
-    if (size === 0) {
-      // No trailers are sent by either server: the last chunk is `0\r\n\r\n`.
-      return buffer.length >= lineEnd + 4 ? { status, length: lineEnd + 4, bodyStart, bodyBytes, chunks } : null;
+  // Chunked wins over a Content-Length sent beside it (RFC 9112 6.3).
+  if (/\r\ntransfer-encoding:[^\r]*chunked/i.test(head)) {
+    let position = bodyStart;
+    let bodyBytes = 0;
+    const chunks: Buffer[] | null = collect ? [] : null;
+    for (;;) {
+      const lineEnd = buffer.indexOf('\r\n', position, 'latin1');
+      if (lineEnd === -1) return null;
+      const sizeText = buffer.toString('latin1', position, lineEnd).split(';')[0]!.trim();
+      if (!/^[0-9a-f]+$/i.test(sizeText)) throw new Error(`malformed chunk size ${JSON.stringify(sizeText.slice(0, 20))}`);
+      const size = parseInt(sizeText, 16);
+      if (size === 0) {
+        // No trailers are sent by either server: the last chunk is `0\r\n\r\n`.
+        return buffer.length >= lineEnd + 4 ? { status, length: lineEnd + 4, bodyStart, bodyBytes, chunks } : null;
+      }
+      if (buffer.length < lineEnd + 2 + size + 2) return null;
+      chunks?.push(buffer.subarray(lineEnd + 2, lineEnd + 2 + size));
+      bodyBytes += size;
+      position = lineEnd + 2 + size + 2;
     }
-    if (buffer.length < lineEnd + 2 + size + 2) return null;
-    chunks.push(buffer.subarray(lineEnd + 2, lineEnd + 2 + size));
-    bodyBytes += size;
-    position = lineEnd + 2 + size + 2;
   }
+  const lengthMatch = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+  if (!lengthMatch) return { status, length: bodyStart, bodyStart, bodyBytes: 0, chunks: null };
+  const length = Number(lengthMatch[1]);
+  return buffer.length >= bodyStart + length ? { status, length: bodyStart + length, bodyStart, bodyBytes: length, chunks: null } : null;
 }
 
 export interface WireAnswer {
@@ -53,57 +60,74 @@ export interface WireAnswer {
   body: Buffer;
 }
 
-/** One keep-alive connection that carries one request at a time. */
+/**
+ * One keep-alive connection that carries one request at a time. A connection the server closed
+ * while idle (its keep-alive timeout, during a long baseline round) is opened again for the next
+ * request; one closed while a request waits fails that request.
+ */
 export class WireConnection {
-  private readonly socket: Socket;
+  private socket: Socket | null = null;
   private readonly hostHeader: string;
   private pending: Buffer = Buffer.alloc(0);
   private waiting: { resolve: (answer: WireAnswer) => void; reject: (error: Error) => void } | null = null;
-  private failure: Error | null = null;
 
-  constructor(host: string, port: number) {
+  constructor(private readonly host: string, private readonly port: number) {
     this.hostHeader = `${host}:${port}`;
-    this.socket = connect({ host, port, noDelay: true });
-    this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    this.socket.on('error', (error) => this.fail(error));
-    this.socket.on('close', () => this.fail(new Error('connection closed by the server')));
   }
 
   request(method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<WireAnswer> {
-    if (this.failure) return Promise.reject(this.failure);
     if (this.waiting) return Promise.reject(new Error('one request at a time on a WireConnection'));
     let head = `${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\n`;
     for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
     if (body) head += `Content-Length: ${body.length}\r\n`;
     head += '\r\n';
+    const socket = this.socket ?? this.open();
     return new Promise((resolve, reject) => {
       this.waiting = { resolve, reject };
       // Corked: head and body leave in one writev, without copying the body into a new buffer.
-      this.socket.cork();
-      this.socket.write(head, 'latin1');
-      if (body) this.socket.write(body);
-      this.socket.uncork();
+      socket.cork();
+      socket.write(head, 'latin1');
+      if (body) socket.write(body);
+      socket.uncork();
     });
   }
 
   close(): void {
-    this.socket.destroy();
+    this.socket?.destroy();
+    this.socket = null;
+  }
+
+  private open(): Socket {
+    const socket = connect({ host: this.host, port: this.port, noDelay: true });
+    this.socket = socket;
+    this.pending = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (error) => this.lost(socket, error));
+    socket.on('close', () => this.lost(socket, new Error('connection closed by the server')));
+    return socket;
   }
 
   private onData(chunk: Buffer): void {
     this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const response = parseResponse(this.pending);
+    let response: ParsedResponse | null;
+    try {
+      response = parseResponse(this.pending, true);
+    } catch (error) {
+      this.socket?.destroy(error as Error);
+      return;
+    }
     if (!response) return;
     const body = response.chunks ? Buffer.concat(response.chunks) : Buffer.from(this.pending.subarray(response.bodyStart, response.length));
     this.pending = this.pending.subarray(response.length);
     const waiting = this.waiting;
     this.waiting = null;
     if (waiting) waiting.resolve({ status: response.status, body });
-    else this.fail(new Error(`an answer nobody asked for (${response.status})`));
+    else this.socket?.destroy(new Error(`an answer nobody asked for (${response.status})`));
   }
 
-  private fail(error: Error): void {
-    this.failure ??= error;
+  private lost(socket: Socket, error: Error): void {
+    if (this.socket !== socket) return;
+    this.socket = null;
     const waiting = this.waiting;
     this.waiting = null;
     waiting?.reject(error);

@@ -54,7 +54,13 @@ export async function runLoad(plan: LoadPlan): Promise<LoadResult> {
       socket.on('data', (chunk: Buffer) => {
         pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
         for (;;) {
-          const response = parseResponse(pending);
+          let response;
+          try {
+            response = parseResponse(pending);
+          } catch (error) {
+            socket.destroy(error as Error); // counted as an error by the 'error' listener
+            return;
+          }
           if (!response) return;
           pending = pending.subarray(response.length);
           const now = performance.now();

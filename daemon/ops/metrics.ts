@@ -58,7 +58,7 @@ export class DaemonMetrics {
 
     new Gauge({ name: 'convd_queue_depth', help: 'Conversions waiting for a worker.', registers, collect() { this.set(sources.queueDepth()); } });
     new Gauge({
-      name: 'convd_conversions_running', help: 'Conversions running now, by engine.', labelNames: ['engine'], registers,
+      name: 'convd_conversions_running', help: 'Conversions processing now, by engine: their engine running, or (at most as many again as workers) their result being filed.', labelNames: ['engine'], registers,
       async collect() {
         const counts = Object.fromEntries(sources.engines.map((engine) => [engine, 0]));
         for (const engine of await sources.runningEngines()) counts[engine] = (counts[engine] ?? 0) + 1;

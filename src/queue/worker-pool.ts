@@ -20,8 +20,10 @@ export class JobCancelled extends Error {
  */
 export class WorkerPool {
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
-  /** Jobs still holding a worker's slot: at most `concurrency` (the running map may hold more). */
+  /** Jobs still holding a worker's slot: at most `concurrency`. */
   private slotsTaken = 0;
+  /** Jobs that gave their slot back and are still finishing: at most `concurrency` too. */
+  private finishing = 0;
   private stopped = false;
 
   constructor(
@@ -38,7 +40,7 @@ export class WorkerPool {
     this.pump();
   }
 
-  /** Jobs not yet ended, including those past the engine that have given their slot back. */
+  /** Jobs not yet ended, including those past the engine that have given their slot back (at most twice the workers). */
   get active(): number {
     return this.running.size;
   }
@@ -59,9 +61,14 @@ export class WorkerPool {
     const controller = new AbortController();
     this.slotsTaken += 1;
     let holdsSlot = true;
+    let finishing = false;
     const releaseSlot = () => {
-      if (!holdsSlot) return;
+      // Jobs finishing after their slot was given back are bounded too (as many as workers): on
+      // a disk slower than the engines they would otherwise pile up without limit.
+      if (!holdsSlot || this.finishing >= this.concurrency) return;
       holdsSlot = false;
+      finishing = true;
+      this.finishing += 1;
       this.slotsTaken -= 1;
       this.pump();
     };
@@ -69,13 +76,25 @@ export class WorkerPool {
     // let pump() take the same id twice, and abort() must find it meanwhile.
     const entry = { controller, done: Promise.resolve() };
     this.running.set(id, entry);
-    entry.done = this.handle(id, controller.signal, releaseSlot)
+    entry.done = this.callHandler(id, controller.signal, releaseSlot)
       .catch((error: unknown) => this.onError(id, error))
       .finally(() => {
         this.running.delete(id);
-        releaseSlot();
+        if (holdsSlot) this.slotsTaken -= 1;
+        if (finishing) this.finishing -= 1;
+        holdsSlot = false;
+        finishing = false;
         this.pump();
       });
+  }
+
+  /** The handler's promise; a handler that throws before returning one rejects it instead. */
+  private callHandler(id: string, signal: AbortSignal, releaseSlot: () => void): Promise<void> {
+    try {
+      return this.handle(id, signal, releaseSlot);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Aborts a running job; resolves when its handler has returned. False when it was not running. */

@@ -47,7 +47,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     });
 
   /** `releaseSlot`: see JobHandler; called once the engine has ended, whichever way. */
-  return async function run(id: string, signal: AbortSignal, releaseSlot: () => void = () => undefined): Promise<void> {
+  return async function run(id: string, signal: AbortSignal, releaseSlot: () => void): Promise<void> {
     const started = await transition(id, async (record) => {
       if (record.status !== 'queued') return null;
       const status = record.input.kind === 'url' ? 'fetching' : 'processing';
