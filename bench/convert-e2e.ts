@@ -171,11 +171,11 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
     const ratio = matched.warm.ms / baseline.ms;
     const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
     const busy = (run: Run) => ((run.serverCpuMs + run.clientCpuMs) / run.ms).toFixed(2);
-    const atDefault = defaults === matched ? '' : `; at its default --workers ${defaults.workers}: ${seconds(defaults.warm.ms)} = ${(defaults.warm.ms / baseline.ms).toFixed(2)}x, not judged`;
+    const atDefault = defaults === matched ? '' : `; ${seconds(defaults.warm.ms)} = ${(defaults.warm.ms / baseline.ms).toFixed(2)}x at its default ${defaults.workers}, not judged`;
     return {
       id: 'b',
       title: `${COUNT} PNG -> WebP end to end`,
-      figures: `convd --workers ${matched.workers} (as many at once as sharp) ${seconds(matched.warm.ms)} vs sharp ${seconds(baseline.ms)}${atDefault}`,
+      figures: `convd ${seconds(matched.warm.ms)} (--workers ${matched.workers}, as many at once as sharp${atDefault}) vs sharp ${seconds(baseline.ms)}`,
       ratio: `${ratio.toFixed(2)}x`,
       target: '<= 1.5x',
       pass: ratio <= 1.5 && notes.length === 0,
