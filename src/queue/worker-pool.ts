@@ -61,13 +61,13 @@ export class WorkerPool {
     const controller = new AbortController();
     this.slotsTaken += 1;
     let holdsSlot = true;
-    let finishing = false;
+    let countedFinishing = false;
     const releaseSlot = () => {
       // Jobs finishing after their slot was given back are bounded too (as many as workers): on
       // a disk slower than the engines they would otherwise pile up without limit.
       if (!holdsSlot || this.finishing >= this.concurrency) return;
       holdsSlot = false;
-      finishing = true;
+      countedFinishing = true;
       this.finishing += 1;
       this.slotsTaken -= 1;
       this.pump();
@@ -81,9 +81,9 @@ export class WorkerPool {
       .finally(() => {
         this.running.delete(id);
         if (holdsSlot) this.slotsTaken -= 1;
-        if (finishing) this.finishing -= 1;
+        if (countedFinishing) this.finishing -= 1;
         holdsSlot = false;
-        finishing = false;
+        countedFinishing = false;
         this.pump();
       });
   }
