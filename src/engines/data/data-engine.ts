@@ -6,12 +6,8 @@ import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import { DATA_FORMATS, DELIMITERS, MARKDOWN_OPTIONS, TABULAR, dataOptions, type Tabular } from './formats.ts';
-import { markdownToHtml } from './markdown.ts';
-import { detectDelimiter, readCsv, readJson, readNdjson, readYaml, type Row } from './read.ts';
+import type { Row } from './read.ts';
 import { decodeUtf8 } from './utf8.ts';
-import {
-  checkRow, collectColumns, TextSink, writeCsv, writeJsonArray, writeNdjson, writeYamlSequence, yamlDocument,
-} from './write.ts';
 
 /** Records that can be read more than once (a CSV target needs the column names before the first row). */
 type RowSource = () => AsyncIterable<Row>;
@@ -63,6 +59,9 @@ async function convertData(job: EngineJob): Promise<void> {
   job.signal.throwIfAborted();
   if (job.source === 'md' && job.target === 'html') {
     const text = decodeUtf8(await readFile(job.inputPath), 'Markdown file');
+    // The parsers load with the first conversion that needs them, not with every daemon start
+    // (marked and sanitize-html, csv-parse, csv-stringify and yaml: about 90 ms of it).
+    const { markdownToHtml } = await import('./markdown.ts');
     await writeFile(job.outputPath, markdownToHtml(text, job.options.full_document !== false));
   } else if (isTabular(job.source) && isTabular(job.target)) {
     await convertTabular(job, job.source, job.target);
@@ -82,6 +81,9 @@ function option<T extends string | number | boolean>(job: EngineJob, name: strin
 }
 
 async function convertTabular(job: EngineJob, source: Tabular, target: Tabular): Promise<void> {
+  const [{ detectDelimiter, readCsv, readJson, readNdjson, readYaml }, write] = await Promise.all([import('./read.ts'), import('./write.ts')]);
+  const { collectColumns, TextSink, writeCsv, writeJsonArray, writeNdjson, writeYamlSequence, yamlDocument } = write;
+  const checkedRows = (values: AsyncIterable<unknown>, target: Tabular) => checkRows(values, target, write.checkRow);
   const header = option(job, 'header', true);
   let rows: RowSource | undefined;
   let document: unknown;
@@ -137,7 +139,7 @@ async function* fromArray(items: unknown[]): AsyncGenerator<unknown> {
 }
 
 /** For CSV/TSV targets every record must be an object or an array; JSON-like targets take any value. */
-async function* checkedRows(values: AsyncIterable<unknown>, target: Tabular): AsyncGenerator<Row> {
+async function* checkRows(values: AsyncIterable<unknown>, target: Tabular, checkRow: (value: unknown, index: number) => Row): AsyncGenerator<Row> {
   let index = 0;
   for await (const value of values) {
     yield (target === 'csv' || target === 'tsv' ? checkRow(value, index) : value) as Row;

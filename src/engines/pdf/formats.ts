@@ -15,6 +15,10 @@ export const PDF_FORMATS: FormatInfo[] = [
   { key: 'avif', extensions: ['avif'], mime: 'image/avif' },
 ];
 
+/** The font text is set in, shipped with the project (npm package dejavu-fonts-ttf): monospace, as text files expect. */
+export const TEXT_FONT_NAME = 'DejaVu Sans Mono';
+export const TEXT_FONT_FILE = 'dejavu-fonts-ttf/ttf/DejaVuSansMono.ttf';
+
 /** Page sizes in PDF points (1/72 inch). */
 export const PAGE_SIZES = {
   a4: [595.28, 841.89],

@@ -1,14 +1,12 @@
-import { stat } from 'node:fs/promises';
+import { access, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import {
-  IMAGE_OPTIONS, IMAGE_SOURCES, IMAGE_VARIANTS, PDF_FORMATS, PDF_VARIANTS, TEXT_OPTIONS, TEXT_VARIANTS,
+  IMAGE_OPTIONS, IMAGE_SOURCES, IMAGE_VARIANTS, PDF_FORMATS, PDF_VARIANTS, TEXT_FONT_FILE, TEXT_FONT_NAME, TEXT_OPTIONS, TEXT_VARIANTS,
 } from './formats.ts';
-import { imageToPdf } from './image-to-pdf.ts';
 import { qpdfModulePath, runQpdf } from './qpdf.ts';
-import { loadTextFont, TEXT_FONT_NAME, textToPdf } from './text-to-pdf.ts';
 
 export interface PdfEngineOptions {
   /** Decompression-bomb guard for image inputs (pixels); sharp's own default when omitted. */
@@ -33,10 +31,16 @@ export function createPdfEngine(settings: PdfEngineOptions = {}): Engine {
 
   return {
     name: 'pdf',
+    /**
+     * Finds pdf-lib, the font and qpdf without loading them: pdf-lib and fontkit (which unpacks
+     * its tables with Brotli) took about 240 ms of every daemon start. They load with the first
+     * conversion to PDF, which fails with a message of its own should the font not parse.
+     */
     async probe(): Promise<EngineStatus> {
       const require = createRequire(import.meta.url);
       const pdfLib = require('pdf-lib/package.json') as { version: string };
-      await loadTextFont();
+      require.resolve('@pdf-lib/fontkit');
+      await access(require.resolve(TEXT_FONT_FILE));
       try {
         qpdf = qpdfModulePath();
       } catch {
@@ -63,9 +67,9 @@ export function createPdfEngine(settings: PdfEngineOptions = {}): Engine {
     async convert(job: EngineJob): Promise<void> {
       job.signal.throwIfAborted();
       if (job.target !== 'pdf') throw new ConversionFailure('conversion_failed', `The pdf engine has no target ${job.target}.`);
-      if (job.source === 'txt') return textToPdf(job);
+      if (job.source === 'txt') return (await import('./text-to-pdf.ts')).textToPdf(job);
       if (job.source === 'pdf') return rewritePdf(job);
-      return imageToPdf(job, { maxInputPixels });
+      return (await import('./image-to-pdf.ts')).imageToPdf(job, { maxInputPixels });
     },
   };
 }

@@ -5,11 +5,8 @@ import { PDFDocument, rgb, type PDFFont, type PDFPage } from 'pdf-lib';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { decodeUtf8, lineAndColumn } from '../data/utf8.ts';
 import type { EngineJob } from '../types.ts';
-import { PAGE_SIZES, type PageSize } from './formats.ts';
+import { PAGE_SIZES, TEXT_FONT_FILE, TEXT_FONT_NAME, type PageSize } from './formats.ts';
 
-/** The font shipped with the project (npm package dejavu-fonts-ttf): monospace, as text files expect. */
-export const TEXT_FONT_NAME = 'DejaVu Sans Mono';
-const FONT_FILE = 'dejavu-fonts-ttf/ttf/DejaVuSansMono.ttf';
 const TAB_WIDTH = 8;
 const LINE_SPACING = 1.25;
 /** Larger text would make a PDF of tens of thousands of pages held in memory. */
@@ -25,7 +22,7 @@ let fontFace: Promise<FontFace> | undefined;
 /** Loads the font once per process; `hasGlyph` answers from its character map. */
 export function loadTextFont(): Promise<FontFace> {
   fontFace ??= (async () => {
-    const path = createRequire(import.meta.url).resolve(FONT_FILE);
+    const path = createRequire(import.meta.url).resolve(TEXT_FONT_FILE);
     const bytes = await readFile(path);
     const font = fontkit.create(bytes);
     const covered = new Set(font.characterSet);
