@@ -52,6 +52,11 @@ export class WatchSession {
   private readonly typedOptions = new Map<string, Promise<ConversionOptions>>();
   /** Conversion ids of files being converted, to cancel on a second Ctrl-C. */
   private readonly inFlight = new Map<string, string>();
+  /**
+   * Submissions sent whose answer (the id) has not come back yet: the server may already be
+   * converting them. Counted in the cancel note; each is cancelled as soon as its id is known.
+   */
+  private submitting = 0;
   /** Size and mtime of each file when its last conversion started: an event that changed neither
    * (a repeated add/change for the same write) converts nothing. */
   private readonly seen = new Map<string, string>();
@@ -124,7 +129,8 @@ export class WatchSession {
   /** Second stop: the conversions in flight are cancelled (DELETE), their results not written. */
   private async cancel(): Promise<ExitCode> {
     this.cancelling = true;
-    this.ctx.output.note(`cancelling ${this.inFlight.size} conversion${this.inFlight.size === 1 ? '' : 's'}`);
+    const count = this.inFlight.size + this.submitting;
+    this.ctx.output.note(`cancelling ${count} conversion${count === 1 ? '' : 's'}`);
     await Promise.allSettled([...this.inFlight.values()].map((id) => this.cancelConversion(id)));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.queue.drained(), new Promise((resolve) => (timer = setTimeout(resolve, CANCEL_GRACE_MS)))]);
@@ -208,14 +214,19 @@ export class WatchSession {
       if (!details.data.some((entry) => entry.target === target)) return this.skip(path, `${details.source} cannot be converted to ${target}`);
       if (outputPathFor(path, dir, outDir, target) === path) return this.skip(path, `it is already ${target} and its result would replace it (use --out)`);
       const options = await this.optionsFor(source);
-      conversion = await this.client.createConversion({
-        input: { kind: 'file', path },
-        target,
-        ...(variant !== undefined && { variant }),
-        ...(Object.keys(options).length > 0 && { options }),
-        // Answered at once: the id must be known while the conversion runs, to cancel it.
-        wait: 0,
-      });
+      this.submitting += 1;
+      try {
+        conversion = await this.client.createConversion({
+          input: { kind: 'file', path },
+          target,
+          ...(variant !== undefined && { variant }),
+          ...(Object.keys(options).length > 0 && { options }),
+          // Answered at once: the id must be known while the conversion runs, to cancel it.
+          wait: 0,
+        });
+      } finally {
+        this.submitting -= 1;
+      }
       this.inFlight.set(path, conversion.id);
       // Submitted while a cancel was under way: it missed the DELETE sweep.
       if (this.cancelling) await this.cancelConversion(conversion.id).catch(() => undefined);
