@@ -64,7 +64,7 @@ describe('RequestMetrics', () => {
     const types = body.split('\n').filter((line) => line.startsWith('# TYPE '));
     assert.equal(new Set(types).size, types.length, 'no family twice');
     assert.ok(types.includes('# TYPE convd_http_requests_total counter'));
-    assert.ok(types.includes('# TYPE convd_workers gauge'));
+    assert.ok(types.indexOf('# TYPE convd_workers gauge') >= 0 && types.indexOf('# TYPE convd_workers gauge') < types.indexOf('# TYPE convd_http_requests_total counter'), types.join('\n'));
     const samples = parseMetrics(body);
     assert.equal(sample(samples, 'convd_http_requests_total', { method: 'GET', route: '/v1/account', status: '200' }), 1);
     assert.equal(sample(samples, 'convd_http_request_duration_seconds_bucket', { method: 'GET', route: '/v1/account', le: '0.0025' }), 1);

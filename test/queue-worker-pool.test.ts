@@ -39,51 +39,52 @@ function heldPool(workers: number) {
       released = true;
     });
   });
-  return { source, pool, jobs, mostHolders: () => mostHolders };
+  return { source, pool, jobs, mostHolders: () => mostHolders, started: () => jobs.map((job) => job.id) };
 }
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Does `action` (ending or releasing jobs), then lets the pool react. */
+async function then(action: () => void): Promise<void> {
+  action();
+  await tick();
+}
+
 describe('WorkerPool', () => {
   it('runs at most `workers` jobs at once, in the order they were queued', async () => {
-    const { source, pool, jobs, mostHolders } = heldPool(2);
+    const { source, pool, jobs, mostHolders, started } = heldPool(2);
     pool.start();
     for (const id of ['a', 'b', 'c', 'd', 'e']) source.push(id);
     await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b']);
-    jobs[1]!.end();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b', 'c']);
-    for (const job of jobs) job.end();
-    await tick();
-    for (const job of jobs) job.end();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b', 'c', 'd', 'e']);
+    assert.deepEqual(started(), ['a', 'b']);
+    await then(() => jobs[1]!.end());
+    assert.deepEqual(started(), ['a', 'b', 'c']);
+    await then(() => jobs.forEach((job) => job.end()));
+    await then(() => jobs.forEach((job) => job.end()));
+    assert.deepEqual(started(), ['a', 'b', 'c', 'd', 'e']);
     assert.equal(mostHolders(), 2);
     assert.equal(source.size, 0);
   });
 
   it('a job that gives its slot back lets the next one start while it finishes, and still counts as active', async () => {
-    const { source, pool, jobs, mostHolders } = heldPool(1);
+    const { source, pool, jobs, mostHolders, started } = heldPool(1);
     pool.start();
     for (const id of ['a', 'b', 'c']) source.push(id);
     await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a']);
-    jobs[0]!.releaseSlot();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b'], 'b starts while a is still finishing');
+    assert.deepEqual(started(), ['a']);
+    await then(() => jobs[0]!.releaseSlot());
+    assert.deepEqual(started(), ['a', 'b'], 'b starts while a is still finishing');
     assert.equal(pool.active, 2);
     assert.deepEqual(pool.activeIds().sort(), ['a', 'b']);
     // Giving the slot back twice, or ending after giving it back, frees nothing more.
-    jobs[0]!.releaseSlot();
-    jobs[0]!.end();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b'], 'c waits: b still holds the only slot');
-    jobs[1]!.end();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b', 'c']);
-    jobs[2]!.end();
-    await tick();
+    await then(() => {
+      jobs[0]!.releaseSlot();
+      jobs[0]!.end();
+    });
+    assert.deepEqual(started(), ['a', 'b'], 'c waits: b still holds the only slot');
+    await then(() => jobs[1]!.end());
+    assert.deepEqual(started(), ['a', 'b', 'c']);
+    await then(() => jobs[2]!.end());
     assert.equal(pool.active, 0);
     assert.equal(mostHolders(), 1);
   });
@@ -106,25 +107,20 @@ describe('WorkerPool', () => {
   });
 
   it('jobs finishing after giving their slot back are at most as many as the workers', async () => {
-    const { source, pool, jobs } = heldPool(1);
+    const { source, pool, jobs, started } = heldPool(1);
     pool.start();
     for (const id of ['a', 'b', 'c']) source.push(id);
     await tick();
-    jobs[0]!.releaseSlot();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b']);
+    await then(() => jobs[0]!.releaseSlot());
+    assert.deepEqual(started(), ['a', 'b']);
     // a is still finishing: b's release is refused, b keeps its slot and c waits.
-    jobs[1]!.releaseSlot();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b']);
-    jobs[0]!.end();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b'], 'b still holds the slot');
-    jobs[1]!.end();
-    await tick();
-    assert.deepEqual(jobs.map((job) => job.id), ['a', 'b', 'c']);
-    jobs[2]!.end();
-    await tick();
+    await then(() => jobs[1]!.releaseSlot());
+    assert.deepEqual(started(), ['a', 'b']);
+    await then(() => jobs[0]!.end());
+    assert.deepEqual(started(), ['a', 'b'], 'b still holds the slot');
+    await then(() => jobs[1]!.end());
+    assert.deepEqual(started(), ['a', 'b', 'c']);
+    await then(() => jobs[2]!.end());
     assert.equal(pool.active, 0);
   });
 

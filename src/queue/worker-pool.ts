@@ -82,8 +82,7 @@ export class WorkerPool {
         this.running.delete(id);
         if (holdsSlot) this.slotsTaken -= 1;
         if (countedFinishing) this.finishing -= 1;
-        holdsSlot = false;
-        countedFinishing = false;
+        holdsSlot = false; // a late releaseSlot() must not count this job again
         this.pump();
       });
   }

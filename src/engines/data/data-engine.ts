@@ -82,8 +82,7 @@ function option<T extends string | number | boolean>(job: EngineJob, name: strin
 
 async function convertTabular(job: EngineJob, source: Tabular, target: Tabular): Promise<void> {
   const [{ detectDelimiter, readCsv, readJson, readNdjson, readYaml }, write] = await Promise.all([import('./read.ts'), import('./write.ts')]);
-  const { collectColumns, TextSink, writeCsv, writeJsonArray, writeNdjson, writeYamlSequence, yamlDocument } = write;
-  const checkedRows = (values: AsyncIterable<unknown>, target: Tabular) => checkRows(values, target, write.checkRow);
+  const { checkedRows, collectColumns, TextSink, writeCsv, writeJsonArray, writeNdjson, writeYamlSequence, yamlDocument } = write;
   const header = option(job, 'header', true);
   let rows: RowSource | undefined;
   let document: unknown;
@@ -136,15 +135,6 @@ async function convertTabular(job: EngineJob, source: Tabular, target: Tabular):
 
 async function* fromArray(items: unknown[]): AsyncGenerator<unknown> {
   yield* items;
-}
-
-/** For CSV/TSV targets every record must be an object or an array; JSON-like targets take any value. */
-async function* checkRows(values: AsyncIterable<unknown>, target: Tabular, checkRow: (value: unknown, index: number) => Row): AsyncGenerator<Row> {
-  let index = 0;
-  for await (const value of values) {
-    yield (target === 'csv' || target === 'tsv' ? checkRow(value, index) : value) as Row;
-    index++;
-  }
 }
 
 /** Checks the signal every 1000 records, so a cancel lands while a large file is converted. */

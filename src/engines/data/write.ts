@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { stringify as stringifyCsv } from 'csv-stringify/sync';
 import { stringify as stringifyYaml } from 'yaml';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import type { Tabular } from './formats.ts';
 import type { Row } from './read.ts';
 
 /** Buffered, backpressure-aware text output. */
@@ -46,6 +47,15 @@ export function checkRow(row: unknown, index: number): Row {
   if (Array.isArray(row)) return row;
   if (row !== null && typeof row === 'object') return row as Record<string, unknown>;
   throw invalid(`Record ${index + 1} is ${row === null ? 'null' : `a ${typeof row}`}: a table needs objects (or arrays) as records.`);
+}
+
+/** For CSV/TSV targets every record must be an object or an array; JSON-like targets take any value. */
+export async function* checkedRows(values: AsyncIterable<unknown>, target: Tabular): AsyncGenerator<Row> {
+  let index = 0;
+  for await (const value of values) {
+    yield (target === 'csv' || target === 'tsv' ? checkRow(value, index) : value) as Row;
+    index++;
+  }
 }
 
 function cell(value: unknown): string {

@@ -34,7 +34,8 @@ export function createPdfEngine(settings: PdfEngineOptions = {}): Engine {
     /**
      * Finds pdf-lib, the font and qpdf without loading them: pdf-lib and fontkit (which unpacks
      * its tables with Brotli) took about 240 ms of every daemon start. They load with the first
-     * conversion to PDF, which fails with a message of its own should the font not parse.
+     * conversion to PDF; a font that is there but does not parse fails that conversion as
+     * internal_error, its cause in the daemon's log.
      */
     async probe(): Promise<EngineStatus> {
       const require = createRequire(import.meta.url);
