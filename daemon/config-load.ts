@@ -256,5 +256,9 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     plans,
     creditWeights: leaves('credit_weights') as unknown as CreditWeights,
     engineTimeoutMs: leaves('engine_timeout_ms') as Record<string, number>,
+    engineMemoryMb: get('engine_memory_mb')!,
+    inputCapsMb: leaves('input_cap_mb') as DaemonConfig['inputCapsMb'],
+    outputCapRatio: get('output_cap_ratio')!,
+    outputCapFloorMb: get('output_cap_floor_mb')!,
   };
 }

@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { DEFAULT_CREDIT_WEIGHTS } from '../src/formats/registry.ts';
 import type { ConversionKind } from '../src/formats/types.ts';
-import { DEFAULT_PLANS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
+import { DEFAULT_INPUT_CAPS, type InputCaps } from '../src/engines/data/input-caps.ts';
+import { BYTES_PER_MB, DEFAULT_PLANS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import {
   addressList, boolean, duration, fraction, httpUrl, integer, listenAddress, oneOf, text, type Kind,
@@ -82,6 +83,9 @@ export const SCALARS = {
   retention_days: setting('retention_days', { kind: integer(1, 36_500), fallback: () => defaultServiceConfig().retentionDays, arg: 'days', reloadable: true, help: 'ended conversions are pruned from the store after this many days' }),
   sweep_interval: setting('sweep_interval', { kind: duration('s', 1000), fallback: () => defaultServiceConfig().sweepIntervalMs, arg: 'duration', help: 'how often expired results are deleted' }),
   disk_floor_mb: setting('disk_floor_mb', { kind: integer(0), fallback: () => 256, arg: 'MiB', reloadable: true, help: 'below this much free space on the data dir, submissions get 503 (0: off)' }),
+  engine_memory_mb: setting('engine_memory_mb', { kind: integer(64, 1_048_576), fallback: () => defaultServiceConfig().engineMemoryMb, arg: 'MiB', help: 'memory of one engine host process (data, Markdown and PDF conversions run there); past it the conversion fails memory_limit' }),
+  output_cap_ratio: setting('output_cap_ratio', { kind: integer(0, 1_000_000), fallback: () => defaultServiceConfig().outputCapRatio, arg: 'n', reloadable: true, help: 'a result may be at most n times its input (at least --output-cap-floor-mb, at most the plan\'s max_output_mb; 0: only the plan\'s cap)' }),
+  output_cap_floor_mb: setting('output_cap_floor_mb', { kind: integer(1), fallback: () => defaultServiceConfig().outputCapFloorMb, arg: 'MiB', reloadable: true, help: 'the output cap by the input is never below this' }),
   // A test setting: shrinks the 1.5 h webhook retry schedule (e.g. 0.001) instead of sleeping through it.
   webhook_schedule_scale: setting('webhook_schedule_scale', { kind: fraction(0, 1), fallback: () => 1, flag: false, help: 'test setting: multiplies webhook retry waits' }),
 };
@@ -107,6 +111,7 @@ export const GROUPS: Group[] = [
   { prefix: 'plans', flag: '--plan <plan.field=value>', envPrefix: 'CONVD_PLAN_', help: 'a plan limit, e.g. free.max_upload_mb=200 (repeatable)' },
   { prefix: 'credit_weights', flag: '--credit-weight <kind=n>', envPrefix: 'CONVD_CREDIT_WEIGHT_', help: 'credits per conversion kind, e.g. video=8 (repeatable)' },
   { prefix: 'engine_timeout_ms', flag: '--engine-timeout-ms <engine=ms>', envPrefix: 'CONVD_ENGINE_TIMEOUT_MS_', help: 'engine time limit, e.g. media=600000 or media=10m (repeatable)' },
+  { prefix: 'input_cap_mb', flag: '--input-cap-mb <format=MiB>', envPrefix: 'CONVD_INPUT_CAP_MB_', help: 'largest input the data engine parses whole, per format (md, json, yaml), e.g. yaml=8 (repeatable)' },
 ];
 
 type PlanField = Exclude<keyof Plan, 'id'>;
@@ -120,13 +125,14 @@ const PLAN_FIELDS: Record<PlanField, Kind<string | number>> = {
   concurrent_conversions: integer(1),
   requests_per_minute: integer(1),
   result_ttl_hours: integer(1),
+  max_output_mb: integer(1),
 };
 
 function leaf<T>(group: Group, name: string, kind: Kind<T>, fallback: () => T, help: string): Setting<T> {
   return setting(`${group.prefix}.${name}`, { kind, fallback, flag: false, reloadable: true, help }, `${group.envPrefix}${name.toUpperCase().replace(/\./g, '_')}`);
 }
 
-const [PLANS_GROUP, WEIGHTS_GROUP, TIMEOUTS_GROUP] = GROUPS as [Group, Group, Group];
+const [PLANS_GROUP, WEIGHTS_GROUP, TIMEOUTS_GROUP, INPUT_CAPS_GROUP] = GROUPS as [Group, Group, Group, Group];
 
 export const PLAN_SETTINGS: Setting<string | number>[] = PLAN_IDS.flatMap((plan) =>
   (Object.keys(PLAN_FIELDS) as PlanField[]).map((field) =>
@@ -142,6 +148,12 @@ export const TIMEOUT_SETTINGS: Setting<number>[] = Object.entries(defaultService
   leaf(TIMEOUTS_GROUP, engine, duration('ms', 1), () => ms, `time limit of the ${engine} engine, in ms`),
 );
 
-export const ALL_SETTINGS: Setting[] = [...Object.values(SCALARS), ...PLAN_SETTINGS, ...WEIGHT_SETTINGS, ...TIMEOUT_SETTINGS] as Setting[];
+export const INPUT_CAP_SETTINGS: Setting<number>[] = (Object.keys(DEFAULT_INPUT_CAPS) as (keyof InputCaps)[]).map((format) => ({
+  ...leaf(INPUT_CAPS_GROUP, format, integer(1, 1_048_576), () => DEFAULT_INPUT_CAPS[format] / BYTES_PER_MB, `largest ${format} input parsed whole, in MiB`),
+  // The engines are made with these once (the engine host gets them with every job): a restart.
+  reloadable: false,
+}));
+
+export const ALL_SETTINGS: Setting[] = [...Object.values(SCALARS), ...PLAN_SETTINGS, ...WEIGHT_SETTINGS, ...TIMEOUT_SETTINGS, ...INPUT_CAP_SETTINGS] as Setting[];
 export const SETTINGS_BY_KEY = new Map(ALL_SETTINGS.map((s) => [s.key, s]));
 export const SETTINGS_BY_ENV = new Map(ALL_SETTINGS.map((s) => [s.env, s]));

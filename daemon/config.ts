@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { InputCaps } from '../src/engines/data/input-caps.ts';
 import type { CreditWeights } from '../src/formats/registry.ts';
 import type { Plan, PlanId } from '../src/model/plan.ts';
 
@@ -39,6 +40,12 @@ export interface DaemonConfig {
   creditWeights: CreditWeights;
   /** Per engine name, milliseconds. */
   engineTimeoutMs: Record<string, number>;
+  /** Memory of one engine host process, MiB. */
+  engineMemoryMb: number;
+  /** The data engine's input caps per format, MiB. */
+  inputCapsMb: Record<keyof InputCaps, number>;
+  outputCapRatio: number;
+  outputCapFloorMb: number;
 }
 
 /** DESIGN.md: `--data-dir`, else `$CONVD_DATA_DIR`, else `$XDG_DATA_HOME/convd` (`~/.local/share/convd`). */

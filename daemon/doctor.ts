@@ -1,4 +1,5 @@
 import { defaultEngines } from '../src/engines/catalog.ts';
+import { EngineHost } from '../src/engines/host/engine-host.ts';
 import type { EngineStatus } from '../src/engines/types.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
@@ -11,8 +12,11 @@ export interface DoctorReport {
 /** `convd doctor`: each engine, the binary it found, its version and whether it can run. */
 export async function doctor(): Promise<DoctorReport> {
   const config = defaultServiceConfig();
-  const engines = defaultEngines({ maxInputPixels: config.maxInputPixels });
+  // A host that is never started: it tells where the isolated engines run.
+  const host = new EngineHost({ processes: 1, memoryLimitMb: config.engineMemoryMb });
+  const engines = defaultEngines({ maxInputPixels: config.maxInputPixels, inputCaps: config.inputCaps }, undefined, host);
   const registry = await FormatRegistry.create(engines, config.creditWeights);
+  await registry.close();
   const pairs = registry.allPairs();
   return {
     engines: registry.statuses.map((status) => ({

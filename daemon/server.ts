@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { BYTES_PER_MB } from '../src/model/plan.ts';
 import { defaultServiceConfig, type ServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
 import { acquireDataDirLock } from '../src/store/data-dir-lock.ts';
@@ -61,6 +62,14 @@ function serviceConfigOf(config: DaemonConfig): ServiceConfig {
     creditWeights: { ...config.creditWeights },
     retentionDays: config.retentionDays,
     sweepIntervalMs: config.sweepIntervalMs,
+    engineMemoryMb: config.engineMemoryMb,
+    inputCaps: {
+      md: config.inputCapsMb.md * BYTES_PER_MB,
+      json: config.inputCapsMb.json * BYTES_PER_MB,
+      yaml: config.inputCapsMb.yaml * BYTES_PER_MB,
+    },
+    outputCapRatio: config.outputCapRatio,
+    outputCapFloorMb: config.outputCapFloorMb,
   });
 }
 
@@ -209,6 +218,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       for (const engine of Object.keys(serviceConfig.engineTimeoutMs)) delete serviceConfig.engineTimeoutMs[engine];
       Object.assign(serviceConfig.engineTimeoutMs, next.engineTimeoutMs);
       serviceConfig.retentionDays = next.retentionDays;
+      serviceConfig.outputCapRatio = next.outputCapRatio;
+      serviceConfig.outputCapFloorMb = next.outputCapFloorMb;
       logger.configure(next.logLevel, next.logFormat);
       disk.floorMb = next.diskFloorMb;
       proxy.set(next.trustedProxies);

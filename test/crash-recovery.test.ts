@@ -16,6 +16,7 @@ import type { ConversionRecord } from '../src/model/conversion.ts';
 import { decodeCopy } from '../src/store/durable-json-file.ts';
 import { api, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { HAS_SETPRIV } from './engines-proc.ts';
+import { meteredClient } from './registry-pairs-daemon.ts';
 import { waitUntil } from './ops-support.ts';
 import { ffmpegRun, mediaTools } from './registry-pairs-fixtures.ts';
 
@@ -27,7 +28,7 @@ interface ConversionView {
 }
 
 const IMAGE_SIZE = 1000;
-const FAILURE_CODES = new Set(['input_invalid', 'fetch_failed', 'file_too_large', 'conversion_failed', 'timeout', 'internal_error']);
+const FAILURE_CODES = new Set(['input_invalid', 'fetch_failed', 'file_too_large', 'conversion_failed', 'timeout', 'memory_limit', 'interrupted', 'internal_error']);
 const END = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
 
 /**
@@ -253,6 +254,56 @@ describe('crash recovery (kill -9 and restart)', () => {
     } finally {
       // A failure leaves no converter behind (looked up again: never a pid that may be reused).
       for (const pid of dataDir ? await ffmpegsNaming(dataDir) : []) process.kill(pid, 'SIGKILL');
+      await rm(videoDir, { recursive: true, force: true });
+    }
+  });
+
+  it('no crash loop: a conversion the daemon dies running twice fails `interrupted` after its one retry, and costs nothing', async () => {
+    const videoDir = await mkdtemp(join(tmpdir(), 'convd-crash-loop-'));
+    try {
+      // Many seconds of VP9 for ffmpeg: it is mid-run each time the daemon dies.
+      const video = join(videoDir, 'long.mp4');
+      await ffmpegRun(await mediaTools(), ['-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=25', '-t', '30', '-c:v', 'libx264', '-preset', 'ultrafast', video]);
+      const first = await startDaemon();
+      daemons.push(first);
+      // A metered account: a failure must release its reservation, which an unmetered one never holds.
+      const client = await meteredClient(first, 'pro');
+      const credits = async (daemon: DaemonHandle) => ((await api(daemon, '/account', { key: client.apiKey })).body as { credits: { remaining: number } }).credits.remaining;
+      const before = await credits(first);
+      const form = new FormData();
+      form.set('target', 'webm');
+      form.set('file', new Blob([new Uint8Array(await readFile(video))], { type: 'video/mp4' }), 'long.mp4');
+      const answer = await api(first, '/conversions', { method: 'POST', body: form, key: client.apiKey });
+      assert.equal(answer.status, 202, JSON.stringify(answer.body));
+      const id = (answer.body as ConversionView).id;
+      const running = (daemon: DaemonHandle) => waitUntil('the conversion to run (progress > 0)', async () => {
+        const view = (await api(daemon, `/conversions/${id}`, { key: client.apiKey })).body as { status: string; progress: number | null };
+        return view.status === 'processing' && (view.progress ?? 0) > 0 ? true : undefined;
+      }, LONG_WAIT_MS);
+
+      await running(first);
+      await first.kill();
+      const second = await first.restart();
+      daemons.push(second);
+      assert.match(second.stderr(), new RegExp(`"event":"conversion.requeued","id":"${id}","interruptions":1`), 'retried once');
+      await running(second);
+      await second.kill();
+
+      const third = await second.restart();
+      daemons.push(third);
+      const view = (await api(third, `/conversions/${id}`, { key: client.apiKey })).body as ConversionView;
+      assert.equal(view.status, 'failed', 'not run a third time');
+      assert.equal(view.error?.code, 'interrupted');
+      assert.match(view.error!.message, /stopped unexpectedly/);
+      assert.equal(view.credits, 0);
+      assert.equal(await credits(third), before, 'its reservation was released');
+      assert.deepEqual(await ffmpegsNaming(third.dataDir), [], 'nothing converts it any more');
+      // The daemon serves: a new conversion succeeds.
+      const image = await submit(third, await noisyPng(), 'after.png');
+      const ended = await waitForAllEnded(third, [image]);
+      assert.equal(ended.get(image)!.status, 'succeeded');
+      await assertWebpResult(third, image);
+    } finally {
       await rm(videoDir, { recursive: true, force: true });
     }
   });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { copyFile, link, lstat, stat } from 'node:fs/promises';
+import { availableParallelism, totalmem } from 'node:os';
 import { basename } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -20,6 +21,8 @@ import {
 } from './types.ts';
 
 const CLOSE_GRACE_MS = 500;
+/** What the data engine reads whole at most anyway (engines/data/read.ts). */
+const LOCAL_INPUT_CAP = 256 * 1024 * 1024;
 
 export interface LocalClientOptions {
   workers?: number;
@@ -60,7 +63,15 @@ async function toClientError(error: unknown): Promise<never> {
 }
 
 class LocalClient implements ConvClient {
-  private readonly config: ServiceConfig = defaultServiceConfig({ baseUrl: 'local:/v1', allowPrivateUrls: true, sweepIntervalMs: 3_600_000 });
+  /**
+   * The user's own machine, not a shared service: the data engine's input caps are those of the
+   * engine itself, and an engine host may take half the memory (both still end a runaway job).
+   */
+  private readonly config: ServiceConfig = defaultServiceConfig({
+    baseUrl: 'local:/v1', allowPrivateUrls: true, sweepIntervalMs: 3_600_000,
+    inputCaps: { md: LOCAL_INPUT_CAP, json: LOCAL_INPUT_CAP, yaml: LOCAL_INPUT_CAP },
+    engineMemoryMb: Math.max(1024, Math.floor(totalmem() / 2 / 1024 / 1024)),
+  });
   private readonly env: NodeJS.ProcessEnv;
   private opening: Promise<OpenSystem> | null = null;
   private registryPromise: Promise<FormatRegistry> | null = null;
@@ -99,7 +110,11 @@ class LocalClient implements ConvClient {
    */
   private engines(): Promise<{ engines: LazyEngine[]; save: (() => Promise<void>) | null }> {
     return (this.enginesPromise ??= (async () => {
-      const settings = { maxInputPixels: this.config.maxInputPixels };
+      const settings = { maxInputPixels: this.config.maxInputPixels, inputCaps: this.config.inputCaps };
+      // The JavaScript engines (data, pdf) run in host processes here too: a heap blow-up or a
+      // time limit ends that process, not the user's `conv`. Started only by a conversion.
+      const { EngineHost } = await import('../engines/host/engine-host.ts');
+      const host = new EngineHost({ processes: this.options.workers ?? availableParallelism(), memoryLimitMb: this.config.engineMemoryMb });
       let fingerprint: string | null = null;
       try {
         if (this.options.formatCache !== false) fingerprint = formatFingerprint(this.env);
@@ -108,9 +123,9 @@ class LocalClient implements ConvClient {
       }
       const cached = fingerprint ? await readFormatCache(this.env, fingerprint) : null;
       const known = new Map((cached ?? []).map((engine) => [engine.name, engine]));
-      const engines = defaultEngines(settings, known);
+      const engines = defaultEngines(settings, known, host);
       if (cached && engines.every((engine) => known.has(engine.name))) return { engines, save: null };
-      const fresh = defaultEngines(settings);
+      const fresh = defaultEngines(settings, undefined, host);
       let saved: Promise<void> | null = null;
       // Once every engine has been probed (by whichever registry came first), and only once.
       const save = fingerprint

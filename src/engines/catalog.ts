@@ -1,15 +1,22 @@
 import { availableParallelism } from 'node:os';
+import type { InputCaps } from './data/input-caps.ts';
+import type { EngineHost } from './host/engine-host.ts';
 import { lazyEngine, type EngineLoader, type KnownEngine, type LazyEngine } from './lazy.ts';
 
+/** What the engines are made with; plain data, so that the engine host gets the same. */
 export interface EngineSettings {
   maxInputPixels: number;
+  /** The data engine's per-format caps; its defaults when unset. */
+  inputCaps?: InputCaps;
 }
 
 /**
  * Every engine the service offers, in order of preference when two declare the same pair
  * (jpg/png targets exist in both the image engine and the media engine's still frames, but for
  * different sources, so no pair is actually shared today). Each engine's module is imported
- * when it is first probed or used (lazy.ts), not when this module loads.
+ * when it is first probed or used (lazy.ts), not when this module loads. `isolated` engines do
+ * their work in JavaScript and run it in the engine host (host/); sharp (libvips on libuv's
+ * threads) and ffmpeg (a process of its own) keep the event loop free by themselves.
  */
 export function engineLoaders(settings: EngineSettings): EngineLoader[] {
   // One ffmpeg run uses every core: more at once only share them (media-engine.ts).
@@ -17,16 +24,29 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
   return [
     { name: 'image', load: async () => (await import('./image/sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels }) },
     { name: 'media', maxConcurrentRuns: mediaRuns, load: async () => (await import('./media/media-engine.ts')).createMediaEngine({ maxConcurrentRuns: mediaRuns }) },
-    { name: 'pdf', load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
-    { name: 'data', load: async () => (await import('./data/data-engine.ts')).createDataEngine() },
+    { name: 'pdf', isolated: true, load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
+    { name: 'data', isolated: true, load: async () => (await import('./data/data-engine.ts')).createDataEngine({ inputCaps: settings.inputCaps }) },
   ];
 }
 
 /**
  * The engines, each probed (and so loaded) at start-up by FormatRegistry.create. With `known`
  * (an earlier probe's findings, by engine name), an engine whose findings are there skips the
- * probe and loads on its first conversion.
+ * probe and loads on its first conversion. With `host`, the isolated engines convert there (their
+ * declarations, probe and pairs, stay here: they read no user file); without, in this process.
  */
-export function defaultEngines(settings: EngineSettings, known: ReadonlyMap<string, KnownEngine> = new Map()): LazyEngine[] {
-  return engineLoaders(settings).map((loader) => lazyEngine(loader, known.get(loader.name)));
+export function defaultEngines(settings: EngineSettings, known: ReadonlyMap<string, KnownEngine> = new Map(), host?: EngineHost): LazyEngine[] {
+  return engineLoaders(settings).map((loader) => {
+    const engine = lazyEngine(loader, known.get(loader.name));
+    if (!loader.isolated || !host) return engine;
+    return {
+      ...engine,
+      async probe() {
+        const status = await engine.probe();
+        return { ...status, detail: [status.detail, `runs in engine host processes (${host.memoryLimitMb} MB each)`].filter(Boolean).join('; ') };
+      },
+      convert: (job) => host.convert(loader.name, settings, job),
+      close: () => host.close(),
+    };
+  });
 }

@@ -15,6 +15,8 @@ export interface EngineLoader {
   name: string;
   /** The created engine's `maxConcurrentRuns`, known before it loads (the runner asks first). */
   maxConcurrentRuns?: number;
+  /** Its work runs in the engine host, not on the caller's event loop (catalog.ts). */
+  isolated?: boolean;
   load(): Promise<Engine>;
 }
 

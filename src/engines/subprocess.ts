@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { ConversionFailure } from '../errors/api-error.ts';
+import { execFailure, findParentDeathWrapper, killGroup, trackGroup, untrackGroup, wrapped } from './process/group.ts';
+
+export { killAllChildren, liveChildPids } from './process/group.ts';
 
 export interface RunOptions {
   /** Aborting kills the whole process group; the promise then rejects with the signal's reason. */
@@ -23,6 +25,8 @@ export interface RunOptions {
    * (ENOENT, EACCES).
    */
   dieWithParent?: boolean;
+  /** Run at this niceness (a lower priority than the caller's: group.ts `wrapped`). */
+  niceness?: number;
 }
 
 export interface RunResult {
@@ -37,86 +41,6 @@ const DEFAULT_TAIL_BYTES = 64 * 1024;
 const DEFAULT_GRACE_MS = 1500;
 /** A "line" longer than this (binary junk, a progress bar without newlines) is cut, never held whole. */
 const MAX_LINE_CHARS = 16 * 1024;
-
-/** Process-group ids of every child still running, so the parent can take them down when it exits. */
-const liveGroups = new Set<number>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // 'exit' runs on process.exit(), on a normal end and after an uncaught exception; handlers must be
-  // synchronous, and process.kill is. A daemon that handles SIGTERM/SIGINT should call
-  // killAllChildren() (or process.exit) from its handler: Node emits no 'exit' for a fatal signal.
-  process.on('exit', () => killAllChildren());
-}
-
-/** SIGKILLs the process group of every live child. For shutdown paths; safe to call repeatedly. */
-export function killAllChildren(): void {
-  for (const pgid of liveGroups) killGroup(pgid, 'SIGKILL');
-}
-
-/** Pids (= process-group ids) of children started by runProcess that have not exited yet. */
-export function liveChildPids(): number[] {
-  return [...liveGroups];
-}
-
-function killGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // ESRCH: the group is already gone.
-  }
-}
-
-/** `setpriv` paths tried; util-linux puts it in /usr/bin (merged /usr) or /bin. */
-const SETPRIV_PATHS = ['/usr/bin/setpriv', '/bin/setpriv'];
-let parentDeathWrapper: Promise<string | null> | undefined;
-
-/**
- * The setpriv that can set a parent-death signal, found once: util-linux before 2.33 has no
- * --pdeathsig, and asking it to exec a command would fail every run. `--help` after the option
- * exits 0 only where the option parsed. A probe that could not run at all (no process slot, no
- * memory) says nothing about setpriv: it is not remembered, and the next run asks again.
- */
-function findParentDeathWrapper(): Promise<string | null> {
-  if (parentDeathWrapper) return parentDeathWrapper;
-  if (process.platform !== 'linux') return (parentDeathWrapper = Promise.resolve(null));
-  const path = SETPRIV_PATHS.find((candidate) => existsSync(candidate));
-  if (!path) return (parentDeathWrapper = Promise.resolve(null));
-  const found = new Promise<string | null>((resolve, reject) => {
-    let probe: ChildProcess;
-    try {
-      probe = spawn(path, ['--pdeathsig', 'KILL', '--help'], { stdio: 'ignore' });
-    } catch (error) {
-      reject(error);
-      return;
-    }
-    probe.on('error', reject);
-    probe.on('close', (code) => resolve(code === 0 ? path : null));
-  });
-  parentDeathWrapper = found;
-  // Unremembered, and the run goes on without the wrapper.
-  return found.catch(() => {
-    if (parentDeathWrapper === found) parentDeathWrapper = undefined;
-    return null;
-  });
-}
-
-/**
- * What setpriv says when it cannot exec the command (exit 127 for a missing file, 126 for one it
- * may not run): the error spawn gives for the command itself, so a missing ffmpeg reads the same
- * with the wrapper as without it.
- */
-function execFailure(cmd: string, code: number | null, stderr: string): NodeJS.ErrnoException | null {
-  if ((code !== 127 && code !== 126) || !/^setpriv: failed to execute/m.test(stderr)) return null;
-  const errno = code === 127 ? 'ENOENT' : 'EACCES';
-  const error: NodeJS.ErrnoException = new Error(`spawn ${cmd} ${errno}`);
-  error.code = errno;
-  error.syscall = `spawn ${cmd}`;
-  error.path = cmd;
-  return error;
-}
 
 /**
  * Splits a stream of text into lines (\n, \r\n or a lone \r, which ffmpeg uses for status lines)
@@ -197,9 +121,8 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
   if (signal?.aborted) throw signal.reason;
   const wrapper = options.dieWithParent ? await findParentDeathWrapper() : null;
   if (signal?.aborted) throw signal.reason;
-  installExitHook();
   // setpriv sets the signal and then execs the command: same pid, same process group.
-  const [file, argv] = wrapper ? [wrapper, ['--pdeathsig', 'KILL', '--', cmd, ...args]] : [cmd, args];
+  const [file, argv] = wrapped(wrapper, cmd, args, options.niceness);
 
   return new Promise<RunResult>((resolve, reject) => {
     let child: ChildProcess;
@@ -221,7 +144,7 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
     let killTimer: NodeJS.Timeout | undefined;
     let limitTimer: NodeJS.Timeout | undefined;
 
-    if (pid !== undefined) liveGroups.add(pid);
+    if (pid !== undefined) trackGroup(pid);
 
     const stop = (error: unknown): void => {
       if (stopReason || pid === undefined) return;
@@ -263,11 +186,11 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
     // 'close' fires after 'exit' and after stdio has closed: the process is reaped and no more
     // output can arrive. ('error' without a process, e.g. ENOENT, is followed by 'close' too.)
     child.on('close', (code, exitSignal) => {
-      if (pid !== undefined) liveGroups.delete(pid);
+      if (pid !== undefined) untrackGroup(pid);
       clearTimeout(killTimer);
       clearTimeout(limitTimer);
       signal?.removeEventListener('abort', onAbort);
-      const cannotExec = wrapper ? execFailure(cmd, code, tail.text()) : null;
+      const cannotExec = execFailure(cmd, code, tail.text());
       if (stopReason) reject(stopReason.error);
       else if (spawnError) reject(spawnError);
       else if (cannotExec) reject(cannotExec);
@@ -276,7 +199,8 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
   });
 }
 
-function formatSeconds(ms: number): string {
+/** A time limit for people: `1.5 s`, or `400 ms` below a second. */
+export function formatSeconds(ms: number): string {
   const seconds = ms / 1000;
   return seconds >= 1 ? `${Number(seconds.toFixed(1))} s` : `${ms} ms`;
 }

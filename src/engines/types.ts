@@ -16,6 +16,12 @@ export interface EngineJob {
   signal: AbortSignal;
   /** Progress 0..100; callers rate-limit persistence, so engines may call it often. */
   onProgress: (percent: number) => void;
+  /**
+   * The most the result may hold, in bytes; undefined: no cap. An engine that writes its output
+   * itself stops there with ConversionFailure('conversion_failed') (outputCapFailure); the runner
+   * checks the size of every result as well.
+   */
+  maxOutputBytes?: number;
 }
 
 /** What an engine may tell about its output; the caller finds out itself what is left out. */
@@ -52,4 +58,6 @@ export interface Engine {
    * limit of its own.
    */
   readonly maxConcurrentRuns?: number;
+  /** Ends what the engine keeps running (helper processes); it converts no more afterwards. */
+  close?(): Promise<void>;
 }

@@ -21,8 +21,12 @@ export const ERROR_STATUS = {
 
 export type ApiErrorCode = keyof typeof ERROR_STATUS;
 
-/** Codes a failed conversion carries in its `error` (DESIGN.md). */
+/**
+ * Codes a failed conversion carries in its `error` (DESIGN.md), and two of this service's own:
+ * `memory_limit` (the engine needed more memory than its limit) and `interrupted` (the service
+ * stopped unexpectedly while running it, and again on its one retry: it is not tried a third time).
+ */
 export const CONVERSION_ERROR_CODES = [
-  'input_invalid', 'fetch_failed', 'file_too_large', 'conversion_failed', 'timeout', 'internal_error',
+  'input_invalid', 'fetch_failed', 'file_too_large', 'conversion_failed', 'timeout', 'memory_limit', 'interrupted', 'internal_error',
 ] as const;
 export type ConversionErrorCode = (typeof CONVERSION_ERROR_CODES)[number];

@@ -18,6 +18,8 @@ export class FormatRegistry {
   private constructor(
     readonly statuses: EngineStatus[],
     private readonly weights: CreditWeights,
+    /** Every engine it was made with, available or not: all are closed with it. */
+    private readonly all: Engine[],
   ) {}
 
   /** Probes every engine; one that is unavailable contributes no pairs (no pair offered that cannot run). */
@@ -29,7 +31,7 @@ export class FormatRegistry {
         })),
       ),
     );
-    const registry = new FormatRegistry(statuses, weights);
+    const registry = new FormatRegistry(statuses, weights, engines);
     engines.forEach((engine, index) => {
       for (const info of engine.formats()) registry.addFormat(info);
       if (!statuses[index]?.available) return;
@@ -87,5 +89,10 @@ export class FormatRegistry {
 
   creditWeight(pair: ConversionPair): number {
     return this.weights[pair.kind];
+  }
+
+  /** Ends what the engines keep running (the engine host's processes). */
+  async close(): Promise<void> {
+    await Promise.all(this.all.map((engine) => engine.close?.()));
   }
 }

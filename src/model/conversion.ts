@@ -47,6 +47,11 @@ export interface ConversionRecord {
   idempotency_key: string | null;
   /** Hash of the request that created it, to tell a replay from a different request with the same key. */
   request_fingerprint: string | null;
+  /**
+   * Times the service was found to have stopped while running it (a crash, kill -9, power loss;
+   * not a graceful stop): it is run once more, then fails with `interrupted`. Absent: 0.
+   */
+  interruptions?: number;
 }
 
 export interface PublicConversion {

@@ -1,3 +1,4 @@
+import { DEFAULT_INPUT_CAPS, type InputCaps } from '../engines/data/input-caps.ts';
 import { DEFAULT_PLANS, type Plan, type PlanId } from '../model/plan.ts';
 import { DEFAULT_CREDIT_WEIGHTS, type CreditWeights } from '../formats/registry.ts';
 
@@ -15,6 +16,16 @@ export interface ServiceConfig {
   /** Per engine name; an engine run longer than this fails with `timeout`. */
   engineTimeoutMs: Record<string, number>;
   defaultEngineTimeoutMs: number;
+  /** Memory of one engine host process (the JavaScript engines' work), in MiB. */
+  engineMemoryMb: number;
+  /** The data engine's per-format input caps, in bytes. */
+  inputCaps: InputCaps;
+  /**
+   * A result may be this many times its input (0: no cap by the input) but never less than
+   * `outputCapFloorMb`, and never more than its plan's `max_output_mb`.
+   */
+  outputCapRatio: number;
+  outputCapFloorMb: number;
   maxInputPixels: number;
   sweepIntervalMs: number;
   /** Multiplies the webhook retry waits: 1 in production, small in tests (never 1.5 h of sleep). */
@@ -32,6 +43,10 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     urlFetchTimeoutMs: 60_000,
     engineTimeoutMs: { image: 120_000, pdf: 300_000, data: 120_000, media: 1_800_000 },
     defaultEngineTimeoutMs: 600_000,
+    engineMemoryMb: 1024,
+    inputCaps: { ...DEFAULT_INPUT_CAPS },
+    outputCapRatio: 50,
+    outputCapFloorMb: 64,
     maxInputPixels: 100_000_000,
     sweepIntervalMs: 60_000,
     webhookScheduleScale: 1,

@@ -1,5 +1,6 @@
 import { rename, stat } from 'node:fs/promises';
 import { ConversionFailure } from '../errors/api-error.ts';
+import { formatSeconds } from '../engines/subprocess.ts';
 import type { Engine, EngineOutput } from '../engines/types.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
@@ -7,6 +8,7 @@ import { BYTES_PER_MB } from '../model/plan.ts';
 import { ConcurrencyGate } from '../queue/concurrency-gate.ts';
 import { JobCancelled } from '../queue/worker-pool.ts';
 import { conversionCost, balanceOf } from './credits.ts';
+import { explainOutputCap, outputLimit, outputLimitFailure } from './output-limit.ts';
 import { withTimeLimit } from './time-limit.ts';
 import type { ConversionService } from './conversion-service.ts';
 
@@ -71,6 +73,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const outputPath = blobs.outputPathFor(id, extension);
       pendingOutput = outputPath;
       const timeoutMs = config.engineTimeoutMs[engine.name] ?? config.defaultEngineTimeoutMs;
+      const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
+      const maxOutput = outputLimit(plan, record.input_size, config.outputCapRatio, config.outputCapFloorMb);
 
       let lastWrite = 0;
       let lastValue = -1;
@@ -87,13 +91,13 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         try {
           return await engine.convert({
             inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
-            variant: record.variant, options: record.options, signal: limited.signal, onProgress,
+            variant: record.variant, options: record.options, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
           });
         } catch (error) {
           if (limited.timedOut()) {
-            throw new ConversionFailure('timeout', `The conversion took longer than the limit of ${Math.round(timeoutMs / 1000)} s.`);
+            throw new ConversionFailure('timeout', `The conversion took longer than the limit of ${formatSeconds(timeoutMs)}.`);
           }
-          throw error;
+          throw explainOutputCap(error, maxOutput);
         } finally {
           limited.dispose();
         }
@@ -107,12 +111,13 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       }
       signal.throwIfAborted();
       const size = produced?.size ?? (await stat(outputPath)).size;
+      // Every engine's result is measured, whether or not the engine stopped at the cap itself.
+      if (size > maxOutput.bytes) throw outputLimitFailure(maxOutput, size);
       await rename(outputPath, blobs.resultPath(id));
       pendingOutput = null;
       const ended = await transition(id, async (current) => {
         if (current.status !== 'processing') return null;
         const now = service.now();
-        const plan = config.plans[(await service.accounts.currentAccount(current.account_id))?.plan ?? 'unmetered'];
         const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(registry.creditWeight(pair), current.input_size);
         log('conversion.succeeded', { id, size });
         return service.finish(current, {

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { defaultEngines } from '../engines/catalog.ts';
+import { EngineHost } from '../engines/host/engine-host.ts';
 import type { Engine } from '../engines/types.ts';
 import { FormatRegistry } from '../formats/registry.ts';
 import { MemoryJobSource, type JobSource } from '../queue/job-source.ts';
@@ -33,6 +34,13 @@ export interface SystemOptions {
   ephemeralStore?: boolean;
 }
 
+/**
+ * A conversion found running after a crash is run once more; found so again, it fails with
+ * `interrupted`: an input that takes the service down cannot do it forever (a systemd restart
+ * loop would otherwise run it again at every start).
+ */
+const RETRIES_AFTER_CRASH = 1;
+
 /** The whole core wired together: store, blobs, registry, services, queue and worker pool. */
 export interface ConversionSystem {
   store: Store;
@@ -59,8 +67,16 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   });
   const store: Store = options.observer ? observeStore(lowdb, options.observer) : lowdb;
   const blobs = await LocalBlobStore.open(join(options.dataDir, 'blobs'));
+  const workers = options.workers ?? availableParallelism();
+  const log = options.log ?? (() => undefined);
   const registry = await FormatRegistry.create(
-    options.engines ?? defaultEngines({ maxInputPixels: config.maxInputPixels }),
+    options.engines ?? defaultEngines({ maxInputPixels: config.maxInputPixels, inputCaps: config.inputCaps }, undefined, new EngineHost({
+      processes: workers,
+      memoryLimitMb: config.engineMemoryMb,
+      onLifecycle: (event) => log(`engine_host.${event.type}`, event.type === 'started'
+        ? { pid: event.pid, ms: event.ms }
+        : { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal }),
+    })),
     config.creditWeights,
   );
   const accounts = new AccountService(store, config);
@@ -68,9 +84,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   const conversions = new ConversionService(store, blobs, registry, accounts, config, queue, {
     allowInsecureCallbacks: options.allowInsecureCallbacks ?? false,
   });
-  const log = options.log ?? (() => undefined);
   const runner = createRunner(conversions, log);
-  const workers = options.workers ?? availableParallelism();
   const pool = new WorkerPool(queue, workers, runner, (id, error) =>
     log('conversion.worker_error', { id, error: error instanceof Error ? error.message : String(error) }),
   );
@@ -106,9 +120,16 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     const interrupted = await store.conversionsWithStatus(['fetching', 'processing']);
     for (const record of interrupted) {
       const inputThere = record.input.kind === 'url' || (await blobs.exists('inputs', record.id));
-      if (inputThere) {
-        await store.updateConversion(record.id, { status: 'queued', progress: null, started_at: null });
-        log('conversion.requeued', { id: record.id });
+      const interruptions = (record.interruptions ?? 0) + 1;
+      if (inputThere && interruptions > RETRIES_AFTER_CRASH) {
+        await conversions.finish(record, {
+          status: 'failed', credits: 0, interruptions,
+          error: { code: 'interrupted', message: 'The service stopped unexpectedly while running this conversion, twice; it is not tried again.' },
+        });
+        log('conversion.interrupted', { id: record.id, interruptions });
+      } else if (inputThere) {
+        await store.updateConversion(record.id, { status: 'queued', progress: null, started_at: null, interruptions });
+        log('conversion.requeued', { id: record.id, interruptions });
       } else {
         await conversions.finish(record, {
           status: 'failed', credits: 0,
@@ -147,6 +168,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     async stop(drainMs = 0) {
       if (sweeper) clearInterval(sweeper);
       await pool.stop(drainMs);
+      await registry.close();
       await webhooks.stop();
       await store.close();
     },

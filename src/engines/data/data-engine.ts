@@ -1,23 +1,31 @@
 import { readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
+import { checkOutputSize } from '../output-cap.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import { DATA_FORMATS, DELIMITERS, MARKDOWN_OPTIONS, TABULAR, dataOptions, type Tabular } from './formats.ts';
+import { checkInputCap, DEFAULT_INPUT_CAPS, type InputCaps } from './input-caps.ts';
 import type { Row } from './read.ts';
 import { decodeUtf8 } from './utf8.ts';
 
 /** Records that can be read more than once (a CSV target needs the column names before the first row). */
 type RowSource = () => AsyncIterable<Row>;
 
+export interface DataEngineOptions {
+  /** Per-format input caps; DEFAULT_INPUT_CAPS when unset. */
+  inputCaps?: InputCaps;
+}
+
 /** Data and text formats: csv, tsv, json, ndjson, yaml between each other, and markdown -> html. */
-export function createDataEngine(): Engine {
+export function createDataEngine(settings: DataEngineOptions = {}): Engine {
+  const caps = settings.inputCaps ?? DEFAULT_INPUT_CAPS;
   return {
     name: 'data',
     async probe(): Promise<EngineStatus> {
-      const versions = ['csv-parse', 'csv-stringify', 'yaml', 'marked', 'sanitize-html', 'jsonc-parser']
+      const versions = ['csv-parse', 'csv-stringify', 'yaml', 'markdown-it', 'sanitize-html', 'jsonc-parser']
         .map((name) => `${name} ${packageVersion(name)}`);
       return { name: 'data', available: true, binary: 'javascript libraries', version: versions.join(', ') };
     },
@@ -34,7 +42,7 @@ export function createDataEngine(): Engine {
       return pairs;
     },
     formats: () => DATA_FORMATS,
-    convert: convertData,
+    convert: (job) => convertData(job, caps),
   };
 }
 
@@ -54,15 +62,18 @@ function packageVersion(name: string): string {
   return '?';
 }
 
-async function convertData(job: EngineJob): Promise<void> {
+async function convertData(job: EngineJob, caps: InputCaps): Promise<void> {
   job.onProgress(0);
   job.signal.throwIfAborted();
+  checkInputCap(job.source, (await stat(job.inputPath)).size, caps);
   if (job.source === 'md' && job.target === 'html') {
     const text = decodeUtf8(await readFile(job.inputPath), 'Markdown file');
     // The parsers load with the first conversion that needs them, not with every daemon start
-    // (marked and sanitize-html, csv-parse, csv-stringify and yaml: about 90 ms of it).
+    // (markdown-it and sanitize-html, csv-parse, csv-stringify and yaml: about 90 ms of it).
     const { markdownToHtml } = await import('./markdown.ts');
-    await writeFile(job.outputPath, markdownToHtml(text, job.options.full_document !== false));
+    const html = markdownToHtml(text, job.options.full_document !== false);
+    checkOutputSize(Buffer.byteLength(html), job.maxOutputBytes);
+    await writeFile(job.outputPath, html);
   } else if (isTabular(job.source) && isTabular(job.target)) {
     await convertTabular(job, job.source, job.target);
   } else {
@@ -107,7 +118,7 @@ async function convertTabular(job: EngineJob, source: Tabular, target: Tabular):
   }
   job.signal.throwIfAborted();
 
-  const sink = new TextSink(job.outputPath);
+  const sink = new TextSink(job.outputPath, job.maxOutputBytes);
   try {
     if (isDocument) {
       const indent = option(job, 'indent', 2);

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { CsvError, parse as parseCsv } from 'csv-parse';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, visit, type Document } from 'yaml';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { DELIMITERS } from './formats.ts';
 import { decodeUtf8, lineAndColumn, readUtf8Chunks } from './utf8.ts';
@@ -16,6 +16,11 @@ export type Row = Record<string, unknown> | unknown[];
 const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
 /** A single CSV record or NDJSON line larger than this is refused rather than buffered. */
 const MAX_RECORD_CHARS = 32 * 1024 * 1024;
+/** Columns of a CSV record at most: Excel's and LibreOffice's limit; a million made a 2.4 s header. */
+export const MAX_CSV_COLUMNS = 16_384;
+/** YAML aliases may repeat at most this many times the file's own size (and 1 MiB for a small file). */
+const ALIAS_EXPANSION_FACTOR = 4;
+const ALIAS_EXPANSION_FLOOR = 1024 * 1024;
 
 function invalid(message: string): ConversionFailure {
   return new ConversionFailure('input_invalid', message);
@@ -64,6 +69,7 @@ export async function* readCsv(path: string, delimiter: string, header: boolean,
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: Row; info: { lines: number } }>) {
       lastLine = info.lines;
+      if (Array.isArray(record) && record.length > MAX_CSV_COLUMNS) throw tooManyColumns(what, record.length, info.lines);
       yield record;
     }
   } catch (error) {
@@ -83,7 +89,12 @@ export async function* readCsv(path: string, delimiter: string, header: boolean,
   }
 }
 
+function tooManyColumns(what: string, count: number, line: number): ConversionFailure {
+  return invalid(`The ${what} has ${count} columns at line ${line}; at most ${MAX_CSV_COLUMNS} are read.`);
+}
+
 function uniqueColumns(names: string[], what: string): string[] {
+  if (names.length > MAX_CSV_COLUMNS) throw tooManyColumns(what, names.length, 1);
   const seen = new Set<string>();
   for (const name of names) {
     if (seen.has(name)) throw invalid(`The ${what} header names the column "${name}" twice (line 1).`);
@@ -162,10 +173,31 @@ export async function readYaml(path: string): Promise<unknown> {
       throw invalid(`The YAML file is malformed at ${where}: ${reason}.`);
     }
   }
+  const budget = Math.max(ALIAS_EXPANSION_FLOOR, ALIAS_EXPANSION_FACTOR * text.length);
+  for (const document of documents) checkAliasExpansion(document, budget);
   try {
     const values = documents.map((document) => document.toJS({ maxAliasCount: 100 }) as unknown);
     return values.length === 1 ? values[0] : values;
   } catch (error) {
     throw invalid(`The YAML file cannot be read: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/**
+ * yaml's maxAliasCount counts aliases, weighted by the aliases inside what they name: one large
+ * anchored list named 98 times passes it, and expanded 10 MB to a 1 GB result. Each alias is
+ * weighed here by the source size of the node it names; past the budget the file is refused.
+ */
+function checkAliasExpansion(document: Document, budget: number): void {
+  let expanded = 0;
+  visit(document, {
+    Alias(_, alias) {
+      const range = alias.resolve(document)?.range;
+      if (!range) return;
+      expanded += range[1] - range[0];
+      if (expanded > budget) {
+        throw invalid(`The YAML file's aliases would repeat more than ${Math.round(budget / 1024 / 1024)} MB of it; at most ${ALIAS_EXPANSION_FACTOR} times the file's size is expanded.`);
+      }
+    },
+  });
 }

@@ -3,19 +3,28 @@ import { once } from 'node:events';
 import { stringify as stringifyCsv } from 'csv-stringify/sync';
 import { stringify as stringifyYaml } from 'yaml';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import { outputCapFailure } from '../output-cap.ts';
 import type { Tabular } from './formats.ts';
 import type { Row } from './read.ts';
 
-/** Buffered, backpressure-aware text output. */
+/**
+ * Buffered, backpressure-aware text output that stops at `maxBytes` (EngineJob.maxOutputBytes):
+ * a YAML whose aliases expand it a hundredfold fails there instead of filling the disk.
+ */
 export class TextSink {
   private readonly stream: WriteStream;
   private buffer = '';
+  private written = 0;
 
-  constructor(path: string) {
+  constructor(path: string, private readonly maxBytes?: number) {
     this.stream = createWriteStream(path);
   }
 
   async write(text: string): Promise<void> {
+    if (this.maxBytes !== undefined) {
+      this.written += Buffer.byteLength(text);
+      if (this.written > this.maxBytes) throw outputCapFailure(this.maxBytes);
+    }
     this.buffer += text;
     if (this.buffer.length >= 64 * 1024) await this.flush();
   }

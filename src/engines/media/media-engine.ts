@@ -2,6 +2,8 @@ import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
+import { checkOutputSize } from '../output-cap.ts';
+import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import { buildPlan, REQUIRED_ENCODERS } from './args.ts';
@@ -122,12 +124,15 @@ async function convertMedia(tools: Toolchain, job: EngineJob, timeLimitMs: numbe
     throw new ConversionFailure('conversion_failed', 'This ffmpeg has no H.265 encoder (libx265).');
   }
   const plan = buildPlan(job, probe);
+  // ffmpeg stops writing just past -fs (an output option: before the output, the last argument).
+  if (job.maxOutputBytes !== undefined) plan.args.splice(plan.args.length - 1, 0, '-fs', String(job.maxOutputBytes + 1));
   const progress = new ProgressReader(plan.expectedSeconds, job.onProgress);
   let damaged: string | undefined;
   const result = await runProcess(tools.ffmpeg, plan.args, {
     signal: job.signal,
     timeoutMs: timeLimitMs,
     dieWithParent: true,
+    niceness: ENGINE_NICENESS,
     onStdoutLine: (line) => progress.line(line),
     onStderrLine: (line) => {
       if (damaged === undefined && DAMAGED_INPUT.test(line)) damaged = line;
@@ -143,6 +148,7 @@ async function convertMedia(tools: Toolchain, job: EngineJob, timeLimitMs: numbe
   }
   const size = await stat(job.outputPath).then((s) => s.size, () => 0);
   if (size === 0) throw new ConversionFailure('conversion_failed', `ffmpeg wrote no output${stderr ? `: ${stderr}` : ''}.`);
+  checkOutputSize(size, job.maxOutputBytes);
   job.onProgress(100);
 }
 

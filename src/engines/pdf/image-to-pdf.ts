@@ -3,6 +3,7 @@ import { PDFDocument, type PDFImage } from 'pdf-lib';
 import type { Metadata } from 'sharp';
 import sharp from '../image/sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import { checkOutputSize } from '../output-cap.ts';
 import type { EngineJob } from '../types.ts';
 import { PAGE_SIZES, type PageSize } from './formats.ts';
 
@@ -74,7 +75,9 @@ export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): 
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
   job.signal.throwIfAborted();
-  await writeFile(job.outputPath, await pdf.save());
+  const bytes = await pdf.save();
+  checkOutputSize(bytes.length, job.maxOutputBytes);
+  await writeFile(job.outputPath, bytes);
   job.onProgress(100);
 }
 

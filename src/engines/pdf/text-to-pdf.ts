@@ -4,6 +4,7 @@ import fontkit from '@pdf-lib/fontkit';
 import { PDFDocument, rgb, type PDFFont, type PDFPage } from 'pdf-lib';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { decodeUtf8, lineAndColumn } from '../data/utf8.ts';
+import { checkOutputSize } from '../output-cap.ts';
 import type { EngineJob } from '../types.ts';
 import { PAGE_SIZES, TEXT_FONT_FILE, TEXT_FONT_NAME, type PageSize } from './formats.ts';
 
@@ -103,7 +104,9 @@ export async function textToPdf(job: EngineJob): Promise<void> {
   }
   if (!page) newPage(); // an empty file is one blank page
   job.signal.throwIfAborted();
-  await writeFile(job.outputPath, await pdf.save());
+  const document = await pdf.save();
+  checkOutputSize(document.length, job.maxOutputBytes);
+  await writeFile(job.outputPath, document);
   job.onProgress(100);
 }
 

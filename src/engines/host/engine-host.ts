@@ -1,0 +1,124 @@
+import { fileURLToPath } from 'node:url';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import { CONVERSION_ERROR_CODES, type ConversionErrorCode } from '../../errors/codes.ts';
+import type { EngineSettings } from '../catalog.ts';
+import { ENGINE_NICENESS } from '../process/group.ts';
+import { HelperPool, type HelperLifecycle, type PoolStatus } from '../process/helper-pool.ts';
+import { HelperDied, HelperTaskError, type HelperCommand } from '../process/helper-process.ts';
+import type { EngineJob, EngineOutput } from '../types.ts';
+import type { HostDone, HostFailure, HostProgress, HostRequest } from './protocol.ts';
+
+export interface EngineHostOptions {
+  /** Host processes at most: as many as conversions may run at once. */
+  processes: number;
+  /** Memory of one host process (resident, and V8's heap limit), in MiB. */
+  memoryLimitMb: number;
+  /** A host process is replaced after this many conversions. */
+  recycleAfter?: number;
+  /** A host process idle this long ends (its memory comes back); the next conversion starts one. */
+  idleStopMs?: number;
+  startTimeoutMs?: number;
+  onLifecycle?: (event: HelperLifecycle) => void;
+}
+
+const DEFAULT_RECYCLE_AFTER = 500;
+const DEFAULT_IDLE_STOP_MS = 10 * 60_000;
+const DEFAULT_START_TIMEOUT_MS = 20_000;
+
+/** V8's fatal messages when the heap limit is reached: a memory failure, not a crash. */
+const HEAP_EXHAUSTED = /heap out of memory|Reached heap limit|allocation failed/i;
+
+/**
+ * The host process runs the same TypeScript sources under tsx in development (and tests) and the
+ * compiled JavaScript of dist/ in production: the file next to this one, with this one's extension.
+ */
+function hostCommand(memoryLimitMb: number): HelperCommand {
+  const here = import.meta.url;
+  const extension = here.endsWith('.ts') ? '.ts' : '.js';
+  const entry = fileURLToPath(new URL(`./host-main${extension}`, here));
+  // Only what the host needs of Node's flags: a TypeScript loader when it runs from sources, its
+  // heap limit. The parent's own flags (an inspector port, its heap size) are not passed on.
+  const loader = extension === '.ts' ? ['--import', import.meta.resolve('tsx')] : [];
+  return {
+    command: process.execPath,
+    args: [...loader, `--max-old-space-size=${memoryLimitMb}`, entry],
+    env: process.env,
+  };
+}
+
+/**
+ * The engines written in JavaScript, run in child processes (engine/host/host-main.ts) instead of
+ * on the caller's event loop: a conversion's time limit and cancel kill its process, a memory
+ * limit ends it, a crash or a heap blow-up fails that conversion only. One host process per
+ * conversion running, started on first use and kept warm for the next.
+ */
+export class EngineHost {
+  private readonly pool: HelperPool;
+
+  constructor(private readonly options: EngineHostOptions) {
+    this.pool = new HelperPool({
+      name: 'engine-host',
+      size: options.processes,
+      recycleAfter: options.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
+      idleStopMs: options.idleStopMs ?? DEFAULT_IDLE_STOP_MS,
+      onLifecycle: options.onLifecycle,
+      helper: () => ({
+        name: 'engine-host',
+        command: hostCommand(options.memoryLimitMb),
+        startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
+        memoryLimitBytes: options.memoryLimitMb * 1024 * 1024,
+        niceness: ENGINE_NICENESS,
+      }),
+    });
+  }
+
+  async convert(engine: string, settings: EngineSettings, job: EngineJob): Promise<EngineOutput> {
+    const { signal, onProgress, ...plain } = job;
+    const request: HostRequest = { engine, settings, job: plain };
+    try {
+      const done = (await this.pool.run(request, {
+        signal,
+        onEvent: (event) => onProgress((event as HostProgress).progress),
+      })) as HostDone;
+      return done;
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw this.failureOf(error);
+    }
+  }
+
+  private failureOf(error: unknown): Error {
+    if (error instanceof HelperTaskError) {
+      const failure = error.error as HostFailure;
+      if (failure.kind === 'conversion' && (CONVERSION_ERROR_CODES as readonly string[]).includes(failure.code)) {
+        return new ConversionFailure(failure.code as ConversionErrorCode, failure.message);
+      }
+      return new Error(`engine host: ${failure.message}`);
+    }
+    if (error instanceof HelperDied) {
+      const { exit } = error;
+      if (exit.end === 'memory' || HEAP_EXHAUSTED.test(exit.stderrTail)) {
+        return new ConversionFailure('memory_limit', `The conversion needed more memory than its limit of ${this.options.memoryLimitMb} MB.`);
+      }
+      return new ConversionFailure('conversion_failed', `The conversion engine stopped unexpectedly (${exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`}).`);
+    }
+    return error instanceof Error ? error : new Error(String(error));
+  }
+
+  status(): PoolStatus {
+    return this.pool.status();
+  }
+
+  get memoryLimitMb(): number {
+    return this.options.memoryLimitMb;
+  }
+
+  /** Starts every host process now instead of with the first conversion. */
+  warm(): Promise<void> {
+    return this.pool.warm();
+  }
+
+  close(graceMs?: number): Promise<void> {
+    return this.pool.close(graceMs);
+  }
+}

@@ -1,0 +1,122 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+/**
+ * What every child the engines start shares, short-lived (ffmpeg) or long-running (the engine
+ * host): a process group of its own, registered here so the parent can take the whole group
+ * down, and a parent-death signal so that even a kill -9 of the parent leaves none behind.
+ */
+
+/** Process-group ids of every child still running, so the parent can take them down when it exits. */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // 'exit' runs on process.exit(), on a normal end and after an uncaught exception; handlers must be
+  // synchronous, and process.kill is. A daemon that handles SIGTERM/SIGINT should call
+  // killAllChildren() (or process.exit) from its handler: Node emits no 'exit' for a fatal signal.
+  process.on('exit', () => killAllChildren());
+}
+
+/** Registers a child's group (its pid, as it was started detached). */
+export function trackGroup(pgid: number): void {
+  installExitHook();
+  liveGroups.add(pgid);
+}
+
+export function untrackGroup(pgid: number): void {
+  liveGroups.delete(pgid);
+}
+
+/** SIGKILLs the process group of every live child. For shutdown paths; safe to call repeatedly. */
+export function killAllChildren(): void {
+  for (const pgid of liveGroups) killGroup(pgid, 'SIGKILL');
+}
+
+/** Pids (= process-group ids) of children that have not exited yet. */
+export function liveChildPids(): number[] {
+  return [...liveGroups];
+}
+
+export function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+/** `setpriv` paths tried; util-linux puts it in /usr/bin (merged /usr) or /bin. */
+const SETPRIV_PATHS = ['/usr/bin/setpriv', '/bin/setpriv'];
+let parentDeathWrapper: Promise<string | null> | undefined;
+
+/**
+ * The setpriv that can set a parent-death signal, found once: util-linux before 2.33 has no
+ * --pdeathsig, and asking it to exec a command would fail every run. `--help` after the option
+ * exits 0 only where the option parsed. A probe that could not run at all (no process slot, no
+ * memory) says nothing about setpriv: it is not remembered, and the next run asks again.
+ */
+export function findParentDeathWrapper(): Promise<string | null> {
+  if (parentDeathWrapper) return parentDeathWrapper;
+  if (process.platform !== 'linux') return (parentDeathWrapper = Promise.resolve(null));
+  const path = SETPRIV_PATHS.find((candidate) => existsSync(candidate));
+  if (!path) return (parentDeathWrapper = Promise.resolve(null));
+  const found = new Promise<string | null>((resolve, reject) => {
+    let probe: ChildProcess;
+    try {
+      probe = spawn(path, ['--pdeathsig', 'KILL', '--help'], { stdio: 'ignore' });
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    probe.on('error', reject);
+    probe.on('close', (code) => resolve(code === 0 ? path : null));
+  });
+  parentDeathWrapper = found;
+  // Unremembered, and the run goes on without the wrapper.
+  return found.catch(() => {
+    if (parentDeathWrapper === found) parentDeathWrapper = undefined;
+    return null;
+  });
+}
+
+/** coreutils' `nice` paths tried. */
+const NICE_PATHS = ['/usr/bin/nice', '/bin/nice'];
+let niceBinary: string | null | undefined;
+
+function findNice(): string | null {
+  if (niceBinary === undefined) niceBinary = process.platform === 'win32' ? null : NICE_PATHS.find((candidate) => existsSync(candidate)) ?? null;
+  return niceBinary;
+}
+
+/**
+ * `cmd args` as run through the wrapper (same pid, same group: setpriv execs the command), and
+ * with `niceness` through `nice`, which sets it before the command starts, so that every thread
+ * the command makes has it (a setpriority on Linux reaches one thread only). Engines run niced:
+ * when they and the daemon want the same cores, the daemon's event loop goes first.
+ */
+export function wrapped(wrapper: string | null, cmd: string, args: readonly string[], niceness = 0): [string, string[]] {
+  const nice = niceness > 0 ? findNice() : null;
+  const [file, argv] = nice ? [nice, ['-n', String(niceness), cmd, ...args]] : [cmd, [...args]];
+  return wrapper ? [wrapper, ['--pdeathsig', 'KILL', '--', file, ...argv]] : [file, argv];
+}
+
+/** The niceness engines run with (a lower priority than the daemon's). */
+export const ENGINE_NICENESS = 10;
+
+/**
+ * What setpriv or nice say when they cannot exec the command (exit 127 for a missing file, 126
+ * for one it may not run): the error spawn gives for the command itself, so a missing binary
+ * reads the same with the wrappers as without them.
+ */
+export function execFailure(cmd: string, code: number | null, stderr: string): NodeJS.ErrnoException | null {
+  if ((code !== 127 && code !== 126) || !/^(setpriv: failed to execute|nice: )/m.test(stderr)) return null;
+  const errno = code === 127 ? 'ENOENT' : 'EACCES';
+  const error: NodeJS.ErrnoException = new Error(`spawn ${cmd} ${errno}`);
+  error.code = errno;
+  error.syscall = `spawn ${cmd}`;
+  error.path = cmd;
+  return error;
+}

@@ -1,0 +1,209 @@
+import { HelperDied, HelperProcess, type HelperExit, type HelperOptions } from './helper-process.ts';
+
+export interface HelperPoolOptions {
+  /** For messages and logs, e.g. `engine-host`. */
+  name: string;
+  /** Helpers at most, each running one task at a time. */
+  size: number;
+  /** How to start the helper of slot `index` (each may need its own profile directory). */
+  helper: (index: number) => HelperOptions;
+  /** A helper is replaced after this many tasks (memory that grows, state that piles up). */
+  recycleAfter: number;
+  /** A helper idle this long is stopped, so its memory comes back; the next task starts one again. */
+  idleStopMs?: number;
+  /** What a helper gets between being asked to end and SIGTERM, and again before SIGKILL. */
+  stopGraceMs?: number;
+  /** Told when a helper starts or ends (the daemon's log). */
+  onLifecycle?: (event: HelperLifecycle) => void;
+}
+
+export type HelperLifecycle =
+  | { type: 'started'; helper: string; pid: number; ms: number }
+  | { type: 'ended'; helper: string; pid: number; tasks: number; exit: HelperExit; why: 'recycled' | 'idle' | 'closed' | 'died' };
+
+export interface PoolTask {
+  /** Aborting kills the helper running the task (its whole group); the task rejects with the reason. */
+  signal: AbortSignal;
+  onEvent?: (event: unknown) => void;
+}
+
+export interface PoolStatus {
+  size: number;
+  running: number;
+  busy: number;
+  started: number;
+  /** Helpers that ended while a task ran (killed at a limit, crashed). */
+  lost: number;
+}
+
+interface Slot {
+  index: number;
+  helper: HelperProcess | null;
+  starting: Promise<HelperProcess> | null;
+  busy: boolean;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+interface Waiter {
+  resolve: (slot: Slot) => void;
+  reject: (error: unknown) => void;
+}
+
+const DEFAULT_STOP_GRACE_MS = 1000;
+
+/**
+ * A fixed number of long-running helpers (one generic pool, as Gotenberg's process supervisor:
+ * the engine host today, LibreOffice and Chromium next). Helpers start lazily on the first task
+ * that needs one (with a start time limit), run one task each at a time, are replaced after
+ * `recycleAfter` tasks, when they die, and when a task is aborted (cancel, time limit: the whole
+ * group is killed at once, the others carry on), and stop when idle for long.
+ */
+export class HelperPool {
+  private readonly slots: Slot[];
+  private readonly waiters: Waiter[] = [];
+  private closed = false;
+  private started = 0;
+  private lost = 0;
+  /** Helpers stopped on purpose, and why; any other end is a death. */
+  private readonly stopping = new WeakMap<HelperProcess, 'recycled' | 'idle' | 'closed'>();
+
+  constructor(private readonly options: HelperPoolOptions) {
+    this.slots = Array.from({ length: Math.max(1, options.size) }, (_, index) => ({
+      index, helper: null, starting: null, busy: false, idleTimer: undefined,
+    }));
+  }
+
+  /** Runs one task on a helper; rejects with the signal's reason when aborted, HelperDied when the helper died. */
+  async run(request: unknown, task: PoolTask): Promise<unknown> {
+    task.signal.throwIfAborted();
+    const slot = await this.acquire(task.signal);
+    let helper: HelperProcess | null = null;
+    try {
+      helper = await this.helperOf(slot);
+      task.signal.throwIfAborted();
+      const running = helper;
+      const onAbort = () => running.kill();
+      task.signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        return await running.run(request, task.onEvent);
+      } catch (error) {
+        if (task.signal.aborted) throw task.signal.reason;
+        throw error;
+      } finally {
+        task.signal.removeEventListener('abort', onAbort);
+      }
+    } finally {
+      this.release(slot, helper);
+    }
+  }
+
+  /** Starts every helper now (a warm start at boot) instead of on first use. */
+  async warm(): Promise<void> {
+    await Promise.all(this.slots.filter((slot) => !slot.busy).map((slot) => this.helperOf(slot).catch(() => undefined)));
+  }
+
+  status(): PoolStatus {
+    return {
+      size: this.slots.length,
+      running: this.slots.filter((slot) => slot.helper?.alive).length,
+      busy: this.slots.filter((slot) => slot.busy).length,
+      started: this.started,
+      lost: this.lost,
+    };
+  }
+
+  /** Stops every helper (a task still running is killed with its helper) and refuses new tasks. */
+  async close(graceMs = this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS): Promise<void> {
+    this.closed = true;
+    for (const waiter of this.waiters.splice(0)) waiter.reject(new Error(`${this.options.name} pool is closed`));
+    await Promise.all(this.slots.map(async (slot) => {
+      clearTimeout(slot.idleTimer);
+      const helper = slot.helper ?? (await slot.starting?.catch(() => null)) ?? null;
+      slot.helper = null;
+      if (!helper) return;
+      this.stopping.set(helper, 'closed');
+      if (slot.busy) helper.kill();
+      await helper.stop(graceMs);
+    }));
+  }
+
+  private acquire(signal: AbortSignal): Promise<Slot> {
+    if (this.closed) return Promise.reject(new Error(`${this.options.name} pool is closed`));
+    // A slot whose helper is up first, then one that must start one.
+    const free = this.slots.find((slot) => !slot.busy && slot.helper?.alive) ?? this.slots.find((slot) => !slot.busy);
+    if (free) {
+      free.busy = true;
+      clearTimeout(free.idleTimer);
+      return Promise.resolve(free);
+    }
+    return new Promise<Slot>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve: (slot) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(slot);
+        },
+        reject,
+      };
+      const onAbort = () => {
+        const at = this.waiters.indexOf(waiter);
+        if (at >= 0) this.waiters.splice(at, 1);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
+  }
+
+  private helperOf(slot: Slot): Promise<HelperProcess> {
+    if (slot.helper?.alive) return Promise.resolve(slot.helper);
+    slot.helper = null;
+    if (!slot.starting) {
+      const began = performance.now();
+      const starting = HelperProcess.start(this.options.helper(slot.index)).then((helper) => {
+        this.started += 1;
+        this.options.onLifecycle?.({ type: 'started', helper: this.options.name, pid: helper.pid, ms: Math.round(performance.now() - began) });
+        if (this.closed) {
+          void helper.stop(this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+          throw new Error(`${this.options.name} pool is closed`);
+        }
+        slot.helper = helper;
+        void helper.exited.then((exit) => {
+          // Gone, whatever the way: the next task of this slot starts a new one.
+          if (slot.helper === helper) slot.helper = null;
+          this.options.onLifecycle?.({ type: 'ended', helper: this.options.name, pid: helper.pid, tasks: helper.tasksRun, exit, why: this.stopping.get(helper) ?? 'died' });
+        });
+        return helper;
+      });
+      slot.starting = starting;
+      void starting.then(() => undefined, () => undefined).finally(() => {
+        if (slot.starting === starting) slot.starting = null;
+      });
+    }
+    return slot.starting;
+  }
+
+  private release(slot: Slot, helper: HelperProcess | null): void {
+    if (helper && !helper.alive) {
+      this.lost += 1;
+      if (slot.helper === helper) slot.helper = null;
+    } else if (helper && helper.tasksRun >= this.options.recycleAfter) {
+      this.stopOnPurpose(slot, helper, 'recycled');
+    } else if (helper && this.options.idleStopMs !== undefined) {
+      slot.idleTimer = setTimeout(() => {
+        if (!slot.busy && slot.helper === helper) this.stopOnPurpose(slot, helper, 'idle');
+      }, this.options.idleStopMs);
+      slot.idleTimer.unref();
+    }
+    const next = this.waiters.shift();
+    if (next) next.resolve(slot);
+    else slot.busy = false;
+  }
+
+  private stopOnPurpose(slot: Slot, helper: HelperProcess, why: 'recycled' | 'idle'): void {
+    slot.helper = null;
+    this.stopping.set(helper, why);
+    void helper.stop(this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+  }
+}
+
+export { HelperDied };

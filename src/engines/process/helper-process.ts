@@ -1,0 +1,245 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
+import { createInterface } from 'node:readline';
+import { execFailure, findParentDeathWrapper, killGroup, trackGroup, untrackGroup, wrapped } from './group.ts';
+import { residentBytesOfTree } from './resident-memory.ts';
+
+/** How to start one helper. */
+export interface HelperCommand {
+  command: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+export interface HelperOptions {
+  /** For messages and logs, e.g. `engine-host`. */
+  name: string;
+  command: HelperCommand;
+  /** The helper must say it is ready within this time, or it is killed and the start fails. */
+  startTimeoutMs: number;
+  /**
+   * Resident memory of the helper and everything it started above which the whole group is
+   * killed (read from /proc while a task runs, so Linux only); undefined: no watch.
+   */
+  memoryLimitBytes?: number;
+  /** How often the memory is read while a task runs. */
+  memoryPollMs?: number;
+  /** Runs at this niceness (group.ts `wrapped`); 0 or unset: the parent's. */
+  niceness?: number;
+}
+
+/** Why a helper's process ended. */
+export type HelperEnd = 'memory' | 'killed' | 'exited';
+
+export interface HelperExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  end: HelperEnd;
+  /** The last lines of its stderr, for the log and for telling a heap blow-up from a crash. */
+  stderrTail: string;
+}
+
+/** A task's helper went away before answering (killed, crashed, out of memory). */
+export class HelperDied extends Error {
+  constructor(readonly helper: string, readonly exit: HelperExit) {
+    super(`${helper} ended (${exit.end}; code ${exit.code ?? '-'}, signal ${exit.signal ?? '-'})`);
+    this.name = 'HelperDied';
+  }
+}
+
+/** A message a helper sends: `ready` once, then per task any number of `event`s and one `result`. */
+export type HelperMessage =
+  | { type: 'ready' }
+  | { type: 'event'; event: unknown }
+  | { type: 'result'; ok: true; value: unknown }
+  | { type: 'result'; ok: false; error: unknown };
+
+/** A task the helper answered with `ok: false`: its `error` is the helper's own description. */
+export class HelperTaskError extends Error {
+  constructor(readonly error: unknown) {
+    super('the helper reported a failure');
+    this.name = 'HelperTaskError';
+  }
+}
+
+const DEFAULT_MEMORY_POLL_MS = 200;
+const STDERR_TAIL_CHARS = 16 * 1024;
+
+interface Task {
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  onEvent: (event: unknown) => void;
+}
+
+/**
+ * One long-running helper process: its own process group (everything it starts dies with it),
+ * dies with its parent (setpriv --pdeathsig, as ffmpeg), one task at a time. Requests are JSON
+ * lines on its stdin; it answers with JSON lines on file descriptor 3, so that whatever its
+ * libraries print on stdout or stderr cannot be taken for an answer. Memory is watched while a
+ * task runs; over the limit the whole group is killed and the task fails with HelperDied.
+ */
+export class HelperProcess {
+  private readonly child: ChildProcess;
+  readonly pid: number;
+  private task: Task | null = null;
+  private stderrTail = '';
+  private end: HelperEnd = 'exited';
+  private exitInfo: HelperExit | null = null;
+  private memoryTimer: NodeJS.Timeout | undefined;
+  /** Settles when the process has exited and its pipes are closed. */
+  readonly exited: Promise<HelperExit>;
+  tasksRun = 0;
+
+  private constructor(child: ChildProcess, private readonly options: HelperOptions) {
+    this.child = child;
+    this.pid = child.pid!;
+    trackGroup(this.pid);
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+    });
+    const answers = createInterface({ input: child.stdio[3] as Readable, crlfDelay: Infinity });
+    answers.on('line', (line) => this.onLine(line));
+    // A helper that goes away leaves its stdin closed: writing to it must not throw EPIPE at us.
+    (child.stdin as Writable).on('error', () => undefined);
+    this.exited = new Promise<HelperExit>((resolve) => {
+      child.once('close', (code, signal) => {
+        untrackGroup(this.pid);
+        // Anything it left in its group goes too (the group id cannot be reused while members remain).
+        killGroup(this.pid, 'SIGKILL');
+        this.stopWatchingMemory();
+        const cannotExec = execFailure(options.command.command, code, this.stderrTail);
+        const exit: HelperExit = { code, signal, end: this.end, stderrTail: cannotExec ? cannotExec.message : this.stderrTail.trim() };
+        this.exitInfo = exit;
+        this.failTask(new HelperDied(options.name, exit));
+        resolve(exit);
+      });
+    });
+  }
+
+  /** Starts the helper and resolves once it said it is ready (else kills it and rejects). */
+  static async start(options: HelperOptions): Promise<HelperProcess> {
+    const wrapper = await findParentDeathWrapper();
+    const [file, argv] = wrapped(wrapper, options.command.command, options.command.args, options.niceness);
+    const child = spawn(file, argv, {
+      cwd: options.command.cwd,
+      env: options.command.env,
+      detached: true,
+      stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
+    });
+    if (child.pid === undefined) {
+      const error = await new Promise<Error>((resolve) => child.once('error', resolve));
+      throw error;
+    }
+    const helper = new HelperProcess(child, options);
+    await helper.ready();
+    return helper;
+  }
+
+  private ready(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.kill();
+        reject(new Error(`${this.options.name} did not start within ${this.options.startTimeoutMs} ms`));
+      }, this.options.startTimeoutMs);
+      this.task = {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error instanceof HelperDied ? new Error(`${this.options.name} did not start: ${error.exit.stderrTail || error.message}`) : error);
+        },
+        onEvent: () => undefined,
+      };
+    });
+  }
+
+  private onLine(line: string): void {
+    let message: HelperMessage;
+    try {
+      message = JSON.parse(line) as HelperMessage;
+    } catch {
+      return; // not ours: the protocol is one JSON object per line
+    }
+    const task = this.task;
+    if (!task) return;
+    if (message.type === 'event') {
+      task.onEvent(message.event);
+      return;
+    }
+    this.task = null;
+    this.stopWatchingMemory();
+    if (message.type === 'ready') task.resolve(undefined);
+    else if (message.ok) task.resolve(message.value);
+    else task.reject(new HelperTaskError(message.error));
+  }
+
+  private failTask(error: unknown): void {
+    const task = this.task;
+    this.task = null;
+    task?.reject(error);
+  }
+
+  get alive(): boolean {
+    return this.exitInfo === null;
+  }
+
+  get busy(): boolean {
+    return this.task !== null;
+  }
+
+  /** Sends one request; resolves with the helper's answer, rejects with HelperTaskError or HelperDied. */
+  run(request: unknown, onEvent: (event: unknown) => void = () => undefined): Promise<unknown> {
+    if (this.exitInfo) return Promise.reject(new HelperDied(this.options.name, this.exitInfo));
+    if (this.task) return Promise.reject(new Error(`${this.options.name} is busy`));
+    this.tasksRun += 1;
+    const answer = new Promise<unknown>((resolve, reject) => {
+      this.task = { resolve, reject, onEvent };
+    });
+    this.watchMemory();
+    (this.child.stdin as Writable).write(`${JSON.stringify(request)}\n`);
+    return answer;
+  }
+
+  private watchMemory(): void {
+    const limit = this.options.memoryLimitBytes;
+    if (limit === undefined || process.platform !== 'linux') return;
+    const check = () => {
+      void residentBytesOfTree(this.pid).then((bytes) => {
+        if (bytes > limit && this.task && this.alive) this.kill('memory');
+      });
+    };
+    this.memoryTimer = setInterval(check, this.options.memoryPollMs ?? DEFAULT_MEMORY_POLL_MS);
+    this.memoryTimer.unref();
+  }
+
+  private stopWatchingMemory(): void {
+    clearInterval(this.memoryTimer);
+    this.memoryTimer = undefined;
+  }
+
+  /** SIGKILLs the whole group at once; a task running fails with HelperDied. */
+  kill(end: HelperEnd = 'killed'): void {
+    if (!this.alive) return;
+    this.end = end;
+    killGroup(this.pid, 'SIGKILL');
+  }
+
+  /** Asks the helper to end (its stdin closes), then SIGTERM, then SIGKILL after `graceMs` each. */
+  async stop(graceMs: number): Promise<HelperExit> {
+    if (!this.alive) return this.exited;
+    (this.child.stdin as Writable).end();
+    const timers: NodeJS.Timeout[] = [
+      setTimeout(() => killGroup(this.pid, 'SIGTERM'), graceMs),
+      setTimeout(() => this.kill(), graceMs * 2),
+    ];
+    try {
+      return await this.exited;
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * A tenant with a free-plan key attacks the daemon with ordinary uploads (the findings of the
+ * issue "No account can take the daemon down"). For every attack, through a real daemon: another
+ * account's GET /healthz and GET /v1/account keep answering (p99 under 100 ms while the attack
+ * runs) and its png -> webp succeeds; the daemon process never exits; the attacker's conversion
+ * ends with a clear code and, when it fails, costs nothing; no scratch file is left.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import sharp from 'sharp';
+import type { PublicConversion } from '../src/model/conversion.ts';
+import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { assertAlive, scratchFiles, victimConverts, watchVictim } from './helpers/victim.ts';
+import { meteredClient, remainingCredits, uploadFile, waitForEnd, type Client } from './registry-pairs-daemon.ts';
+import { waitUntil } from './ops-support.ts';
+
+const P99_LIMIT_MS = 100;
+
+let dir: string;
+let daemon: DaemonHandle;
+let limited: DaemonHandle;
+let attacker: Client;
+let limitedAttacker: Client;
+let victimPng: Buffer;
+const files: Record<string, string> = {};
+
+/** Writes a file of `bytes` made by repeating what `line(i)` gives, without holding it whole. */
+async function writeLines(name: string, line: (index: number) => string, count: number, head = ''): Promise<string> {
+  const path = join(dir, name);
+  const chunks: string[] = [head];
+  for (let i = 0; i < count; i++) chunks.push(line(i));
+  await writeFile(path, chunks.join(''));
+  return path;
+}
+
+/** One anchored list of about `bytes`, then that list named by 98 aliases. */
+function aliasBomb(name: string, bytes: number): Promise<string> {
+  const item = '  - xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n';
+  const items = Math.ceil(bytes / item.length);
+  const aliases = Array.from({ length: 98 }, (_, i) => `copy${i}: *list\n`).join('');
+  return writeLines(name, () => item, items, 'list: &list\n').then(async (path) => {
+    await writeFile(path, aliases, { flag: 'a' });
+    return path;
+  });
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'convd-attack-'));
+  [daemon, limited] = await Promise.all([
+    startDaemon(),
+    // Tight engine limits, to show that they stop the work they limit.
+    startDaemon({ env: { CONVD_ENGINE_TIMEOUT_MS_DATA: '400', CONVD_ENGINE_MEMORY_MB: '400', CONVD_INPUT_CAP_MB_YAML: '64' } }),
+  ]);
+  [attacker, limitedAttacker] = await Promise.all([meteredClient(daemon, 'free'), meteredClient(limited, 'free')]);
+  victimPng = await sharp({ create: { width: 600, height: 400, channels: 3, background: '#3366aa' } }).png().toBuffer();
+  files.emphasis = await writeLines('emphasis.md', () => '*a', 350_000);
+  files.nested = await writeLines('nested.md', (i) => (i === 100_000 ? 'a' : '*'), 200_001);
+  files.yaml25 = await writeLines('records-25mb.yaml', (i) => `- {id: ${i}, name: n${i}, v: [1,2,3]}\n`, 600_000);
+  files.yaml18 = await writeLines('records-18mb.yaml', (i) => `- id: ${i}\n  name: name-${i}\n`, 720_000);
+  files.bomb10 = await aliasBomb('bomb-10mb.yaml', 10 * 1024 * 1024);
+  files.bomb3 = await aliasBomb('bomb-3mb.yaml', 3 * 1024 * 1024);
+  const header = Array.from({ length: 1_000_000 }, (_, i) => `c${i}`).join(',');
+  files.columns = join(dir, 'wide.csv');
+  await writeFile(files.columns, `${header}\n${'1,'.repeat(999_999)}1\n`);
+  files.png8000 = join(dir, 'huge.png');
+  await sharp({ create: { width: 8000, height: 8000, channels: 3, background: '#808080' } }).png().toFile(files.png8000);
+});
+
+after(async () => {
+  await Promise.all([daemon?.dispose(), limited?.dispose()]);
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * Runs one attack: the attacker uploads `path` for `target` while the victim (the daemon's own
+ * unmetered account) probes and converts; returns the attacker's conversion at its end.
+ */
+async function attack(d: DaemonHandle, client: Client, path: string, name: string, target: string): Promise<PublicConversion> {
+  const before = await remainingCredits(client);
+  const watch = watchVictim(d, d.apiKey);
+  let done: PublicConversion;
+  try {
+    const victim = victimConverts(d, d.apiKey, victimPng);
+    const created = await uploadFile(client, { target, wait: '30' }, path, name);
+    assert.ok(created.status === 200 || created.status === 202, `${created.status} ${JSON.stringify(created.body)}`);
+    done = created.status === 200 ? created.body : await waitForEnd(client, created.body.id, 180_000);
+    await victim;
+  } finally {
+    const report = await watch.stop();
+    assert.equal(report.failed, 0, 'every probe of the victim was answered 200');
+    assert.ok(report.p99Ms < P99_LIMIT_MS, `victim p99 ${report.p99Ms.toFixed(1)} ms (max ${report.maxMs.toFixed(1)} ms, ${report.answered} answers)`);
+  }
+  await assertAlive(d);
+  if (done.status === 'failed') {
+    assert.equal(done.credits, 0);
+    assert.equal(await remainingCredits(client), before, 'a failed attack costs nothing');
+  }
+  await waitUntil('no scratch file left', async () => ((await scratchFiles(d)).length === 0 ? true : undefined), 5000);
+  return done;
+}
+
+function assertFailed(done: PublicConversion, code: string, message: RegExp): void {
+  assert.equal(done.status, 'failed', JSON.stringify(done));
+  assert.equal(done.error?.code, code, done.error?.message);
+  assert.match(done.error!.message, message);
+}
+
+describe('hostile tenant: engines that cannot block or crash the daemon', () => {
+  it("700 KB of '*a' Markdown -> html (148 s of a frozen daemon before): converted in the engine host", async () => {
+    const done = await attack(daemon, attacker, files.emphasis!, 'emphasis.md', 'html');
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    assert.equal(done.credits, 1);
+  });
+
+  it("'*' x 100,000 + 'a' + '*' x 100,000 -> html (a stack overflow before): converted", async () => {
+    const done = await attack(daemon, attacker, files.nested!, 'nested.md', 'html');
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+  });
+
+  it('the Markdown past a 400 ms data time limit ends timeout: the limit stops the work', async () => {
+    // A warm engine host, so that the limit falls on the work and not on the host's start (a
+    // start cut by the limit still leaves the host running for the next conversion).
+    const small = await writeLines('warm.md', () => '# warm\n', 1);
+    await waitUntil('a small Markdown conversion to succeed on a warm host', async () => {
+      const warm = await uploadFile(limitedAttacker, { target: 'html', wait: '30' }, small, 'warm.md');
+      return warm.body.status === 'succeeded' ? true : undefined;
+    }, 20_000);
+    const done = await attack(limited, limitedAttacker, files.emphasis!, 'emphasis.md', 'html');
+    assertFailed(done, 'timeout', /limit/);
+    assert.match(limited.stderr(), /"event":"engine_host.ended".*"signal":"SIGKILL"/, 'its host process was killed');
+  });
+
+  it('25 MB YAML -> json (a crash loop before): file_too_large at the YAML cap, with the limit in the message', async () => {
+    const done = await attack(daemon, attacker, files.yaml25!, 'records.yaml', 'json');
+    assertFailed(done, 'file_too_large', /at most 4 MB \(setting input_cap_mb\.yaml\)/);
+  });
+
+  it('the same 25 MB YAML with the cap raised to 64 MB: ends in the engine host, the daemon lives', async () => {
+    const done = await attack(limited, limitedAttacker, files.yaml25!, 'records.yaml', 'json');
+    assert.equal(done.status, 'failed');
+    assert.ok(['timeout', 'memory_limit'].includes(done.error!.code), JSON.stringify(done.error));
+    assert.doesNotMatch(limited.stderr(), /conversion\.requeued/, 'nothing was interrupted');
+  });
+
+  it('18 MB YAML -> json (57 s of a frozen daemon before): file_too_large', async () => {
+    assertFailed(await attack(daemon, attacker, files.yaml18!, 'big.yaml', 'json'), 'file_too_large', /4 MB/);
+  });
+
+  it('a 10 MB YAML with one list aliased 98 times (a 1 GB result before): file_too_large', async () => {
+    assertFailed(await attack(daemon, attacker, files.bomb10!, 'bomb.yaml', 'json'), 'file_too_large', /YAML/);
+  });
+
+  it('a 3 MB alias bomb under the cap: refused by the alias expansion limit', async () => {
+    assertFailed(await attack(daemon, attacker, files.bomb3!, 'bomb.yaml', 'json'), 'input_invalid', /aliases would repeat more than/);
+  });
+
+  it('a CSV with 1,000,000 columns -> json: input_invalid', async () => {
+    assertFailed(await attack(daemon, attacker, files.columns!, 'wide.csv', 'json'), 'input_invalid', /1000000 columns at line 1; at most 16384/);
+  });
+
+  it('an 8000x8000 PNG -> pdf (4.5 s of a frozen daemon before) past a 400 MB engine memory limit: memory_limit', async () => {
+    assertFailed(await attack(limited, limitedAttacker, files.png8000!, 'huge.png', 'pdf'), 'memory_limit', /400 MB/);
+  });
+
+  it('the same PNG with the default limit converts, and the daemon answered meanwhile', async () => {
+    const done = await attack(daemon, attacker, files.png8000!, 'huge.png', 'pdf');
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    const { PDFDocument } = await import('pdf-lib');
+    const response = await fetch(`${attacker.baseUrl}/conversions/${done.id}/download`, { headers: { authorization: `Bearer ${attacker.apiKey}` } });
+    const pdf = await PDFDocument.load(new Uint8Array(await response.arrayBuffer()));
+    assert.deepEqual(pdf.getPages().map((page) => [Math.round(page.getWidth()), Math.round(page.getHeight())]), [[8000, 8000]]);
+  });
+});
+
