@@ -243,6 +243,39 @@ describe('malformed data fails with input_invalid and points at the line', () =>
     await fails(convert('yaml', 'json', await input('bomb.yaml', lines.join('\n'))), 'input_invalid', /alias/i);
   });
 
+  it('yaml: one large list named by many aliases is refused by its expanded size', async () => {
+    const items = Array.from({ length: 8000 }, (_, i) => `  - item number ${i} with some text`).join('\n');
+    const aliases = Array.from({ length: 98 }, (_, i) => `copy${i}: *list`).join('\n');
+    await fails(convert('yaml', 'json', await input('flat-bomb.yaml', `list: &list\n${items}\n${aliases}\n`)), 'input_invalid', /aliases would repeat more than 1 MB/);
+  });
+
+  it('yaml: the anchors and aliases of ordinary configuration files pass', async () => {
+    const yaml = 'defaults: &defaults\n  retries: 3\n  timeout: 10\nservice_a:\n  options: *defaults\nservice_b:\n  options: *defaults\n';
+    const json = JSON.parse(await convert('yaml', 'json', await input('anchors.yaml', yaml))) as Record<string, Record<string, unknown>>;
+    assert.deepEqual(json.service_b, { options: { retries: 3, timeout: 10 } });
+  });
+
+  it('csv: more columns than a spreadsheet holds', async () => {
+    const header = Array.from({ length: 20_000 }, (_, i) => `c${i}`).join(',');
+    await fails(convert('csv', 'json', await input('wide.csv', `${header}\n`)), 'input_invalid', /20000 columns at line 1; at most 16384/);
+    const row = Array.from({ length: 20_000 }, () => '1').join(',');
+    await fails(convert('csv', 'json', await input('wide-rows.csv', `${row}\n${row}\n`), { header: false }), 'input_invalid', /20000 columns at line 1/);
+  });
+
+  it('inputs over their format cap: file_too_large naming both sizes and the setting', async () => {
+    const capped = createDataEngine({ inputCaps: { md: 1024, json: 2048, yaml: 4096 } });
+    const run = (source: string, target: string, path: string) => capped.convert({
+      inputPath: path, outputPath: join(dir, `capped-${++counter}.${target}`), source, target, variant: null, options: {},
+      signal: new AbortController().signal, onProgress: () => undefined,
+    });
+    await fails(run('md', 'html', await input('long.md', 'x'.repeat(1025))), 'file_too_large', /Markdown file is 0 MB; this service reads Markdown files of at most 0 MB \(setting input_cap_mb\.md\)/);
+    await fails(run('json', 'yaml', await input('long.json', `[${'1,'.repeat(1500)}1]`)), 'file_too_large', /input_cap_mb\.json/);
+    await fails(run('yaml', 'json', await input('long.yaml', '- 1\n'.repeat(1100))), 'file_too_large', /input_cap_mb\.yaml/);
+    // At the cap exactly, and for the streamed formats, whatever their size, nothing is refused.
+    await run('md', 'html', await input('exact.md', 'x'.repeat(1024)));
+    await run('ndjson', 'json', await input('many.ndjson', '{"a":1}\n'.repeat(1000)));
+  });
+
   it('markdown that is not UTF-8', async () => {
     await fails(convert('md', 'html', await input('bad.md', Buffer.from([0x23, 0x20, 0xc3, 0x28, 0x0a]))), 'input_invalid', /line 1/);
   });
