@@ -113,9 +113,10 @@ GET /v1/openapi.json (the interface, no key needed).
 
 Signals: SIGTERM/SIGINT stop gracefully (requests in flight and running conversions get
 --drain-timeout, what still runs is re-queued; a second signal exits at once); SIGHUP reloads
-the config file: plans, credit weights, engine time limits, retention, log level and format,
-disk floor, trusted proxy, public URL, metrics token, TLS certificate. Host, port, data dir,
-workers, metrics address, allow-* switches and the sweep interval need a restart.
+the config file: plans, credit weights, engine time limits, output caps, retention, log level
+and format, disk floor, trusted proxy, public URL, metrics token, TLS certificate. Host, port,
+data dir, workers, metrics address, allow-* switches, the sweep interval, the engine memory and
+the input caps need a restart.
 
 On first start with an empty store an unmetered account and one API key are created and the key
 is printed once on stderr.`)
