@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { chmod, chown, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, METHODS, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { call, parseMetrics, pngUpload, sample, slowPng, smallPng, startConvd, tempDir, waitUntil, type Convd } from './ops-support.ts';
+import { call, parseMetrics, pngUpload, rawStatus, sample, slowPng, smallPng, startConvd, tempDir, waitUntil, type Convd } from './ops-support.ts';
 
 const NOBODY = { uid: 65534, gid: 65534 };
 
@@ -174,6 +174,28 @@ describe('/metrics and the log lines move with traffic', () => {
     assert.ok(sample(now, 'convd_data_dir_free_bytes') > 0);
     assert.equal(sample(now, 'convd_workers'), 1);
     assert.ok(sample(now, 'convd_process_resident_memory_bytes') > 0, 'process metrics too');
+  });
+
+  it('counts methods outside the API\'s as `other`: every other method Node parses adds no series', async () => {
+    const paths = ['/metrics', '/healthz', '/v1/account', '/v1/conversions/cnv_01m8000000000000000000000', '/v1/nothing-here'];
+    const send = async (methods: readonly string[]) => {
+      for (const method of methods) for (const path of paths) await rawStatus(daemon.url, method, path);
+    };
+    const series = async () => [...(await metricsOf(daemon)).keys()].filter((key) => key.startsWith('convd_http_request'));
+    // One of each label (PROPFIND standing for `other`), then every method Node parses. CONNECT
+    // opens a tunnel, which convd does not serve: Node closes the connection before any route.
+    await send(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS', 'PROPFIND']);
+    const labelled = await series();
+    const others = METHODS.filter((method) => method !== 'CONNECT');
+    assert.ok(['MKCOL', 'PURGE', 'LINK', 'M-SEARCH', 'TRACE', 'QUERY', 'SOURCE'].every((method) => others.includes(method)));
+    await send(others);
+    const all = await series();
+    assert.deepEqual(all.filter((key) => !labelled.includes(key)), [], 'no series of its own for any method');
+    const methods = new Set(all.map((key) => /method="([^"]*)"/.exec(key)![1]));
+    assert.deepEqual([...methods].sort(), ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'other']);
+    assert.ok(sample(await metricsOf(daemon), 'convd_http_requests_total', { method: 'other', route: 'unmatched', status: '405' }) >= 4 * (others.length - 5), 'the four known paths answer 405 to each');
+    // The log keeps what was sent: Node parses only its own list of methods, so no made-up text gets there.
+    await waitUntil('the request lines', () => (daemon.logs().some((l) => l.event === 'request' && l.method === 'M-SEARCH') ? true : undefined));
   });
 
   it('counts conversions by outcome, the queue, running work by engine and result bytes', async () => {

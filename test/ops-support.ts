@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -153,6 +154,30 @@ export async function call(daemon: Pick<Convd, 'url' | 'apiKey'>, path: string, 
   // A HEAD answer has JSON's content type and no body.
   const body: unknown = text !== '' && (response.headers.get('content-type') ?? '').includes('json') ? JSON.parse(text) : text;
   return { status: response.status, headers: response.headers, body };
+}
+
+/**
+ * One request written by hand on its own connection (any method Node parses, WebDAV's and SSDP's
+ * included, which fetch refuses or rewrites); resolves with the status code of the answer.
+ */
+export function rawStatus(url: string, method: string, path: string, headers: Record<string, string> = {}): Promise<number> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let head = '';
+    socket.on('data', (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      const status = /^HTTP\/1\.1 (\d{3}) /.exec(head);
+      if (status) {
+        resolve(Number(status[1]));
+        socket.destroy();
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => reject(new Error(`${method} ${path}: connection closed without an answer`)));
+    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${hostname}\r\n${lines}Connection: close\r\n\r\n`);
+  });
 }
 
 /** A GET over https trusting `ca`; also returns the server certificate's fingerprint. */
