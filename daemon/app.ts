@@ -27,6 +27,8 @@ export interface RequestInfo {
 export interface ExtraRoute {
   path: string;
   handler: (event: H3Event) => Promise<Response | HTTPResponse>;
+  /** Asked at each request; while false the path is answered like one that does not exist. */
+  served?: () => boolean;
 }
 
 export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
@@ -104,10 +106,27 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     });
   };
 
+  const extras = options.extraRoutes ?? [];
+  const known = [
+    ...ROUTES.map((route) => ({ pattern: pathPattern(route.path), served: undefined })),
+    ...extras.map((route) => ({ pattern: pathPattern(route.path), served: route.served })),
+  ];
+  /** Any path that is not a route (or not served now): the spec's error shape too, never h3's own. */
+  const unmatched = (event: H3Event, started: number) => {
+    const language = negotiateLanguage(event.req.headers.get('accept-language'));
+    const path = new URL(event.req.url).pathname;
+    const exists = known.some(({ pattern, served }) => (served?.() ?? true) && pattern.test(path));
+    const response = errorResponse(new ApiError(exists ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
+    const req = nodeRequest(event);
+    done?.({ method: reportedMethod(req, event.req.method), route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req });
+    return response;
+  };
+
   /** No key, no rate limit, no maintenance switch: health, metrics, the interface's description. */
-  const openRoute = (method: string, path: string, handler: (event: H3Event) => Promise<Response | HTTPResponse>) => {
+  const openRoute = (method: string, path: string, handler: (event: H3Event) => Promise<Response | HTTPResponse>, served?: () => boolean) => {
     app.on(method as 'GET', path, async (event) => {
       const started = performance.now();
+      if (served && !served()) return unmatched(event, started);
       let response: Response | HTTPResponse;
       try {
         response = await handler(event);
@@ -129,19 +148,8 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
       keyedRoute(route, handlers.keyed[route.operationId]);
     }
   }
-  for (const extra of options.extraRoutes ?? []) openRoute('GET', extra.path, extra.handler);
-
-  // Anything else: the spec's error shape too, never h3's own.
-  const known = [...ROUTES.map((route) => route.path), ...(options.extraRoutes ?? []).map((route) => route.path)].map(pathPattern);
-  app.all('/**', (event) => {
-    const started = performance.now();
-    const language = negotiateLanguage(event.req.headers.get('accept-language'));
-    const path = new URL(event.req.url).pathname;
-    const response = errorResponse(new ApiError(known.some((pattern) => pattern.test(path)) ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
-    const req = nodeRequest(event);
-    done?.({ method: reportedMethod(req, event.req.method), route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req });
-    return response;
-  });
+  for (const extra of extras) openRoute('GET', extra.path, extra.handler, extra.served);
+  app.all('/**', (event) => unmatched(event, performance.now()));
 
   const h3Listener = toNodeHandler(app);
   const hotRead = createHotRead({ admit, conversions: system.conversions, baseUrlFor, done });

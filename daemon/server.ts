@@ -14,6 +14,7 @@ import { levelOfEvent, type Logger } from './log.ts';
 import { buildOpenApi } from './openapi/document.ts';
 import { DiskSpace } from './ops/disk-space.ts';
 import { metricsListener, opsRoutes } from './ops/endpoints.ts';
+import { isLoopbackHost } from './ops/loopback.ts';
 import { DaemonMetrics } from './ops/metrics.ts';
 import { ProxyTrust } from './ops/proxy-trust.ts';
 import { Readiness } from './ops/readiness.ts';
@@ -128,6 +129,11 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   const readiness = new Readiness(join(config.dataDir, 'store'), disk, running.registry.statuses, () => draining);
   const openApiCache = new Map<string, string>();
   const ops = { readiness, metrics, metricsToken: () => live.metricsToken };
+  // Beyond loopback, /metrics on the API port would tell anyone who reaches the API how busy it
+  // is, what it runs and which routes fail: there it needs its token (which SIGHUP may set).
+  const metricsOnMainPort = config.metricsListen === null;
+  const loopback = isLoopbackHost(config.host);
+  const metricsServed = () => loopback || live.metricsToken !== undefined;
 
   const onRequestDone = (info: RequestInfo) => {
     metrics!.request(info.method, info.route, info.status, info.durationMs / 1000);
@@ -160,7 +166,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       }
       return text;
     },
-    extraRoutes: opsRoutes(ops, config.metricsListen === null),
+    extraRoutes: opsRoutes(ops, metricsOnMainPort ? metricsServed : null),
   });
   const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls));
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
@@ -178,6 +184,13 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     metricsUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   }
   const admin = await startAdminSocket(config.dataDir, running);
+  if (metricsOnMainPort && !metricsServed()) {
+    logger.log('warn', 'metrics.not_served', {
+      message: `/metrics is not served on ${http.url}: ${config.host} is not a loopback address and no metrics token is set. `
+        + 'Set metrics_token (--metrics-token, CONVD_METRICS_TOKEN; SIGHUP applies it) to serve it there behind Authorization: Bearer, '
+        + 'or metrics_listen (--metrics-listen 127.0.0.1:9464) to serve it on an address of its own',
+    });
+  }
 
   return {
     system: running,

@@ -149,6 +149,7 @@ describe('/metrics and the log lines move with traffic', () => {
   });
 
   it('counts requests by route pattern and status, with latency histograms', async () => {
+    assert.ok(!daemon.logs().some((l) => l.event === 'metrics.not_served'), 'served on loopback without a token, no warning');
     const before = await metricsOf(daemon);
     for (let i = 0; i < 3; i++) assert.equal((await call(daemon, '/v1/account')).status, 200);
     assert.equal((await call(daemon, '/v1/conversions/cnv_01m8000000000000000000000')).status, 404);
@@ -270,6 +271,51 @@ describe('/metrics and the log lines move with traffic', () => {
   });
 });
 
+describe('/metrics on an API port beyond loopback', () => {
+  let dir: string;
+  let file: string;
+  let daemon: Convd;
+  let local: string;
+  before(async () => {
+    dir = await tempDir();
+    file = join(dir, 'convd.json');
+    await writeFile(file, JSON.stringify({ host: '0.0.0.0' }));
+    daemon = await startConvd({ args: ['--config', file] });
+    local = `http://127.0.0.1:${new URL(daemon.url).port}`;
+  });
+  after(async () => {
+    await daemon.dispose();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('is not served without a token: 404 like any unknown path, and one warning saying how to serve it', async () => {
+    assert.equal(new URL(daemon.url).hostname, '0.0.0.0');
+    for (const method of ['GET', 'HEAD', 'POST']) {
+      const answer = await call({ url: local, apiKey: daemon.apiKey }, '/metrics', { method, key: null });
+      assert.equal(answer.status, 404, method);
+      if (method !== 'HEAD') assert.deepEqual(answer.body.error.code, 'not_found', method);
+    }
+    const unknown = await call({ url: local, apiKey: daemon.apiKey }, '/nothing-here', { key: null });
+    assert.deepEqual((await call({ url: local, apiKey: daemon.apiKey }, '/metrics', { key: null })).body, unknown.body);
+    assert.equal((await call({ url: local, apiKey: daemon.apiKey }, '/healthz', { key: null })).status, 200);
+    assert.equal((await call({ url: local, apiKey: daemon.apiKey }, '/v1/account')).status, 200);
+    const warnings = daemon.logs().filter((l) => l.event === 'metrics.not_served');
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]!.level, 'warn');
+    assert.match(String(warnings[0]!.message), /0\.0\.0\.0 is not a loopback address.*metrics_token \(--metrics-token.*metrics_listen \(--metrics-listen/);
+  });
+
+  it('is served behind the token once one is set (SIGHUP)', async () => {
+    await writeFile(file, JSON.stringify({ host: '0.0.0.0', metrics_token: 'scrape-token-2' }));
+    daemon.signal('SIGHUP');
+    await waitUntil('the reload', () => daemon.logs().find((l) => l.event === 'config.reloaded'));
+    assert.equal((await fetch(`${local}/metrics`)).status, 401);
+    const ok = await fetch(`${local}/metrics`, { headers: { authorization: 'Bearer scrape-token-2' } });
+    assert.equal(ok.status, 200);
+    assert.ok(parseMetrics(await ok.text()).has('convd_queue_depth'));
+  });
+});
+
 describe('/metrics on an address of its own, behind a token', () => {
   let daemon: Convd;
   before(async () => {
@@ -289,6 +335,7 @@ describe('/metrics on an address of its own, behind a token', () => {
     assert.equal(ok.status, 200);
     assert.ok(parseMetrics(await ok.text()).has('convd_queue_depth'));
     assert.equal((await fetch(`${daemon.metricsUrl}/v1/account`)).status, 404, 'nothing but /metrics there');
+    assert.ok(!daemon.logs().some((l) => l.event === 'metrics.not_served'), 'no warning: /metrics has an address of its own');
   });
 
   it('logs at the level asked for: --log-level warn drops request lines', async () => {
