@@ -6,6 +6,7 @@ import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter } from '../src/service/rate-limiter.ts';
 import { createAdmission } from './http/admission.ts';
+import { AuthFailureLimiter } from './http/auth-failures.ts';
 import { reportedMethod, routeHeadAsGet } from './http/head.ts';
 import { createHotRead } from './http/hot-read.ts';
 import { lingerThenClose } from './http/linger.ts';
@@ -37,6 +38,10 @@ export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
   /** Public base ending in /v1 for this request (a trusted proxy's X-Forwarded-*); default the configured one. */
   baseUrlFor?: (req: IncomingMessage) => string;
   extraRoutes?: ExtraRoute[];
+  /** The client's address, for the limit on failed authentications; default the socket's peer. */
+  clientAddress?: (req: IncomingMessage) => string;
+  /** Failed authentications allowed per client address and minute; 0 or absent: no limit. */
+  authFailuresPerMinute?: () => number;
 }
 
 const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
@@ -76,7 +81,11 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     ),
   });
 
-  const admit = createAdmission(system, limiter);
+  const admit = createAdmission(system, limiter, {
+    limiter: new AuthFailureLimiter(),
+    perMinute: options.authFailuresPerMinute ?? (() => 0),
+    clientAddress: options.clientAddress ?? ((req) => req.socket.remoteAddress ?? ''),
+  });
 
   const keyedRoute = (route: RouteDoc & { scope: NonNullable<RouteDoc['scope']> }, handler: RouteHandler) => {
     const { method, path, scope } = route;
@@ -88,7 +97,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
       let response: Response | HTTPResponse;
       const nodeReq = nodeRequest(event)!;
       try {
-        const caller = await admit(event.req.headers.get('authorization'), scope, headers);
+        const caller = await admit(event.req.headers.get('authorization'), scope, headers, nodeReq);
         accountId = caller.account.id;
         response = await handler({ event, caller, language, nodeReq, baseUrl: baseUrlFor(nodeReq) });
         headers['content-language'] = language;

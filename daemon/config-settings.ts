@@ -81,6 +81,7 @@ export const SCALARS = {
   drain_timeout: setting('drain_timeout', { kind: duration('s'), fallback: () => 10_000, arg: 'duration', reloadable: true, help: 'on SIGTERM, how long running conversions may finish before they are re-queued' }),
   retention_days: setting('retention_days', { kind: integer(1, 36_500), fallback: () => defaultServiceConfig().retentionDays, arg: 'days', reloadable: true, help: 'ended conversions are pruned from the store after this many days' }),
   sweep_interval: setting('sweep_interval', { kind: duration('s', 1000), fallback: () => defaultServiceConfig().sweepIntervalMs, arg: 'duration', help: 'how often expired results are deleted' }),
+  auth_failures_per_minute: setting('auth_failures_per_minute', { kind: integer(0), fallback: () => 60, arg: 'n', reloadable: true, help: 'failed authentications allowed per client address and minute; past them 429 before any key lookup (0: no limit)' }),
   disk_floor_mb: setting('disk_floor_mb', { kind: integer(0), fallback: () => 256, arg: 'MiB', reloadable: true, help: 'below this much free space on the data dir, submissions get 503 (0: off)' }),
   // A test setting: shrinks the 1.5 h webhook retry schedule (e.g. 0.001) instead of sleeping through it.
   webhook_schedule_scale: setting('webhook_schedule_scale', { kind: fraction(0, 1), fallback: () => 1, flag: false, help: 'test setting: multiplies webhook retry waits' }),

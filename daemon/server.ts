@@ -122,7 +122,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   await running.start();
 
   // What SIGHUP may change while requests run: read through `live` each time.
-  const live = { publicUrl: config.publicUrl, metricsToken: config.metricsToken, tls: config.tls };
+  const live = { publicUrl: config.publicUrl, metricsToken: config.metricsToken, tls: config.tls, authFailuresPerMinute: config.authFailuresPerMinute };
   const proxy = new ProxyTrust(config.trustedProxies);
   let draining = false;
   const shutdown = new AbortController();
@@ -167,6 +167,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       return text;
     },
     extraRoutes: opsRoutes(ops, metricsOnMainPort ? metricsServed : null),
+    clientAddress: (req) => proxy.clientAddress(req),
+    authFailuresPerMinute: () => live.authFailuresPerMinute,
   });
   const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls));
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
@@ -226,6 +228,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       disk.floorMb = next.diskFloorMb;
       proxy.set(next.trustedProxies);
       live.metricsToken = next.metricsToken;
+      live.authFailuresPerMinute = next.authFailuresPerMinute;
       if (live.publicUrl !== next.publicUrl) {
         live.publicUrl = next.publicUrl;
         serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
