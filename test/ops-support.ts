@@ -47,6 +47,8 @@ export interface ConvdOptions {
   dataDir?: string;
   /** Run as this user (setpriv), e.g. `nobody`, where root's bypass of file modes would hide a failure. */
   user?: { uid: number; gid: number };
+  /** Start under this umask (`sh -c 'umask 000; exec ...'`), e.g. `000` to see what the daemon sets itself. */
+  umask?: string;
   apiKey?: string;
   accountId?: string;
 }
@@ -55,15 +57,17 @@ export async function tempDir(prefix = 'convd-ops-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
 
-function command(args: string[], user?: { uid: number; gid: number }): [string, string[]] {
+function command(args: string[], user?: { uid: number; gid: number }, umask?: string): [string, string[]] {
   const node = [process.execPath, '--import', 'tsx', MAIN, ...args];
-  return user ? ['setpriv', [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', ...node]] : [node[0]!, node.slice(1)];
+  const argv = user ? ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', ...node] : node;
+  // exec: the daemon stays the child, so signals and the exit code are its own.
+  return umask === undefined ? [argv[0]!, argv.slice(1)] : ['sh', ['-c', `umask ${umask} && exec "$@"`, 'sh', ...argv]];
 }
 
 /** Starts `convd serve --port 0 --data-dir <dir> ...args` and waits until it listens. */
 export async function startConvd(options: ConvdOptions = {}): Promise<Convd> {
   const dataDir = options.dataDir ?? (await tempDir());
-  const [file, args] = command(['serve', '--port', '0', '--data-dir', dataDir, ...(options.args ?? [])], options.user);
+  const [file, args] = command(['serve', '--port', '0', '--data-dir', dataDir, ...(options.args ?? [])], options.user, options.umask);
   const child = spawn(file, args, { cwd: ROOT, env: { ...process.env, CONVD_LOG_FORMAT: 'json', ...options.env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
