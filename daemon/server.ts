@@ -118,7 +118,6 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   const succeeded = await running.store.conversionsWithStatus(['succeeded']);
   metrics.setResultsBytes(succeeded.reduce((sum, r) => sum + (r.result?.size ?? 0), 0));
 
-  await bootstrapFirstAccount(running.store, running.accounts, (line) => process.stderr.write(line));
   await running.start();
 
   // What SIGHUP may change while requests run: read through `live` each time.
@@ -186,6 +185,13 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     metricsUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   }
   const admin = await startAdminSocket(config.dataDir, running);
+  // Only now that every address is bound: a start that fails on one (EADDRINUSE) has created no
+  // account, so the next start still creates it and shows its key.
+  await bootstrapFirstAccount(running.store, running.accounts, {
+    write: (line) => process.stderr.write(line),
+    terminal: process.stderr.isTTY === true,
+    dataDir: config.dataDir,
+  });
   if (metricsOnMainPort && !metricsServed()) {
     logger.log('warn', 'metrics.not_served', {
       message: `/metrics is not served on ${http.url}: ${config.host} is not a loopback address and no metrics token is set. `

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
-import { ROOT } from './helpers/daemon.ts';
+import { firstKeyFile, readFirstKey, ROOT } from './helpers/daemon.ts';
 
 export { ROOT };
 const MAIN = join(ROOT, 'daemon', 'main.ts');
@@ -79,7 +79,8 @@ export async function startConvd(options: ConvdOptions = {}): Promise<Convd> {
     if (Date.now() > deadline) throw new Error(`convd did not start in time:\n${stderr}`);
     await sleep(20);
   }
-  const apiKey = /api key (cvk_[A-Za-z0-9_-]+)/.exec(stderr)?.[1] ?? options.apiKey;
+  const keyFile = firstKeyFile(stderr);
+  const apiKey = (keyFile ? await readFirstKey(keyFile) : undefined) ?? options.apiKey;
   const accountId = /created account (acc_[A-Za-z0-9]+)/.exec(stderr)?.[1] ?? options.accountId;
   if (!apiKey || !accountId) throw new Error('no API key: pass apiKey/accountId when restarting on an existing data dir');
   const stop = async () => {
