@@ -6,6 +6,7 @@ import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter } from '../src/service/rate-limiter.ts';
 import { createAdmission } from './http/admission.ts';
+import { AuthFailureLimiter } from './http/auth-failures.ts';
 import { reportedMethod, routeHeadAsGet } from './http/head.ts';
 import { createHotRead } from './http/hot-read.ts';
 import { lingerThenClose } from './http/linger.ts';
@@ -27,6 +28,8 @@ export interface RequestInfo {
 export interface ExtraRoute {
   path: string;
   handler: (event: H3Event) => Promise<Response | HTTPResponse>;
+  /** Asked at each request; while false the path is answered like one that does not exist. */
+  served?: () => boolean;
 }
 
 export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
@@ -35,6 +38,10 @@ export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
   /** Public base ending in /v1 for this request (a trusted proxy's X-Forwarded-*); default the configured one. */
   baseUrlFor?: (req: IncomingMessage) => string;
   extraRoutes?: ExtraRoute[];
+  /** The client's address, for the limit on failed authentications; default the socket's peer. */
+  clientAddress?: (req: IncomingMessage) => string;
+  /** Failed authentications allowed per client address and minute; 0 or absent: no limit. */
+  authFailuresPerMinute?: () => number;
 }
 
 const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
@@ -74,7 +81,11 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     ),
   });
 
-  const admit = createAdmission(system, limiter);
+  const admit = createAdmission(system, limiter, {
+    limiter: new AuthFailureLimiter(),
+    perMinute: options.authFailuresPerMinute ?? (() => 0),
+    clientAddress: options.clientAddress ?? ((req) => req.socket.remoteAddress ?? ''),
+  });
 
   const keyedRoute = (route: RouteDoc & { scope: NonNullable<RouteDoc['scope']> }, handler: RouteHandler) => {
     const { method, path, scope } = route;
@@ -86,7 +97,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
       let response: Response | HTTPResponse;
       const nodeReq = nodeRequest(event)!;
       try {
-        const caller = await admit(event.req.headers.get('authorization'), scope, headers);
+        const caller = await admit(event.req.headers.get('authorization'), scope, headers, nodeReq);
         accountId = caller.account.id;
         response = await handler({ event, caller, language, nodeReq, baseUrl: baseUrlFor(nodeReq) });
         headers['content-language'] = language;
@@ -104,10 +115,27 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     });
   };
 
+  const extras = options.extraRoutes ?? [];
+  const known = [
+    ...ROUTES.map((route) => ({ pattern: pathPattern(route.path), served: undefined })),
+    ...extras.map((route) => ({ pattern: pathPattern(route.path), served: route.served })),
+  ];
+  /** Any path that is not a route (or not served now): the spec's error shape too, never h3's own. */
+  const unmatched = (event: H3Event, started: number) => {
+    const language = negotiateLanguage(event.req.headers.get('accept-language'));
+    const path = new URL(event.req.url).pathname;
+    const exists = known.some(({ pattern, served }) => (served?.() ?? true) && pattern.test(path));
+    const response = errorResponse(new ApiError(exists ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
+    const req = nodeRequest(event);
+    done?.({ method: reportedMethod(req, event.req.method), route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req });
+    return response;
+  };
+
   /** No key, no rate limit, no maintenance switch: health, metrics, the interface's description. */
-  const openRoute = (method: string, path: string, handler: (event: H3Event) => Promise<Response | HTTPResponse>) => {
+  const openRoute = (method: string, path: string, handler: (event: H3Event) => Promise<Response | HTTPResponse>, served?: () => boolean) => {
     app.on(method as 'GET', path, async (event) => {
       const started = performance.now();
+      if (served && !served()) return unmatched(event, started);
       let response: Response | HTTPResponse;
       try {
         response = await handler(event);
@@ -129,19 +157,8 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
       keyedRoute(route, handlers.keyed[route.operationId]);
     }
   }
-  for (const extra of options.extraRoutes ?? []) openRoute('GET', extra.path, extra.handler);
-
-  // Anything else: the spec's error shape too, never h3's own.
-  const known = [...ROUTES.map((route) => route.path), ...(options.extraRoutes ?? []).map((route) => route.path)].map(pathPattern);
-  app.all('/**', (event) => {
-    const started = performance.now();
-    const language = negotiateLanguage(event.req.headers.get('accept-language'));
-    const path = new URL(event.req.url).pathname;
-    const response = errorResponse(new ApiError(known.some((pattern) => pattern.test(path)) ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
-    const req = nodeRequest(event);
-    done?.({ method: reportedMethod(req, event.req.method), route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req });
-    return response;
-  });
+  for (const extra of extras) openRoute('GET', extra.path, extra.handler, extra.served);
+  app.all('/**', (event) => unmatched(event, performance.now()));
 
   const h3Listener = toNodeHandler(app);
   const hotRead = createHotRead({ admit, conversions: system.conversions, baseUrlFor, done });

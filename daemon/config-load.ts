@@ -249,6 +249,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     logLevel: get('log_level')!,
     logFormat: get('log_format')!,
     drainTimeoutMs: get('drain_timeout')!,
+    authFailuresPerMinute: get('auth_failures_per_minute')!,
     diskFloorMb: get('disk_floor_mb')!,
     retentionDays: get('retention_days')!,
     sweepIntervalMs: get('sweep_interval')!,

@@ -108,18 +108,20 @@ are nested objects there (plans.free.max_upload_mb), CONVD_PLAN_FREE_MAX_UPLOAD_
 environment. An invalid value stops the start with a message naming it (exit 2).
 
 Endpoints besides /v1: GET /healthz (liveness), GET /readyz (store writable, disk above the
-floor, engines present), GET /metrics (Prometheus; on --metrics-listen instead when set),
+floor, engines present), GET /metrics (Prometheus; on --metrics-listen instead when set; with a
+--host beyond loopback only with --metrics-token),
 GET /v1/openapi.json (the interface, no key needed).
 
 Signals: SIGTERM/SIGINT stop gracefully (requests in flight and running conversions get
 --drain-timeout, what still runs is re-queued; a second signal exits at once); SIGHUP reloads
 the config file: plans, credit weights, engine time limits, output caps, retention, log level
-and format, disk floor, trusted proxy, public URL, metrics token, TLS certificate. Host, port,
-data dir, workers, metrics address, allow-* switches, the sweep interval, the engine memory and
-the input caps need a restart.
+and format, disk floor, trusted proxy, public URL, metrics token, failed authentications per
+minute, TLS certificate. Host, port, data dir, workers, metrics address, allow-* switches, the
+sweep interval, the engine memory and the input caps need a restart.
 
-On first start with an empty store an unmetered account and one API key are created and the key
-is printed once on stderr.`)
+On first start with an empty store an unmetered account and one API key are created. The key
+is shown once on stderr when that is a terminal; otherwise it is written to
+DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
     .action(async (options: Record<string, unknown>) => {
       const result = await loadOrExit(options);
       if (!result) return;

@@ -15,6 +15,7 @@ import { levelOfEvent, type Logger } from './log.ts';
 import { buildOpenApi } from './openapi/document.ts';
 import { DiskSpace } from './ops/disk-space.ts';
 import { metricsListener, opsRoutes } from './ops/endpoints.ts';
+import { isLoopbackHost } from './ops/loopback.ts';
 import { DaemonMetrics } from './ops/metrics.ts';
 import { ProxyTrust } from './ops/proxy-trust.ts';
 import { Readiness } from './ops/readiness.ts';
@@ -126,17 +127,21 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   const succeeded = await running.store.conversionsWithStatus(['succeeded']);
   metrics.setResultsBytes(succeeded.reduce((sum, r) => sum + (r.result?.size ?? 0), 0));
 
-  await bootstrapFirstAccount(running.store, running.accounts, (line) => process.stderr.write(line));
   await running.start();
 
   // What SIGHUP may change while requests run: read through `live` each time.
-  const live = { publicUrl: config.publicUrl, metricsToken: config.metricsToken, tls: config.tls };
+  const live = { publicUrl: config.publicUrl, metricsToken: config.metricsToken, tls: config.tls, authFailuresPerMinute: config.authFailuresPerMinute };
   const proxy = new ProxyTrust(config.trustedProxies);
   let draining = false;
   const shutdown = new AbortController();
   const readiness = new Readiness(join(config.dataDir, 'store'), disk, running.registry.statuses, () => draining);
   const openApiCache = new Map<string, string>();
   const ops = { readiness, metrics, metricsToken: () => live.metricsToken };
+  // Beyond loopback, /metrics on the API port would tell anyone who reaches the API how busy it
+  // is, what it runs and which routes fail: there it needs its token (which SIGHUP may set).
+  const metricsOnMainPort = config.metricsListen === null;
+  const loopback = isLoopbackHost(config.host);
+  const metricsServed = () => loopback || live.metricsToken !== undefined;
 
   const onRequestDone = (info: RequestInfo) => {
     metrics!.request(info.method, info.route, info.status, info.durationMs / 1000);
@@ -169,7 +174,9 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       }
       return text;
     },
-    extraRoutes: opsRoutes(ops, config.metricsListen === null),
+    extraRoutes: opsRoutes(ops, metricsOnMainPort ? metricsServed : null),
+    clientAddress: (req) => proxy.clientAddress(req),
+    authFailuresPerMinute: () => live.authFailuresPerMinute,
   });
   const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls));
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
@@ -187,6 +194,20 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     metricsUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   }
   const admin = await startAdminSocket(config.dataDir, running);
+  // Only now that every address is bound: a start that fails on one (EADDRINUSE) has created no
+  // account, so the next start still creates it and shows its key.
+  await bootstrapFirstAccount(running.store, running.accounts, {
+    write: (line) => process.stderr.write(line),
+    terminal: process.stderr.isTTY === true,
+    dataDir: config.dataDir,
+  });
+  if (metricsOnMainPort && !metricsServed()) {
+    logger.log('warn', 'metrics.not_served', {
+      message: `/metrics is not served on ${http.url}: ${config.host} is not a loopback address and no metrics token is set. `
+        + 'Set metrics_token (--metrics-token, CONVD_METRICS_TOKEN; SIGHUP applies it) to serve it there behind Authorization: Bearer, '
+        + 'or metrics_listen (--metrics-listen 127.0.0.1:9464) to serve it on an address of its own',
+    });
+  }
 
   return {
     system: running,
@@ -224,6 +245,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       disk.floorMb = next.diskFloorMb;
       proxy.set(next.trustedProxies);
       live.metricsToken = next.metricsToken;
+      live.authFailuresPerMinute = next.authFailuresPerMinute;
       if (live.publicUrl !== next.publicUrl) {
         live.publicUrl = next.publicUrl;
         serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);

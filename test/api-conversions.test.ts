@@ -210,6 +210,17 @@ describe('conversions over HTTP', () => {
     });
   });
 
+  it('original_name and the result\'s filename lose bidi controls, U+2028/U+2029 and C1 controls, from an upload and from the filename field', async () => {
+    // U+202E shown raw would make the first read `invoiceexe.png`.
+    const hostile = 'invoice\u202egnp\u2066.\u2069exe\u2028\u2029\u0085\u009b\u200f\u061c.png';
+    const uploaded = await convert(daemon, { target: 'webp' }, image, hostile);
+    assert.equal(uploaded.original_name, 'invoicegnp.exe.png');
+    assert.equal(uploaded.result?.filename, 'invoicegnp.exe.webp');
+    const named = await submitJson(daemon, { target: 'webp', url: `${inputs.origin}/images/photo.png`, filename: `\u202dreport\u202c\u200e.png`, wait: 20 });
+    assert.equal(named.status, 200, JSON.stringify(named.body));
+    assert.equal(named.body.original_name, 'report.png');
+  });
+
   it('every image target decodes as that format, with width and height as the resize options say', async () => {
     const cases: { target: string; options: Record<string, string>; format: string; mime: string; size: [number, number] }[] = [
       { target: 'webp', options: { width: '20' }, format: 'webp', mime: 'image/webp', size: [20, 15] },

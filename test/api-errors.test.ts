@@ -22,7 +22,9 @@ describe('errors over HTTP', () => {
   let failed: PublicConversion;
 
   before(async () => {
-    daemon = await startDaemon();
+    // These suites send well over the 60 failed authentications a minute one address may make
+    // (test/api-auth-failures.test.ts covers that limit).
+    daemon = await startDaemon({ env: { CONVD_AUTH_FAILURES_PER_MINUTE: '1000' } });
     image = await png(24, 16);
     foreignClient = await newAccount(daemon, 'pro');
     const made = await submitFile(foreignClient, { target: 'webp', wait: '20' }, { data: image, name: 'theirs.png' });

@@ -81,6 +81,7 @@ after(async () => {
 async function attack(d: DaemonHandle, client: Client, path: string, name: string, target: string): Promise<PublicConversion> {
   const before = await remainingCredits(client);
   const watch = watchVictim(d, d.apiKey);
+  await watch.ready;
   let done: PublicConversion;
   try {
     const victim = victimConverts(d, d.apiKey, victimPng);

@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { chmod, chown, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, METHODS, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { call, parseMetrics, pngUpload, sample, slowPng, smallPng, startConvd, tempDir, waitUntil, type Convd } from './ops-support.ts';
+import { call, parseMetrics, pngUpload, rawStatus, sample, slowPng, smallPng, startConvd, tempDir, waitUntil, type Convd } from './ops-support.ts';
 
 const NOBODY = { uid: 65534, gid: 65534 };
 
@@ -149,6 +149,7 @@ describe('/metrics and the log lines move with traffic', () => {
   });
 
   it('counts requests by route pattern and status, with latency histograms', async () => {
+    assert.ok(!daemon.logs().some((l) => l.event === 'metrics.not_served'), 'served on loopback without a token, no warning');
     const before = await metricsOf(daemon);
     for (let i = 0; i < 3; i++) assert.equal((await call(daemon, '/v1/account')).status, 200);
     assert.equal((await call(daemon, '/v1/conversions/cnv_01m8000000000000000000000')).status, 404);
@@ -174,6 +175,28 @@ describe('/metrics and the log lines move with traffic', () => {
     assert.ok(sample(now, 'convd_data_dir_free_bytes') > 0);
     assert.equal(sample(now, 'convd_workers'), 1);
     assert.ok(sample(now, 'convd_process_resident_memory_bytes') > 0, 'process metrics too');
+  });
+
+  it('counts methods outside the API\'s as `other`: every other method Node parses adds no series', async () => {
+    const paths = ['/metrics', '/healthz', '/v1/account', '/v1/conversions/cnv_01m8000000000000000000000', '/v1/nothing-here'];
+    const send = async (methods: readonly string[]) => {
+      for (const method of methods) for (const path of paths) await rawStatus(daemon.url, method, path);
+    };
+    const series = async () => [...(await metricsOf(daemon)).keys()].filter((key) => key.startsWith('convd_http_request'));
+    // One of each label (PROPFIND standing for `other`), then every method Node parses. CONNECT
+    // opens a tunnel, which convd does not serve: Node closes the connection before any route.
+    await send(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS', 'PROPFIND']);
+    const labelled = await series();
+    const others = METHODS.filter((method) => method !== 'CONNECT');
+    assert.ok(['MKCOL', 'PURGE', 'LINK', 'M-SEARCH', 'TRACE', 'QUERY', 'SOURCE'].every((method) => others.includes(method)));
+    await send(others);
+    const all = await series();
+    assert.deepEqual(all.filter((key) => !labelled.includes(key)), [], 'no series of its own for any method');
+    const methods = new Set(all.map((key) => /method="([^"]*)"/.exec(key)![1]));
+    assert.deepEqual([...methods].sort(), ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'other']);
+    assert.ok(sample(await metricsOf(daemon), 'convd_http_requests_total', { method: 'other', route: 'unmatched', status: '405' }) >= 4 * (others.length - 5), 'the four known paths answer 405 to each');
+    // The log keeps what was sent: Node parses only its own list of methods, so no made-up text gets there.
+    await waitUntil('the request lines', () => (daemon.logs().some((l) => l.event === 'request' && l.method === 'M-SEARCH') ? true : undefined));
   });
 
   it('counts conversions by outcome, the queue, running work by engine and result bytes', async () => {
@@ -248,6 +271,51 @@ describe('/metrics and the log lines move with traffic', () => {
   });
 });
 
+describe('/metrics on an API port beyond loopback', () => {
+  let dir: string;
+  let file: string;
+  let daemon: Convd;
+  let local: string;
+  before(async () => {
+    dir = await tempDir();
+    file = join(dir, 'convd.json');
+    await writeFile(file, JSON.stringify({ host: '0.0.0.0' }));
+    daemon = await startConvd({ args: ['--config', file] });
+    local = `http://127.0.0.1:${new URL(daemon.url).port}`;
+  });
+  after(async () => {
+    await daemon.dispose();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('is not served without a token: 404 like any unknown path, and one warning saying how to serve it', async () => {
+    assert.equal(new URL(daemon.url).hostname, '0.0.0.0');
+    for (const method of ['GET', 'HEAD', 'POST']) {
+      const answer = await call({ url: local, apiKey: daemon.apiKey }, '/metrics', { method, key: null });
+      assert.equal(answer.status, 404, method);
+      if (method !== 'HEAD') assert.deepEqual(answer.body.error.code, 'not_found', method);
+    }
+    const unknown = await call({ url: local, apiKey: daemon.apiKey }, '/nothing-here', { key: null });
+    assert.deepEqual((await call({ url: local, apiKey: daemon.apiKey }, '/metrics', { key: null })).body, unknown.body);
+    assert.equal((await call({ url: local, apiKey: daemon.apiKey }, '/healthz', { key: null })).status, 200);
+    assert.equal((await call({ url: local, apiKey: daemon.apiKey }, '/v1/account')).status, 200);
+    const warnings = daemon.logs().filter((l) => l.event === 'metrics.not_served');
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]!.level, 'warn');
+    assert.match(String(warnings[0]!.message), /0\.0\.0\.0 is not a loopback address.*metrics_token \(--metrics-token.*metrics_listen \(--metrics-listen/);
+  });
+
+  it('is served behind the token once one is set (SIGHUP)', async () => {
+    await writeFile(file, JSON.stringify({ host: '0.0.0.0', metrics_token: 'scrape-token-2' }));
+    daemon.signal('SIGHUP');
+    await waitUntil('the reload', () => daemon.logs().find((l) => l.event === 'config.reloaded'));
+    assert.equal((await fetch(`${local}/metrics`)).status, 401);
+    const ok = await fetch(`${local}/metrics`, { headers: { authorization: 'Bearer scrape-token-2' } });
+    assert.equal(ok.status, 200);
+    assert.ok(parseMetrics(await ok.text()).has('convd_queue_depth'));
+  });
+});
+
 describe('/metrics on an address of its own, behind a token', () => {
   let daemon: Convd;
   before(async () => {
@@ -267,6 +335,7 @@ describe('/metrics on an address of its own, behind a token', () => {
     assert.equal(ok.status, 200);
     assert.ok(parseMetrics(await ok.text()).has('convd_queue_depth'));
     assert.equal((await fetch(`${daemon.metricsUrl}/v1/account`)).status, 404, 'nothing but /metrics there');
+    assert.ok(!daemon.logs().some((l) => l.event === 'metrics.not_served'), 'no warning: /metrics has an address of its own');
   });
 
   it('logs at the level asked for: --log-level warn drops request lines', async () => {

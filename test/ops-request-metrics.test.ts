@@ -10,6 +10,7 @@ const options = {
   latencyName: 'test_latency_seconds',
   latencyHelp: 'Latency.',
   buckets: [0.001, 0.01, 0.1],
+  methods: ['GET', 'POST'],
 };
 
 describe('RequestMetrics', () => {
@@ -44,6 +45,17 @@ describe('RequestMetrics', () => {
     assert.ok(lines.indexOf('# TYPE test_requests_total counter') < lines.findIndex((line) => line.startsWith('test_requests_total{')));
     assert.ok(lines.indexOf('# TYPE test_latency_seconds histogram') < lines.findIndex((line) => line.startsWith('test_latency_seconds_bucket{')));
     assert.ok(lines.includes('test_requests_total{method="GET",route="odd \\"route\\" \\\\ with\\na newline",status="500"} 1'), lines.join('\n'));
+  });
+
+  it('counts every method outside its list as `other`', () => {
+    const metrics = new RequestMetrics(options);
+    for (const method of ['PROPFIND', 'MKCOL', 'PURGE', 'M-SEARCH', 'get', 'HEAD']) metrics.observe(method, '/a', 405, 0.0001);
+    metrics.observe('POST', '/a', 200, 0.0001);
+    const samples = parseMetrics(metrics.render());
+    assert.equal(sample(samples, 'test_requests_total', { method: 'other', route: '/a', status: '405' }), 6);
+    assert.equal(sample(samples, 'test_requests_total', { method: 'POST', route: '/a', status: '200' }), 1);
+    const methods = new Set([...samples.keys()].map((key) => /method="([^"]*)"/.exec(key)?.[1]));
+    assert.deepEqual([...methods].sort(), ['POST', 'other']);
   });
 
   it('counts a duration that is not a time as 0 s, in the first bucket', () => {

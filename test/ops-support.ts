@@ -6,11 +6,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
-import { ROOT } from './helpers/daemon.ts';
+import { firstKeyFile, readFirstKey, ROOT } from './helpers/daemon.ts';
 
 export { ROOT };
 const MAIN = join(ROOT, 'daemon', 'main.ts');
@@ -46,6 +47,8 @@ export interface ConvdOptions {
   dataDir?: string;
   /** Run as this user (setpriv), e.g. `nobody`, where root's bypass of file modes would hide a failure. */
   user?: { uid: number; gid: number };
+  /** Start under this umask (`sh -c 'umask 000; exec ...'`), e.g. `000` to see what the daemon sets itself. */
+  umask?: string;
   apiKey?: string;
   accountId?: string;
 }
@@ -54,15 +57,17 @@ export async function tempDir(prefix = 'convd-ops-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
 
-function command(args: string[], user?: { uid: number; gid: number }): [string, string[]] {
+function command(args: string[], user?: { uid: number; gid: number }, umask?: string): [string, string[]] {
   const node = [process.execPath, '--import', 'tsx', MAIN, ...args];
-  return user ? ['setpriv', [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', ...node]] : [node[0]!, node.slice(1)];
+  const argv = user ? ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', ...node] : node;
+  // exec: the daemon stays the child, so signals and the exit code are its own.
+  return umask === undefined ? [argv[0]!, argv.slice(1)] : ['sh', ['-c', `umask ${umask} && exec "$@"`, 'sh', ...argv]];
 }
 
 /** Starts `convd serve --port 0 --data-dir <dir> ...args` and waits until it listens. */
 export async function startConvd(options: ConvdOptions = {}): Promise<Convd> {
   const dataDir = options.dataDir ?? (await tempDir());
-  const [file, args] = command(['serve', '--port', '0', '--data-dir', dataDir, ...(options.args ?? [])], options.user);
+  const [file, args] = command(['serve', '--port', '0', '--data-dir', dataDir, ...(options.args ?? [])], options.user, options.umask);
   const child = spawn(file, args, { cwd: ROOT, env: { ...process.env, CONVD_LOG_FORMAT: 'json', ...options.env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -74,7 +79,8 @@ export async function startConvd(options: ConvdOptions = {}): Promise<Convd> {
     if (Date.now() > deadline) throw new Error(`convd did not start in time:\n${stderr}`);
     await sleep(20);
   }
-  const apiKey = /api key (cvk_[A-Za-z0-9_-]+)/.exec(stderr)?.[1] ?? options.apiKey;
+  const keyFile = firstKeyFile(stderr);
+  const apiKey = (keyFile ? await readFirstKey(keyFile) : undefined) ?? options.apiKey;
   const accountId = /created account (acc_[A-Za-z0-9]+)/.exec(stderr)?.[1] ?? options.accountId;
   if (!apiKey || !accountId) throw new Error('no API key: pass apiKey/accountId when restarting on an existing data dir');
   const stop = async () => {
@@ -153,6 +159,30 @@ export async function call(daemon: Pick<Convd, 'url' | 'apiKey'>, path: string, 
   // A HEAD answer has JSON's content type and no body.
   const body: unknown = text !== '' && (response.headers.get('content-type') ?? '').includes('json') ? JSON.parse(text) : text;
   return { status: response.status, headers: response.headers, body };
+}
+
+/**
+ * One request written by hand on its own connection (any method Node parses, WebDAV's and SSDP's
+ * included, which fetch refuses or rewrites); resolves with the status code of the answer.
+ */
+export function rawStatus(url: string, method: string, path: string, headers: Record<string, string> = {}): Promise<number> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let head = '';
+    socket.on('data', (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      const status = /^HTTP\/1\.1 (\d{3}) /.exec(head);
+      if (status) {
+        resolve(Number(status[1]));
+        socket.destroy();
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => reject(new Error(`${method} ${path}: connection closed without an answer`)));
+    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${hostname}\r\n${lines}Connection: close\r\n\r\n`);
+  });
 }
 
 /** A GET over https trusting `ca`; also returns the server certificate's fingerprint. */

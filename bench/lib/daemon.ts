@@ -42,16 +42,17 @@ export async function startBenchDaemon(options: { dataDir: string; args?: string
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  // Only the head of stderr matters (address, key); the per-conversion log lines are dropped.
+  // Only the head of stderr matters (address, the first key's file); the per-conversion log lines are dropped.
   let head = '';
-  const ready = await new Promise<{ url: string; key?: string }>((resolve, reject) => {
+  const ready = await new Promise<{ url: string; keyFile?: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`convd did not start within 60 s:\n${head}`)), 60_000);
     const onData = (chunk: Buffer) => {
       if (head.length < 64 * 1024) head += chunk.toString();
       const listening = /convd listening on (http:\/\/\S+)/.exec(head);
       if (listening) {
         clearTimeout(timer);
-        resolve({ url: listening[1]!, key: /api key (cvk_[A-Za-z0-9_-]+)/.exec(head)?.[1] });
+        // stderr is a pipe: convd writes its first key to a file and names it there, never the key.
+        resolve({ url: listening[1]!, keyFile: /^convd: api key file (.+)$/m.exec(head)?.[1] });
       }
     };
     child.stderr!.on('data', onData);
@@ -61,7 +62,7 @@ export async function startBenchDaemon(options: { dataDir: string; args?: string
     });
   });
   child.stderr!.resume();
-  const apiKey = ready.key ?? options.apiKey;
+  const apiKey = (ready.keyFile ? (await readFile(ready.keyFile, 'utf8')).trim() : undefined) ?? options.apiKey;
   if (!apiKey) throw new Error('no API key: the data dir was seeded, pass its key');
   const address = new URL(ready.url);
   const pid = child.pid!;

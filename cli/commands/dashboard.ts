@@ -7,7 +7,7 @@ import { usageError } from '../errors.ts';
 export const DASHBOARD_NO_SERVER_HINT = `start a convd and point conv at it:
   npm start                                        (in a convd checkout; or: convd serve)
   conv config set base-url http://127.0.0.1:7700/v1
-  conv config set api-key cvk_…                    (printed by convd on its first start)
+  conv config set api-key cvk_…                    (shown by convd's first start, or in DATA_DIR/first-api-key)
 or pass --base-url and --api-key (env CONV_BASE_URL, CONV_API_KEY)`;
 
 export function registerDashboard(program: Command, ctx: Context): void {

@@ -1,12 +1,21 @@
 import { createServer, request, type Server } from 'node:http';
 import { chmod, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import { ADMIN_OPERATIONS, AdminError, type AdminContext } from './operations.ts';
+import { ensurePrivateDir } from './private-dir.ts';
 
+/**
+ * In a directory of its own: bind() creates the socket with the process's umask (0777 under
+ * umask 000) and a chmod can only follow, so it is the directory (0700 before the bind) that
+ * keeps other users out from the first moment.
+ */
 export function adminSocketPath(dataDir: string): string {
-  return join(dataDir, 'convd.sock');
+  return join(dataDir, 'admin', 'convd.sock');
 }
+
+/** Where the socket lived before it had a directory of its own: removed at start. */
+const OLD_SOCKET = 'convd.sock';
 
 const MAX_BODY = 64 * 1024;
 
@@ -16,7 +25,9 @@ const MAX_BODY = 64 * 1024;
  */
 export async function startAdminSocket(dataDir: string, system: ConversionSystem): Promise<{ close(): Promise<void> }> {
   const path = adminSocketPath(dataDir);
+  await ensurePrivateDir(dirname(path));
   await rm(path, { force: true });
+  await rm(join(dataDir, OLD_SOCKET), { force: true });
   const context: AdminContext = {
     store: system.store, accounts: system.accounts, config: system.conversions.config, webhooks: system.webhooks,
   };
@@ -47,6 +58,7 @@ export async function startAdminSocket(dataDir: string, system: ConversionSystem
     server.once('error', reject);
     server.listen(path, () => resolve());
   });
+  // The directory already keeps others out; the socket's own mode says the same to anyone looking.
   await chmod(path, 0o600);
   return {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())).then(() => rm(path, { force: true })),

@@ -1,26 +1,37 @@
+import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../../src/errors/api-error.ts';
 import type { Scope } from '../../src/model/account.ts';
-import type { Caller } from '../../src/service/accounts.ts';
+import type { AccountService, Caller } from '../../src/service/accounts.ts';
 import type { RateDecision, RequestRateLimiter } from '../../src/service/rate-limiter.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
+import type { AuthFailureLimiter } from './auth-failures.ts';
 
 /**
  * What every keyed request passes before its handler runs, in this order: the maintenance
- * switch, the API key, the account's requests-per-minute bucket, the key's scope.
+ * switch, the client address's allowance of failed authentications, the API key, the account's
+ * requests-per-minute bucket, the key's scope.
  * `headers` receives the RateLimit-* headers as soon as they are known, so that a refusal after
  * the bucket (429, 403) carries them too. Throws the ApiError of the first check that fails.
  */
-export type Admission = (authorization: string | null | undefined, scope: Scope, headers: Record<string, string>) => Promise<Caller>;
+export type Admission = (authorization: string | null | undefined, scope: Scope, headers: Record<string, string>, req: IncomingMessage) => Promise<Caller>;
 
-export function createAdmission(system: ConversionSystem, limiter: RequestRateLimiter): Admission {
+export interface AuthFailureGuard {
+  limiter: AuthFailureLimiter;
+  /** 0: no limit. Read at each request (SIGHUP may change it). */
+  perMinute: () => number;
+  /** The address failures are counted for (behind a trusted proxy, the forwarded one). */
+  clientAddress: (req: IncomingMessage) => string;
+}
+
+export function createAdmission(system: ConversionSystem, limiter: RequestRateLimiter, guard: AuthFailureGuard): Admission {
   const { accounts, store } = system;
-  return async (authorization, scope, headers) => {
+  return async (authorization, scope, headers, req) => {
     const settings = await store.getSettings();
     if (settings.maintenance.enabled) {
       const retryAfter = settings.maintenance.retry_after;
       throw new ApiError('api_disabled', { params: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
     }
-    const caller = await accounts.authenticate(bearerToken(authorization));
+    const caller = await authenticate(accounts, guard, bearerToken(authorization), req);
     const decision = limiter.take(caller.account.id, system.conversions.config.plans[caller.account.plan].requests_per_minute);
     addRateHeaders(headers, decision);
     if (!decision.allowed) {
@@ -33,6 +44,47 @@ export function createAdmission(system: ConversionSystem, limiter: RequestRateLi
     accounts.requireScope(caller, scope);
     return caller;
   };
+}
+
+/**
+ * The key, unless its address has used up its allowance of failures: then 429 before the key is
+ * hashed or looked up, so guessing costs the daemon next to nothing and gets nowhere. A key that
+ * authenticated a moment ago still passes (it is checked as always): clients sharing an address
+ * with one that keeps failing (a NAT, a proxy missing from trusted_proxy) keep working.
+ */
+async function authenticate(accounts: AccountService, guard: AuthFailureGuard, bearer: string | undefined, req: IncomingMessage): Promise<Caller> {
+  const perMinute = guard.perMinute();
+  if (perMinute <= 0) return accounts.authenticate(bearer);
+  if (accounts.authenticatedRecently(bearer)) {
+    try {
+      return await accounts.authenticate(bearer);
+    } catch (error) {
+      // Revoked since.
+      if (isUnauthenticated(error)) guard.limiter.fail(guard.clientAddress(req), perMinute);
+      throw error;
+    }
+  }
+  const address = guard.clientAddress(req);
+  const wait = guard.limiter.take(address, perMinute);
+  if (wait !== null) {
+    throw new ApiError('rate_limited', {
+      params: { retry_after: wait },
+      details: { limit: 'auth_failures_per_minute', auth_failures_per_minute: perMinute },
+      headers: { 'Retry-After': String(wait) },
+    });
+  }
+  try {
+    const caller = await accounts.authenticate(bearer);
+    guard.limiter.giveBack(address, perMinute);
+    return caller;
+  } catch (error) {
+    if (!isUnauthenticated(error)) guard.limiter.giveBack(address, perMinute);
+    throw error;
+  }
+}
+
+function isUnauthenticated(error: unknown): boolean {
+  return error instanceof ApiError && error.code === 'unauthenticated';
 }
 
 function addRateHeaders(headers: Record<string, string>, decision: RateDecision): void {

@@ -56,7 +56,7 @@ export function createHotRead(deps: HotReadDeps): (req: IncomingMessage, res: Se
     let accountId: string | null = null;
     let reply: PlainAnswer;
     try {
-      const caller = await admit(req.headers.authorization, 'read', headers);
+      const caller = await admit(req.headers.authorization, 'read', headers, req);
       accountId = caller.account.id;
       const record = await conversions.get(caller.account, id);
       headers['content-language'] = language;

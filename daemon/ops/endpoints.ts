@@ -30,11 +30,12 @@ export interface OpsDeps {
 
 /**
  * `/healthz` (the process answers: liveness), `/readyz` (it can take work: readiness, 503 with
- * the failing checks otherwise) and, unless it has an address of its own, `/metrics`. None needs
- * an API key: a load balancer or Prometheus has none. Outside /v1, so the maintenance switch and
- * the rate limits do not apply.
+ * the failing checks otherwise) and, unless it has an address of its own (`metricsServed`
+ * null), `/metrics`, answered while `metricsServed()` holds and like an unknown path otherwise.
+ * None needs an API key: a load balancer or Prometheus has none. Outside /v1, so the
+ * maintenance switch and the rate limits do not apply.
  */
-export function opsRoutes(deps: OpsDeps, withMetrics: boolean): ExtraRoute[] {
+export function opsRoutes(deps: OpsDeps, metricsServed: (() => boolean) | null): ExtraRoute[] {
   const routes: ExtraRoute[] = [
     { path: '/healthz', handler: async () => json(200, { status: 'ok' }, { 'cache-control': 'no-store' }) },
     {
@@ -45,9 +46,10 @@ export function opsRoutes(deps: OpsDeps, withMetrics: boolean): ExtraRoute[] {
       },
     },
   ];
-  if (withMetrics) {
+  if (metricsServed) {
     routes.push({
       path: '/metrics',
+      served: metricsServed,
       handler: async (event: H3Event) => {
         const answer = await metricsAnswer(deps.metrics, deps.metricsToken(), event.req.headers.get('authorization'));
         return new HTTPResponse(answer.body, { status: answer.status, headers: { 'content-type': answer.type, 'cache-control': 'no-store' } });

@@ -19,6 +19,11 @@ export interface MetricsSources {
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const RUN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
 const ENDED = new Set<ConversionStatus>(['succeeded', 'failed', 'cancelled']);
+/**
+ * The methods of the API, and OPTIONS, which browsers send by themselves before a cross-origin
+ * request (worth seeing on its own when a web page tries to call the API); the rest are `other`.
+ */
+const METHOD_LABELS = ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'];
 
 /**
  * The daemon's Prometheus metrics (prom-client, on a registry of its own; the two per-request
@@ -33,6 +38,7 @@ export class DaemonMetrics {
     latencyName: 'convd_http_request_duration_seconds',
     latencyHelp: 'Time to answer an HTTP request (a download: until its headers), by route pattern.',
     buckets: LATENCY_BUCKETS,
+    methods: METHOD_LABELS,
   });
   private readonly submitted: Counter;
   private readonly ended: Counter<'status'>;
@@ -76,7 +82,10 @@ export class DaemonMetrics {
     });
   }
 
-  /** Routes are patterns and methods and statuses few: the label sets stay few (unmatched paths share one route). */
+  /**
+   * Routes are patterns, methods outside METHOD_LABELS count as `other`, statuses are few: the
+   * label sets stay few (unmatched paths share one route) whatever clients send.
+   */
   request(method: string, route: string, status: number, seconds: number): void {
     this.requests.observe(method, route, status, seconds);
   }

@@ -21,17 +21,25 @@ export interface RequestMetricsOptions {
   latencyHelp: string;
   /** Upper bounds in seconds, ascending. */
   buckets: number[];
+  /** Methods counted under their own name; any other is counted as `other`. */
+  methods: readonly string[];
 }
 
 export class RequestMetrics {
   /** method -> route -> stats: two map lookups per request, no key string built. */
   private readonly byMethod = new Map<string, Map<string, RouteStats>>();
+  private readonly methods: ReadonlySet<string>;
 
-  constructor(private readonly options: RequestMetricsOptions) {}
+  constructor(private readonly options: RequestMetricsOptions) {
+    this.methods = new Set(options.methods);
+  }
 
   observe(method: string, route: string, status: number, seconds: number): void {
-    let routes = this.byMethod.get(method);
-    if (!routes) this.byMethod.set(method, (routes = new Map()));
+    // Node parses 35 methods (PROPFIND, MKCOL, M-SEARCH, ...): each would be a label value of
+    // its own on every route it is sent to, for anyone to multiply the series with.
+    const label = this.methods.has(method) ? method : 'other';
+    let routes = this.byMethod.get(label);
+    if (!routes) this.byMethod.set(label, (routes = new Map()));
     let stats = routes.get(route);
     if (!stats) routes.set(route, (stats = { buckets: this.options.buckets.map(() => 0), sum: 0, count: 0, statuses: new Map() }));
     stats.statuses.set(status, (stats.statuses.get(status) ?? 0) + 1);

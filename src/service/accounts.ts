@@ -55,6 +55,14 @@ export class AccountService {
     return { account, key };
   }
 
+  /**
+   * Whether `bearer` authenticated a moment ago (it is in the memo above): a map lookup, no hash,
+   * no store. Says nothing of whether it still would: `authenticate` decides that.
+   */
+  authenticatedRecently(bearer: string | undefined): boolean {
+    return bearer !== undefined && this.hashMemo.has(bearer);
+  }
+
   requireScope(caller: Caller, scope: Scope): void {
     if (!caller.key.scopes.includes(scope)) throw new ApiError('forbidden', { params: { action: scope } });
   }

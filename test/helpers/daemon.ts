@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,6 +55,20 @@ export async function convdAdmin(dataDir: string, args: string[]): Promise<{ cod
   return { code, stdout, stderr, json };
 }
 
+/**
+ * The file convd wrote its first key to (stderr is no terminal here, so the key itself is never
+ * on it): named by the `convd: api key file PATH` line of a first start.
+ */
+export function firstKeyFile(stderr: string): string | undefined {
+  return /^convd: api key file (.+)$/m.exec(stderr)?.[1];
+}
+
+export async function readFirstKey(path: string): Promise<string> {
+  const key = (await readFile(path, 'utf8')).trim();
+  if (!/^cvk_[A-Za-z0-9_-]+$/.test(key)) throw new Error(`${path} holds no API key`);
+  return key;
+}
+
 /** Spawns the real convd on an ephemeral port with its own data dir and waits until it listens. */
 export async function startDaemon(options: StartOptions = {}): Promise<DaemonHandle> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'convd-test-')));
@@ -66,18 +80,14 @@ export async function startDaemon(options: StartOptions = {}): Promise<DaemonHan
   });
   let stderr = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const ready = await new Promise<{ url: string; apiKey?: string; accountId?: string }>((resolve, reject) => {
+  const ready = await new Promise<{ url: string; keyFile?: string; accountId?: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`convd did not start in time:\n${stderr}`)), 30_000);
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       const listening = /convd listening on (http:\/\/\S+)/.exec(stderr);
       if (listening) {
         clearTimeout(timer);
-        resolve({
-          url: listening[1]!,
-          apiKey: /api key (cvk_[A-Za-z0-9_-]+)/.exec(stderr)?.[1],
-          accountId: /created account (acc_[A-Za-z0-9]+)/.exec(stderr)?.[1],
-        });
+        resolve({ url: listening[1]!, keyFile: firstKeyFile(stderr), accountId: /created account (acc_[A-Za-z0-9]+)/.exec(stderr)?.[1] });
       }
     });
     child.once('exit', (code) => {
@@ -85,7 +95,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<DaemonHan
       reject(new Error(`convd exited with ${code} before listening:\n${stderr}`));
     });
   });
-  const apiKey = ready.apiKey ?? options.apiKey;
+  const apiKey = (ready.keyFile ? await readFirstKey(ready.keyFile) : undefined) ?? options.apiKey;
   const accountId = ready.accountId ?? options.accountId;
   if (!apiKey || !accountId) throw new Error('no API key: pass apiKey/accountId when restarting on an existing data dir');
   const waitExit = async (signal: NodeJS.Signals) => {

@@ -34,6 +34,9 @@ const [healthz, account, key, interval, least] = process.argv.slice(1);
 const times = []; let failed = 0; let stopped = false;
 process.stdin.on('end', () => { stopped = true; }); process.stdin.resume();
 (async () => {
+  // Unmeasured: the first fetch of a process loads its HTTP client and opens a connection.
+  for (const url of [healthz, account]) await (await fetch(url, { headers: { authorization: 'Bearer ' + key } })).arrayBuffer();
+  process.stdout.write('ready\\n');
   for (let turn = 0; !stopped || times.length < Number(least); turn++) {
     const url = turn % 2 === 0 ? healthz : account;
     const began = performance.now();
@@ -51,19 +54,28 @@ process.stdin.on('end', () => { stopped = true; }); process.stdin.resume();
 })();
 `;
 
-/** Probes /healthz and /v1/account (alternately, one at a time, from another process) until `stop()`. */
-export function watchVictim(daemon: DaemonHandle, key: string): { stop(): Promise<VictimReport> } {
+/**
+ * Probes /healthz and /v1/account (alternately, one at a time, from another process) until
+ * `stop()`; `ready` once its HTTP client is warm and the measured probes begin.
+ */
+export function watchVictim(daemon: DaemonHandle, key: string): { ready: Promise<void>; stop(): Promise<VictimReport> } {
   const child = spawn(process.execPath, ['-e', PROBER, `${daemon.url}/healthz`, `${daemon.baseUrl}/account`, key, String(PROBE_INTERVAL_MS), String(MIN_ANSWERS)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   let out = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  let onReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (onReady = resolve));
+  child.stdout!.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.startsWith('ready\n')) onReady();
+  });
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   return {
+    ready,
     async stop() {
       child.stdin!.end();
       await exited;
-      return JSON.parse(out) as VictimReport;
+      return JSON.parse(out.slice('ready\n'.length)) as VictimReport;
     },
   };
 }

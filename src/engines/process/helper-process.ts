@@ -207,8 +207,13 @@ export class HelperProcess {
   private watchMemory(): void {
     const limit = this.options.memoryLimitBytes;
     if (limit === undefined || process.platform !== 'linux') return;
+    let reading = false;
     const check = () => {
+      // One read at a time: on a loaded machine a read may take longer than the interval.
+      if (reading) return;
+      reading = true;
       void residentBytesOfTree(this.pid).then((bytes) => {
+        reading = false;
         if (bytes > limit && this.task && this.alive) this.kill('memory');
       });
     };
