@@ -15,7 +15,7 @@ import type { PublicConversion } from '../src/model/conversion.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { assertAlive, scratchFiles, victimConverts, watchVictim } from './helpers/victim.ts';
 import { meteredClient, remainingCredits, uploadFile, waitForEnd, type Client } from './registry-pairs-daemon.ts';
-import { waitUntil } from './ops-support.ts';
+import { rawStatus, waitUntil } from './ops-support.ts';
 
 const P99_LIMIT_MS = 100;
 
@@ -75,19 +75,17 @@ after(async () => {
 });
 
 /**
- * Runs one attack: the attacker uploads `path` for `target` while the victim (the daemon's own
- * unmetered account) probes and converts; returns the attacker's conversion at its end.
+ * Runs `work` (an attack) while the victim, the daemon's own unmetered account, probes it from
+ * another process and converts a PNG to WebP; then checks what the victim got and that the daemon
+ * is the same process, still running.
  */
-async function attack(d: DaemonHandle, client: Client, path: string, name: string, target: string): Promise<PublicConversion> {
-  const before = await remainingCredits(client);
+async function underAttack<T>(d: DaemonHandle, work: () => Promise<T>): Promise<T> {
   const watch = watchVictim(d, d.apiKey);
   await watch.ready;
-  let done: PublicConversion;
+  let result: T;
   try {
     const victim = victimConverts(d, d.apiKey, victimPng);
-    const created = await uploadFile(client, { target, wait: '30' }, path, name);
-    assert.ok(created.status === 200 || created.status === 202, `${created.status} ${JSON.stringify(created.body)}`);
-    done = created.status === 200 ? created.body : await waitForEnd(client, created.body.id, 180_000);
+    result = await work();
     await victim;
   } finally {
     const report = await watch.stop();
@@ -95,6 +93,20 @@ async function attack(d: DaemonHandle, client: Client, path: string, name: strin
     assert.ok(report.p99Ms < P99_LIMIT_MS, `victim p99 ${report.p99Ms.toFixed(1)} ms (max ${report.maxMs.toFixed(1)} ms, ${report.answered} answers)`);
   }
   await assertAlive(d);
+  return result;
+}
+
+/**
+ * One conversion as an attack: the attacker uploads `path` for `target`; returns its conversion
+ * at its end, checked to cost nothing when it failed and to leave no scratch file.
+ */
+async function attack(d: DaemonHandle, client: Client, path: string, name: string, target: string): Promise<PublicConversion> {
+  const before = await remainingCredits(client);
+  const done = await underAttack(d, async () => {
+    const created = await uploadFile(client, { target, wait: '30' }, path, name);
+    assert.ok(created.status === 200 || created.status === 202, `${created.status} ${JSON.stringify(created.body)}`);
+    return created.status === 200 ? created.body : waitForEnd(client, created.body.id, 180_000);
+  });
   if (done.status === 'failed') {
     assert.equal(done.credits, 0);
     assert.equal(await remainingCredits(client), before, 'a failed attack costs nothing');
@@ -176,3 +188,30 @@ describe('hostile tenant: engines that cannot block or crash the daemon', () => 
   });
 });
 
+
+describe('hostile tenant: requests', () => {
+  it('100 requests with bad keys: the first ones 401, then 429 with Retry-After, before any key lookup', async () => {
+    const statuses = await underAttack(daemon, () => Promise.all(Array.from({ length: 100 }, async (_, i) => {
+      const response = await fetch(`${daemon.baseUrl}/account`, { headers: { authorization: `Bearer cvk_guess${i}` } });
+      const body = (await response.json()) as { error: { code: string; details?: { limit?: string } } };
+      if (response.status === 429) {
+        assert.equal(body.error.code, 'rate_limited');
+        assert.ok(Number(response.headers.get('retry-after')) >= 1, 'Retry-After on every 429');
+      } else {
+        assert.equal(body.error.code, 'unauthenticated');
+      }
+      return response.status;
+    })));
+    const refused = statuses.filter((status) => status === 429).length;
+    assert.ok(refused > 0 && statuses.filter((status) => status === 401).length + refused === 100, `statuses: ${statuses.join(',')}`);
+  });
+
+  it('unknown methods against /metrics add no label values to it', async () => {
+    const methods = ['PROPFIND', 'MKCOL', 'PURGE', 'LINK', 'UNLINK', 'M-SEARCH', 'NOTIFY', 'SUBSCRIBE', 'REPORT', 'LOCK', 'UNLOCK', 'COPY', 'MOVE', 'SEARCH', 'BIND'];
+    await underAttack(daemon, () => Promise.all(methods.flatMap((method) => ['/metrics', '/v1/account', '/nowhere'].map((path) => rawStatus(daemon.url, method, path)))));
+    const text = await (await fetch(`${daemon.url}/metrics`)).text();
+    const labels = new Set([...text.matchAll(/^convd_http_requests_total\{method="([^"]*)"/gm)].map((match) => match[1]));
+    assert.ok(labels.has('other'), 'the unknown methods were counted, as other');
+    for (const label of labels) assert.ok(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS', 'other'].includes(label!), `method label ${label}`);
+  });
+});
