@@ -7,6 +7,7 @@ import {
   addressList, boolean, duration, fraction, httpUrl, integer, listenAddress, oneOf, text, type Kind,
 } from './config-kinds.ts';
 import { defaultDataDir } from './config.ts';
+import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
 
 /**
  * Every setting of `convd serve`, in one table. A setting's key is its name in the config file
@@ -81,7 +82,9 @@ export const SCALARS = {
   drain_timeout: setting('drain_timeout', { kind: duration('s'), fallback: () => 10_000, arg: 'duration', reloadable: true, help: 'on SIGTERM, how long running conversions may finish before they are re-queued' }),
   retention_days: setting('retention_days', { kind: integer(1, 36_500), fallback: () => defaultServiceConfig().retentionDays, arg: 'days', reloadable: true, help: 'ended conversions are pruned from the store after this many days' }),
   sweep_interval: setting('sweep_interval', { kind: duration('s', 1000), fallback: () => defaultServiceConfig().sweepIntervalMs, arg: 'duration', help: 'how often expired results are deleted' }),
-  disk_floor_mb: setting('disk_floor_mb', { kind: integer(0), fallback: () => 256, arg: 'MiB', reloadable: true, help: 'below this much free space on the data dir, submissions get 503 (0: off)' }),
+  disk_floor_mb: setting('disk_floor_mb', { kind: integer(0), fallback: () => 256, arg: 'MiB', reloadable: true, help: 'below this much free space on the data dir, submissions get 503 and uploads are cut (0: off)' }),
+  upload_idle_timeout: setting('upload_idle_timeout', { kind: duration('s', 100), fallback: () => DEFAULT_BODY_TIMEOUTS.idleMs, arg: 'duration', reloadable: true, help: 'a request body that sends nothing for this long is ended with 408' }),
+  request_timeout: setting('request_timeout', { kind: duration('s', 1000), fallback: () => DEFAULT_BODY_TIMEOUTS.totalMs, arg: 'duration', reloadable: true, help: 'a request body not complete after this long is ended with 408' }),
   // A test setting: shrinks the 1.5 h webhook retry schedule (e.g. 0.001) instead of sleeping through it.
   webhook_schedule_scale: setting('webhook_schedule_scale', { kind: fraction(0, 1), fallback: () => 1, flag: false, help: 'test setting: multiplies webhook retry waits' }),
 };

@@ -26,7 +26,9 @@ function addSettingOptions(command: Command): Command {
   for (const setting of Object.values(SCALARS) as Setting[]) {
     if (!setting.flag) continue;
     const fallback = setting.key === 'workers' ? 'available cores' : setting.key === 'data_dir' ? '$XDG_DATA_HOME/convd' : setting.fallback();
-    const shown = fallback === undefined || fallback === false ? '' : `, default ${typeof fallback === 'number' && /drain|sweep/.test(setting.key) ? `${fallback / 1000}s` : String(fallback)}`;
+    const shown = fallback === undefined || fallback === false
+      ? ''
+      : `, default ${typeof fallback === 'string' || !setting.kind.format ? String(fallback) : String(setting.kind.format(fallback))}`;
     command.addOption(new Option(setting.flag, `${setting.help} (env ${setting.env}${shown})`));
   }
   for (const group of GROUPS) {
