@@ -62,7 +62,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 let daemon: DaemonHandle;
 let small: DaemonHandle | null = null;
 let image: Buffer;
-const accounts: Record<'concurrency' | 'stall' | 'liteOne' | 'diskA' | 'diskB', Client> = {} as never;
+let accounts: { concurrency: Client; stall: Client; liteOne: Client; diskA: Client | null; diskB: Client | null };
 
 before(async () => {
   [daemon, small, image] = await Promise.all([
@@ -71,13 +71,12 @@ before(async () => {
     png(20, 20),
   ]);
   // Through `convd accounts create` and `convd keys create`, as an operator makes them.
-  const made = await Promise.all([
-    newAccountWithCli(daemon, 'free'),
-    newAccountWithCli(daemon, 'free'),
-    newAccountWithCli(daemon, 'lite', { credits: 1 }),
-    ...(small ? [newAccountWithCli(small, 'free'), newAccountWithCli(small, 'free')] : []),
+  const onSmall = small;
+  const [[concurrency, stall, liteOne], onDisk] = await Promise.all([
+    Promise.all([newAccountWithCli(daemon, 'free'), newAccountWithCli(daemon, 'free'), newAccountWithCli(daemon, 'lite', { credits: 1 })]),
+    onSmall ? Promise.all([newAccountWithCli(onSmall, 'free'), newAccountWithCli(onSmall, 'free')]) : Promise.resolve(null),
   ]);
-  [accounts.concurrency, accounts.stall, accounts.liteOne, accounts.diskA, accounts.diskB] = made as Client[] as [Client, Client, Client, Client, Client];
+  accounts = { concurrency, stall, liteOne, diskA: onDisk?.[0] ?? null, diskB: onDisk?.[1] ?? null };
 });
 
 after(async () => {
@@ -222,7 +221,7 @@ describe(`the disk floor (${FLOOR_MB} MiB) on a 64 MiB data dir`, { skip: disk.s
     assert.ok(free > 60 * MIB, `${free} bytes free at the start`);
     const headers = (length: number) => ({ 'content-type': MULTIPART, 'content-length': String(length) });
 
-    const alone = await RawRequest.post(accounts.diskA, headers(40 * MIB));
+    const alone = await RawRequest.post(accounts.diskA!, headers(40 * MIB));
     const answer = await alone.answer;
     const error = assertRawError(answer, 503, 'api_disabled');
     assert.deepEqual(error.details, { reason: 'low_disk_space' });
@@ -232,13 +231,13 @@ describe(`the disk floor (${FLOOR_MB} MiB) on a 64 MiB data dir`, { skip: disk.s
     alone.destroy();
 
     // 20 MiB fits on its own...
-    const first = await RawRequest.post(accounts.diskA, headers(20 * MIB));
+    const first = await RawRequest.post(accounts.diskA!, headers(20 * MIB));
     await first.write(multipartHead({ target: 'webp' }, 'first.png'));
     await first.write(Buffer.alloc(64 * 1024, 1));
     await waitFor(async () => (await spoolFiles(disk.dir!)).length === 1, 2000, 'the first upload to be spooling');
     try {
       // ...but not beside another 20 MiB still to come, whoever announced it.
-      const second = await RawRequest.post(accounts.diskB, headers(20 * MIB));
+      const second = await RawRequest.post(accounts.diskB!, headers(20 * MIB));
       const refused = assertRawError(await second.answer, 503, 'api_disabled');
       assert.deepEqual(refused.details, { reason: 'low_disk_space' });
       assert.equal(second.sent, 0);
@@ -262,7 +261,7 @@ describe(`the disk floor (${FLOOR_MB} MiB) on a 64 MiB data dir`, { skip: disk.s
     })();
     // Chunked: nothing announced, so only the bytes themselves can stop it. 56 MiB would fit on
     // the disk: only the floor refuses them. The body is never ended: an answer is a cut.
-    const upload = await RawRequest.post(accounts.diskA, { 'content-type': MULTIPART });
+    const upload = await RawRequest.post(accounts.diskA!, { 'content-type': MULTIPART });
     await upload.write(multipartHead({ target: 'webp' }, 'flood.png'));
     await upload.stream(56 * MIB);
     const answer = await upload.answer;
@@ -285,7 +284,7 @@ describe(`the disk floor (${FLOOR_MB} MiB) on a 64 MiB data dir`, { skip: disk.s
     // (4 MiB would not fit above the floor otherwise). A real PNG, padded: it converts.
     const padded = Buffer.alloc(4 * MIB);
     image.copy(padded);
-    const ok = await submitFile(accounts.diskB, { target: 'webp', wait: '20' }, { data: padded, name: 'small.png' });
+    const ok = await submitFile(accounts.diskB!, { target: 'webp', wait: '20' }, { data: padded, name: 'small.png' });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.status, 'succeeded');
   });
