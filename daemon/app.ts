@@ -7,10 +7,12 @@ import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter } from '../src/service/rate-limiter.ts';
 import { createAdmission } from './http/admission.ts';
 import { AuthFailureLimiter } from './http/auth-failures.ts';
+import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
 import { reportedMethod, routeHeadAsGet } from './http/head.ts';
 import { createHotRead } from './http/hot-read.ts';
 import { lingerThenClose } from './http/linger.ts';
 import { addHeaders, errorResponse } from './http/respond.ts';
+import { UNMETERED_SPACE } from './ops/disk-space.ts';
 import { ROUTES, type RouteDoc } from './routes/table.ts';
 import { v1Handlers, type HandlerDeps, type PublicHandler, type RouteHandler } from './routes/v1-handlers.ts';
 
@@ -67,6 +69,8 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
   const handlers = v1Handlers({
     system,
     refuseSubmissions: options.refuseSubmissions ?? (() => null),
+    uploadSpace: options.uploadSpace ?? UNMETERED_SPACE,
+    bodyTimeouts: options.bodyTimeouts ?? (() => DEFAULT_BODY_TIMEOUTS),
     shutdownSignal: options.shutdownSignal ?? new AbortController().signal,
     openApiJson: options.openApiJson ?? (() => '{}'),
   });

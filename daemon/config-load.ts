@@ -251,6 +251,8 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     drainTimeoutMs: get('drain_timeout')!,
     authFailuresPerMinute: get('auth_failures_per_minute')!,
     diskFloorMb: get('disk_floor_mb')!,
+    uploadIdleTimeoutMs: get('upload_idle_timeout')!,
+    requestTimeoutMs: get('request_timeout')!,
     retentionDays: get('retention_days')!,
     sweepIntervalMs: get('sweep_interval')!,
     webhookScheduleScale: get('webhook_schedule_scale')!,

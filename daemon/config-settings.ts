@@ -8,6 +8,7 @@ import {
   addressList, boolean, duration, fraction, httpUrl, integer, listenAddress, oneOf, text, type Kind,
 } from './config-kinds.ts';
 import { defaultDataDir } from './config.ts';
+import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
 
 /**
  * Every setting of `convd serve`, in one table. A setting's key is its name in the config file
@@ -83,7 +84,9 @@ export const SCALARS = {
   retention_days: setting('retention_days', { kind: integer(1, 36_500), fallback: () => defaultServiceConfig().retentionDays, arg: 'days', reloadable: true, help: 'ended conversions are pruned from the store after this many days' }),
   sweep_interval: setting('sweep_interval', { kind: duration('s', 1000), fallback: () => defaultServiceConfig().sweepIntervalMs, arg: 'duration', help: 'how often expired results are deleted' }),
   auth_failures_per_minute: setting('auth_failures_per_minute', { kind: integer(0), fallback: () => 60, arg: 'n', reloadable: true, help: 'failed authentications allowed per client address and minute; past them 429 before any key lookup (0: no limit)' }),
-  disk_floor_mb: setting('disk_floor_mb', { kind: integer(0), fallback: () => 256, arg: 'MiB', reloadable: true, help: 'below this much free space on the data dir, submissions get 503 (0: off)' }),
+  disk_floor_mb: setting('disk_floor_mb', { kind: integer(0), fallback: () => 256, arg: 'MiB', reloadable: true, help: 'below this much free space on the data dir, submissions get 503 and uploads are cut (0: off)' }),
+  upload_idle_timeout: setting('upload_idle_timeout', { kind: duration('s', 100), fallback: () => DEFAULT_BODY_TIMEOUTS.idleMs, arg: 'duration', reloadable: true, help: 'a request body that sends nothing for this long is ended with 408' }),
+  request_timeout: setting('request_timeout', { kind: duration('s', 1000), fallback: () => DEFAULT_BODY_TIMEOUTS.totalMs, arg: 'duration', reloadable: true, help: 'a request body not complete after this long is ended with 408' }),
   engine_memory_mb: setting('engine_memory_mb', { kind: integer(64, 1_048_576), fallback: () => defaultServiceConfig().engineMemoryMb, arg: 'MiB', help: 'memory of one engine host process (data, Markdown and PDF conversions run there); past it the conversion fails memory_limit' }),
   output_cap_ratio: setting('output_cap_ratio', { kind: integer(0, 1_000_000), fallback: () => defaultServiceConfig().outputCapRatio, arg: 'n', reloadable: true, help: 'a result may be at most n times its input (at least --output-cap-floor-mb, at most the plan\'s max_output_mb; 0: only the plan\'s cap)' }),
   output_cap_floor_mb: setting('output_cap_floor_mb', { kind: integer(1), fallback: () => defaultServiceConfig().outputCapFloorMb, arg: 'MiB', reloadable: true, help: 'the output cap by the input is never below this' }),

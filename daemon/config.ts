@@ -35,6 +35,10 @@ export interface DaemonConfig {
   authFailuresPerMinute: number;
   /** Free space (MiB) on the data dir's file system below which submissions are refused; 0: off. */
   diskFloorMb: number;
+  /** A request body that sends nothing for this long is ended with 408. */
+  uploadIdleTimeoutMs: number;
+  /** A request body not complete after this long is ended with 408. */
+  requestTimeoutMs: number;
   retentionDays: number;
   sweepIntervalMs: number;
   webhookScheduleScale: number;

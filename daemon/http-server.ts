@@ -21,7 +21,15 @@ export interface HttpServerHandle {
   close(graceMs?: number): Promise<void>;
   /** New certificate and key for new connections (SIGHUP after a renewal); false when not serving TLS. */
   setTls(files: TlsFiles): boolean;
+  /** The daemon's own limit for a whole request body changed (SIGHUP): moves Node's backstop with it. */
+  setRequestTimeout(ms: number): void;
 }
+
+/**
+ * Node's own request timeout sits this far above the daemon's: Node answers a bare 408 with no
+ * body (and checks only every 30 s), the daemon a 408 in the error shape, which must come first.
+ */
+const BACKSTOP_MARGIN_MS = 10_000;
 
 /**
  * node:http rather than listhen: listhen wraps every server in http-shutdown, whose `finish`
@@ -30,7 +38,13 @@ export interface HttpServerHandle {
  * Listening and draining are a few lines here, with the timeouts a file service needs.
  * With `tls`, node:https serves the same handler.
  */
-export async function startHttpServer(handler: RequestListener, host: string, port: number, tls?: TlsFiles | null): Promise<HttpServerHandle> {
+export async function startHttpServer(
+  handler: RequestListener,
+  host: string,
+  port: number,
+  tls: TlsFiles | null,
+  requestTimeoutMs: number,
+): Promise<HttpServerHandle> {
   let draining = false;
   const listener: RequestListener = (req, res) => {
     if (draining) res.setHeader('connection', 'close');
@@ -38,8 +52,10 @@ export async function startHttpServer(handler: RequestListener, host: string, po
   };
   const options = { keepAliveTimeout: 5_000 };
   const server: Server | TlsServer = tls ? createTlsServer({ ...options, cert: tls.cert, key: tls.key }, listener) : createServer(options, listener);
-  // Uploads of several GB on slow links must not be cut by Node's 5-minute request timeout.
-  server.requestTimeout = 0;
+  // The daemon times the bodies it reads itself (request_timeout, upload_idle_timeout). Node's
+  // limit is the backstop for a body nobody reads (a route that takes none), which nothing else
+  // would end; its 5-minute default would cut uploads of several GB on slow links.
+  server.requestTimeout = requestTimeoutMs + BACKSTOP_MARGIN_MS;
   server.headersTimeout = 60_000;
   // Per connection, not per request: the hot path stays as it is.
   const sockets = new Set<Socket>();
@@ -85,6 +101,9 @@ export async function startHttpServer(handler: RequestListener, host: string, po
         });
         drain();
       });
+    },
+    setRequestTimeout(ms) {
+      server.requestTimeout = ms + BACKSTOP_MARGIN_MS;
     },
     setTls(files) {
       if (!tls) return false;

@@ -26,7 +26,9 @@ function addSettingOptions(command: Command): Command {
   for (const setting of Object.values(SCALARS) as Setting[]) {
     if (!setting.flag) continue;
     const fallback = setting.key === 'workers' ? 'available cores' : setting.key === 'data_dir' ? '$XDG_DATA_HOME/convd' : setting.fallback();
-    const shown = fallback === undefined || fallback === false ? '' : `, default ${typeof fallback === 'number' && /drain|sweep/.test(setting.key) ? `${fallback / 1000}s` : String(fallback)}`;
+    const shown = fallback === undefined || fallback === false
+      ? ''
+      : `, default ${typeof fallback === 'string' || !setting.kind.format ? String(fallback) : String(setting.kind.format(fallback))}`;
     command.addOption(new Option(setting.flag, `${setting.help} (env ${setting.env}${shown})`));
   }
   for (const group of GROUPS) {
@@ -115,9 +117,9 @@ GET /v1/openapi.json (the interface, no key needed).
 Signals: SIGTERM/SIGINT stop gracefully (requests in flight and running conversions get
 --drain-timeout, what still runs is re-queued; a second signal exits at once); SIGHUP reloads
 the config file: plans, credit weights, engine time limits, output caps, retention, log level
-and format, disk floor, trusted proxy, public URL, metrics token, failed authentications per
-minute, TLS certificate. Host, port, data dir, workers, metrics address, allow-* switches, the
-sweep interval, the engine memory and the input caps need a restart.
+and format, disk floor, body time limits, trusted proxy, public URL, metrics token, failed
+authentications per minute, TLS certificate. Host, port, data dir, workers, metrics address,
+allow-* switches, the sweep interval, the engine memory and the input caps need a restart.
 
 On first start with an empty store an unmetered account and one API key are created. The key
 is shown once on stderr when that is a terminal; otherwise it is written to

@@ -13,14 +13,14 @@ import { startAdminSocket } from './admin/socket.ts';
 import { startHttpServer, type HttpServerHandle, type TlsFiles } from './http-server.ts';
 import { levelOfEvent, type Logger } from './log.ts';
 import { buildOpenApi } from './openapi/document.ts';
-import { DiskSpace } from './ops/disk-space.ts';
+import { DiskSpace, LOW_DISK_RETRY_AFTER } from './ops/disk-space.ts';
 import { metricsListener, opsRoutes } from './ops/endpoints.ts';
 import { isLoopbackHost } from './ops/loopback.ts';
 import { DaemonMetrics } from './ops/metrics.ts';
 import { ProxyTrust } from './ops/proxy-trust.ts';
 import { Readiness } from './ops/readiness.ts';
 import { ROUTES } from './routes/table.ts';
-import type { SubmissionRefusal } from './routes/v1-handlers.ts';
+import type { SubmissionRefusal } from './http/refusal.ts';
 
 export const VERSION = '0.1.0';
 
@@ -40,8 +40,7 @@ export interface RunningDaemon {
   reload(next: DaemonConfig): Promise<string[]>;
 }
 
-/** Seconds a refused submission is told to wait. */
-const LOW_DISK_RETRY_AFTER = 60;
+/** Seconds a submission refused at shutdown is told to wait. */
 const SHUTDOWN_RETRY_AFTER = 5;
 /** After the conversions drained, requests still open get this long to end (an upload, a wait being answered). */
 const REQUEST_GRACE_MS = 2_000;
@@ -130,7 +129,10 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   await running.start();
 
   // What SIGHUP may change while requests run: read through `live` each time.
-  const live = { publicUrl: config.publicUrl, metricsToken: config.metricsToken, tls: config.tls, authFailuresPerMinute: config.authFailuresPerMinute };
+  const live = {
+    publicUrl: config.publicUrl, metricsToken: config.metricsToken, tls: config.tls, authFailuresPerMinute: config.authFailuresPerMinute,
+    bodyTimeouts: { idleMs: config.uploadIdleTimeoutMs, totalMs: config.requestTimeoutMs },
+  };
   const proxy = new ProxyTrust(config.trustedProxies);
   let draining = false;
   const shutdown = new AbortController();
@@ -164,6 +166,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       if (draining) return { reason: 'shutting_down', retryAfter: SHUTDOWN_RETRY_AFTER };
       return disk.low() ? { reason: 'low_disk_space', retryAfter: LOW_DISK_RETRY_AFTER } : null;
     },
+    uploadSpace: disk,
+    bodyTimeouts: () => live.bodyTimeouts,
     shutdownSignal: shutdown.signal,
     openApiJson(baseUrl) {
       let text = openApiCache.get(baseUrl);
@@ -178,7 +182,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     clientAddress: (req) => proxy.clientAddress(req),
     authFailuresPerMinute: () => live.authFailuresPerMinute,
   });
-  const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls));
+  const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls), config.requestTimeoutMs);
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
 
   let metricsServer: Server | null = null;
@@ -243,6 +247,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       serviceConfig.outputCapFloorMb = next.outputCapFloorMb;
       logger.configure(next.logLevel, next.logFormat);
       disk.floorMb = next.diskFloorMb;
+      live.bodyTimeouts = { idleMs: next.uploadIdleTimeoutMs, totalMs: next.requestTimeoutMs };
+      http.setRequestTimeout(next.requestTimeoutMs);
       proxy.set(next.trustedProxies);
       live.metricsToken = next.metricsToken;
       live.authFailuresPerMinute = next.authFailuresPerMinute;

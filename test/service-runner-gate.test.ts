@@ -1,15 +1,18 @@
 /**
  * An engine's own limit on runs at once (Engine.maxConcurrentRuns: ffmpeg's, one per core) is
  * kept by the runner, with the real media engine: a conversion waits its turn before its time
- * limit starts, so a queue of long jobs never times out the ones still waiting.
+ * limit starts, so a queue of long jobs never times out the ones still waiting. And an engine
+ * that must get a helper process ready first (Engine.startsClock: the engine host) starts the
+ * clock itself when its work begins.
  */
 import assert from 'node:assert/strict';
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { createMediaEngine } from '../src/engines/media/media-engine.ts';
+import type { Engine } from '../src/engines/types.ts';
 import type { AccountRecord } from '../src/model/account.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
@@ -65,4 +68,52 @@ describe('engine run limits', () => {
     assert.equal(second.status, 'succeeded', JSON.stringify(second.error));
     assert.ok(Date.parse(second.finished_at!) >= Date.parse(first.finished_at!), 'the short one ran after the long one ended');
   });
+});
+
+describe('an engine that starts its own clock', () => {
+  /**
+   * A test engine that first "gets its helper ready" (300 ms, as an engine host or LibreOffice
+   * starting) and then works 100 ms, against a 200 ms limit: whether it succeeds depends only on
+   * where the runner starts the clock.
+   */
+  function readyingEngine(startsClock: boolean): Engine {
+    return {
+      name: 'readying', startsClock,
+      probe: async () => ({ name: 'readying', available: true }),
+      pairs: () => [{ source: 'txt', target: 'csv', engine: 'readying', kind: 'data', options: [], variants: [] }],
+      formats: () => [{ key: 'txt', extensions: ['txt'], mime: 'text/plain' }, { key: 'csv', extensions: ['csv'], mime: 'text/csv' }],
+      async convert(job) {
+        await sleep(300);
+        job.signal.throwIfAborted();
+        job.startClock?.();
+        await sleep(100);
+        job.signal.throwIfAborted();
+        await writeFile(job.outputPath, 'a\n1\n');
+      },
+    };
+  }
+
+  for (const startsClock of [true, false]) {
+    it(startsClock ? 'the time to get ready is not counted: it succeeds' : 'without startsClock the wait counts: it times out', async () => {
+      const system = await openSystem({
+        dataDir: join(dir, `clock-${startsClock}`),
+        config: defaultServiceConfig({ engineTimeoutMs: { readying: 200 } }),
+        workers: 1,
+        engines: [readyingEngine(startsClock)],
+        ephemeralStore: true,
+      });
+      try {
+        await system.start();
+        const owner = await system.accounts.createAccount({ plan: 'unmetered', name: 'clock' });
+        const path = system.blobs.spoolPath();
+        await writeFile(path, 'x');
+        const created = await system.conversions.create(owner, { fields: { target: 'csv' }, options: {}, files: [{ path, size: 1, sha256: '', filename: 'a.txt' }] });
+        const ended = await system.conversions.waitForEnd(created.record, 10);
+        if (startsClock) assert.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
+        else assert.deepEqual([ended.status, ended.error?.code], ['failed', 'timeout']);
+      } finally {
+        await system.stop();
+      }
+    });
+  }
 });

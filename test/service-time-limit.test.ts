@@ -42,4 +42,27 @@ describe('withTimeLimit', () => {
     job.abort();
     assert.equal(limited.signal.aborted, false);
   });
+
+  it('a deferred limit runs from start(), not from its making; start() twice changes nothing', async () => {
+    const job = new AbortController();
+    const limited = withTimeLimit(job.signal, 30, true);
+    await sleep(60);
+    assert.equal(limited.signal.aborted, false, 'no clock before start()');
+    limited.start();
+    await sleep(10);
+    limited.start();
+    assert.equal(limited.signal.aborted, false);
+    await sleep(60);
+    assert.equal(limited.timedOut(), true);
+    limited.dispose();
+  });
+
+  it("a deferred limit still passes the job's own abort on before it starts", () => {
+    const job = new AbortController();
+    const limited = withTimeLimit(job.signal, 10_000, true);
+    job.abort(new Error('cancelled'));
+    assert.equal(limited.signal.aborted, true);
+    assert.equal(limited.timedOut(), false);
+    limited.dispose();
+  });
 });

@@ -17,6 +17,10 @@ export interface MultipartLimits {
    * Idempotency-Key is ever compared with another, so only such a request pays for it.
    */
   hashFiles: boolean;
+  /** Told of each chunk of a file before it is written; an error it returns stops the upload with it. */
+  onFileBytes?: ((bytes: number) => ApiError | undefined) | undefined;
+  /** Aborted (with an ApiError as its reason) to stop reading: the body stalled or took too long. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface MultipartBody {
@@ -30,8 +34,9 @@ const MAX_FILES = 2;
 
 /**
  * Streams a multipart body straight to spool files (never the whole body in memory), hashing each
- * file on the way for the idempotency fingerprint when asked to. Crossing the size limit stops at once with 413
- * and removes what was written.
+ * file on the way for the idempotency fingerprint when asked to. Crossing the size limit stops at
+ * once with 413, `onFileBytes` refusing a chunk or `signal` aborting with their error; every way
+ * of stopping removes what was written.
  */
 export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): Promise<MultipartBody> {
   return new Promise((resolve, reject) => {
@@ -87,10 +92,18 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       spooled.push(path);
       streams.push(stream);
       const hash = limits.hashFiles ? createHash('sha256') : null;
-      const hasher = hash
+      const { onFileBytes } = limits;
+      const inspect = hash || onFileBytes
         ? [new Transform({
           transform(chunk: Buffer, _encoding, callback) {
-            hash.update(chunk);
+            // Before the write: the chunk that would cross the disk floor is never written.
+            const refused = onFileBytes?.(chunk.length);
+            if (refused) {
+              fail(refused);
+              callback(refused);
+              return;
+            }
+            hash?.update(chunk);
             callback(null, chunk);
           },
         })]
@@ -100,14 +113,18 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
         stream.destroy();
       });
       const spool = createWriteStream(path, { mode: 0o600 });
-      const written = pipeline([stream, ...hasher, spool])
+      // A failed pipeline settles before the spool file's descriptor is closed, and a file
+      // removed while still open keeps its blocks: the space must really be free once it is
+      // discarded (the disk floor reads free space right after).
+      const closed = new Promise<void>((resolve) => spool.once('close', () => resolve()));
+      const written = pipeline([stream, ...inspect, spool])
         .then(() => {
           if (!failure) files.push({ path, size: spool.bytesWritten, sha256: hash?.digest('hex') ?? '', filename: info.filename ?? null });
         })
         .catch(() => {
           if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));
         });
-      writes.push(written);
+      writes.push(written.then(() => closed));
     });
 
     parser.on('filesLimit', () => fail(fieldError('file', 'only one file per request')));
@@ -121,6 +138,13 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       });
     });
     req.on('aborted', () => fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } })));
+    const { signal } = limits;
+    const stopped = () => fail(signal?.reason instanceof ApiError ? signal.reason : new ApiError('internal_error'));
+    if (signal?.aborted) {
+      stopped();
+      return;
+    }
+    signal?.addEventListener('abort', stopped, { once: true });
     req.pipe(parser);
   });
 }

@@ -137,7 +137,7 @@ export const SCHEMAS = {
       properties: {
         code: { type: 'string', enum: Object.keys(ERROR_STATUS), description: 'Stable and machine-readable (spec 7).' },
         message: { type: 'string', description: 'For people, in the language of Accept-Language.' },
-        details: { type: 'object', description: 'Optional; `max_upload_mb` for file_too_large, `fields` for validation_failed, `limit` for rate limits.' },
+        details: { type: 'object', description: 'Optional; `max_upload_mb` for file_too_large, `fields` for validation_failed, `limit` for rate limits, `reason` for api_disabled (`low_disk_space`, `shutting_down`), `limit` (`upload_idle_timeout` or `request_timeout`) and `seconds` for request_timeout.' },
       },
       required: ['code', 'message'],
       additionalProperties: false,

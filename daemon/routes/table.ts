@@ -53,7 +53,7 @@ const create = {
   method: 'POST',
   scope: 'convert',
   summary: 'Start a conversion',
-  description: 'Submits one input (an uploaded file or a URL) with a target format. Answers 202 with the conversion and its address in `Location`, or 200 when it ended within `wait` seconds.',
+  description: 'Submits one input (an uploaded file or a URL) with a target format. Answers 202 with the conversion and its address in `Location`, or 200 when it ended within `wait` seconds. An upload is checked against the plan (concurrent conversions, uploads in flight included; conversions per window; credits, estimated from Content-Length) and the server\'s free disk space before a byte of its body is read. A body that sends nothing for a while, or takes too long as a whole, is ended with 408 `request_timeout`.',
   tag: 'Conversions',
   parameters: [{
     name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 64 },
@@ -68,7 +68,7 @@ const create = {
     200: { description: 'The conversion ended within `wait`.', schema: 'Conversion' },
     202: { description: 'Accepted; poll `Location`.', schema: 'Conversion', headers: ['Location'] },
   },
-  errors: ['validation_failed', 'unsupported_conversion', 'file_too_large', 'insufficient_credits', 'free_quota_exhausted', 'concurrency_limit', 'idempotency_conflict'],
+  errors: ['validation_failed', 'unsupported_conversion', 'file_too_large', 'insufficient_credits', 'free_quota_exhausted', 'concurrency_limit', 'idempotency_conflict', 'request_timeout'],
 } as const;
 
 export const ROUTES = [

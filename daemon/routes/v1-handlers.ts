@@ -10,11 +10,16 @@ import { BYTES_PER_MB } from '../../src/model/plan.ts';
 import { END_STATUSES } from '../../src/model/status.ts';
 import type { Caller } from '../../src/service/accounts.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
+import type { CreateRequestInput } from '../../src/service/create-request.ts';
 import { readCreateRequest } from '../http/body.ts';
+import type { BodyTimeouts } from '../http/body-deadline.ts';
 import { wasHead } from '../http/head.ts';
 import { attachmentHeader } from '../http/content-disposition.ts';
 import { parseRange } from '../http/range.ts';
+import { refusalError, type SubmissionRefusal } from '../http/refusal.ts';
 import { json } from '../http/respond.ts';
+import { admitUpload } from '../http/upload-admission.ts';
+import type { UploadSpace } from '../ops/disk-space.ts';
 import type { KeyedOperationId, PublicOperationId } from './table.ts';
 
 export interface Context {
@@ -29,12 +34,13 @@ export interface Context {
 export type RouteHandler = (context: Context) => Promise<Response | HTTPResponse>;
 export type PublicHandler = (context: { event: H3Event; baseUrl: string }) => Promise<Response | HTTPResponse>;
 
-/** Why submissions are refused for now (503 api_disabled), or null. */
-export type SubmissionRefusal = { reason: 'low_disk_space' | 'shutting_down'; retryAfter: number } | null;
-
 export interface HandlerDeps {
   system: ConversionSystem;
   refuseSubmissions: () => SubmissionRefusal;
+  /** Meters uploads against the disk floor. */
+  uploadSpace: UploadSpace;
+  /** The body time limits in force (read per request: SIGHUP changes them). */
+  bodyTimeouts: () => BodyTimeouts;
   /** Aborted at shutdown, once no conversion will end any more: `wait` requests answer at once. */
   shutdownSignal: AbortSignal;
   /** The OpenAPI document for a base URL, serialized. */
@@ -58,22 +64,29 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
 
   const create: RouteHandler = async ({ caller, nodeReq, event, baseUrl }) => {
     const refusal = deps.refuseSubmissions();
-    if (refusal) {
-      throw new ApiError('api_disabled', {
-        params: { reason: refusal.reason, retry_after: refusal.retryAfter },
-        details: { reason: refusal.reason },
-        headers: { 'Retry-After': String(refusal.retryAfter) },
-      });
-    }
+    if (refusal) throw refusalError(refusal);
     const plan = conversions.config.plans[caller.account.plan];
     const key = event.req.headers.get('idempotency-key') ?? undefined;
-    const input = await readCreateRequest(nodeReq, {
-      maxFileBytes: plan.max_upload_mb * BYTES_PER_MB,
-      maxFileMb: plan.max_upload_mb,
-      spoolPath: () => system.blobs.spoolPath(),
-      discard: (path) => system.blobs.discardSpool(path),
-    }, key);
-    const outcome = await conversions.create(caller.account, input);
+    const limits = { maxFileBytes: plan.max_upload_mb * BYTES_PER_MB, maxFileMb: plan.max_upload_mb };
+    const timeouts = deps.bodyTimeouts();
+    const upload = await admitUpload(conversions, deps.uploadSpace, caller.account, nodeReq, limits, key, timeouts.idleMs);
+    let input: CreateRequestInput;
+    try {
+      input = await readCreateRequest(nodeReq, {
+        ...limits,
+        spoolPath: () => system.blobs.spoolPath(),
+        discard: (path) => system.blobs.discardSpool(path),
+        onFileBytes: upload?.onFileBytes,
+        timeouts,
+      }, key);
+    } catch (error) {
+      upload?.hold?.release();
+      // The parser removed what it had spooled.
+      await upload?.meter.end(true);
+      throw error;
+    }
+    await upload?.meter.end(false);
+    const outcome = await conversions.create(caller.account, input, upload?.hold ?? undefined);
     // `event.req.signal` builds an AbortSignal wired to the socket (~5 us): only when it is used.
     const record = await conversions.waitForEnd(outcome.record, outcome.wait, outcome.wait > 0 ? waitSignal(event) : undefined);
     return conversionAnswer(record, baseUrl);

@@ -41,6 +41,8 @@ export function defaultEngines(settings: EngineSettings, known: ReadonlyMap<stri
     if (!loader.isolated || !host) return engine;
     return {
       ...engine,
+      // Starting a host process (or waiting for a free one) is not the conversion's time.
+      startsClock: true,
       async probe() {
         const status = await engine.probe();
         return { ...status, detail: [status.detail, `runs in engine host processes (${host.memoryLimitMb} MB each)`].filter(Boolean).join('; ') };

@@ -22,6 +22,11 @@ export interface EngineJob {
    * checks the size of every result as well.
    */
   maxOutputBytes?: number;
+  /**
+   * Given to an engine that `startsClock`: it calls this when its work begins (its helper
+   * process is up and its own), and the time limit runs from then.
+   */
+  startClock?: () => void;
 }
 
 /** What an engine may tell about its output; the caller finds out itself what is left out. */
@@ -58,6 +63,11 @@ export interface Engine {
    * limit of its own.
    */
   readonly maxConcurrentRuns?: number;
+  /**
+   * The engine calls EngineJob.startClock when its work begins, after starting or waiting for a
+   * helper process; otherwise the time limit runs from the call to `convert`.
+   */
+  readonly startsClock?: boolean;
   /** Ends what the engine keeps running (helper processes); it converts no more afterwards. */
   close?(): Promise<void>;
 }

@@ -14,6 +14,7 @@ export const ERROR_STATUS = {
   not_ready: 409,
   invalid_state: 409,
   expired: 410,
+  request_timeout: 408,
   method_not_allowed: 405,
   internal_error: 500,
   api_disabled: 503,

@@ -27,6 +27,7 @@ const MESSAGES: Record<Language, Catalog> = {
     method_not_allowed: 'This method is not allowed here.',
     internal_error: 'An internal error occurred.',
     api_disabled: 'The API is temporarily unavailable{reason}; try again in {retry_after} seconds.',
+    request_timeout: 'The request body did not arrive in time: the server waited {seconds} seconds{reason}, then ended the request.',
   },
   de: {
     unauthenticated: 'API-Schlüssel fehlt oder ist ungültig.',
@@ -47,6 +48,7 @@ const MESSAGES: Record<Language, Catalog> = {
     method_not_allowed: 'Diese Methode ist hier nicht erlaubt.',
     internal_error: 'Ein interner Fehler ist aufgetreten.',
     api_disabled: 'Die API ist vorübergehend nicht verfügbar{reason}; versuchen Sie es in {retry_after} Sekunden erneut.',
+    request_timeout: 'Der Anfragekörper kam nicht rechtzeitig an: der Server hat {seconds} Sekunden{reason} gewartet und die Anfrage dann beendet.',
   },
 };
 
@@ -67,15 +69,22 @@ const WORDS: Record<Language, Record<string, string>> = {
   },
 };
 
-/** Why the API is unavailable (`api_disabled`'s `{reason}`); none for the admin's maintenance switch. */
+/**
+ * A code's `{reason}`: why the API is unavailable (`api_disabled`; none for the admin's
+ * maintenance switch), which time limit ended a request (`request_timeout`, named by its setting).
+ */
 const REASONS: Record<Language, Record<string, string>> = {
   en: {
     low_disk_space: ': the server is low on disk space, so it accepts no new conversions',
     shutting_down: ': the server is shutting down',
+    upload_idle_timeout: ' without receiving any data',
+    request_timeout: ' for the whole body',
   },
   de: {
     low_disk_space: ': der Server hat zu wenig freien Speicherplatz und nimmt keine neuen Umwandlungen an',
     shutting_down: ': der Server wird heruntergefahren',
+    upload_idle_timeout: ' vergeblich auf weitere Daten',
+    request_timeout: ' auf den vollständigen Anfragekörper',
   },
 };
 
@@ -84,7 +93,8 @@ export function renderMessage(code: ApiErrorCode, params: MessageParams, languag
     const value = params[name];
     if (name === 'reason') return value === undefined ? '' : (REASONS[language][String(value)] ?? '');
     if (value === undefined) return name === 'hint' ? '' : '?';
-    const text = String(value);
+    // A fraction is written as the language writes it (1.5 s is "1,5 Sekunden" in German).
+    const text = typeof value === 'number' && !Number.isInteger(value) ? value.toLocaleString(language) : String(value);
     // Only these name a word of ours; a format, a value or a hint is shown as sent (a file format
     // may well be called `key`).
     return TRANSLATED_PARAMS.has(name) ? (WORDS[language][text] ?? text) : text;

@@ -14,6 +14,8 @@ export class FormatRegistry {
   private readonly formatsByKey = new Map<string, FormatInfo>();
   private readonly formatsByExtension = new Map<string, FormatInfo>();
   private readonly engines = new Map<string, Engine>();
+  /** Kinds of the pairs offered: the weights that can apply. */
+  private readonly kinds = new Set<ConversionPair['kind']>();
 
   private constructor(
     readonly statuses: EngineStatus[],
@@ -53,6 +55,7 @@ export class FormatRegistry {
     if (!targets) this.pairsBySource.set(pair.source, (targets = new Map()));
     // The first engine to declare a pair keeps it: engines are listed in order of preference.
     if (!targets.has(pair.target)) targets.set(pair.target, pair);
+    this.kinds.add(pair.kind);
   }
 
   /** Canonical format key for a name or extension (`jpeg` -> `jpg`, `.TIF` -> `tiff`), or undefined. */
@@ -94,5 +97,15 @@ export class FormatRegistry {
   /** Ends what the engines keep running (the engine host's processes). */
   async close(): Promise<void> {
     await Promise.all(this.all.map((engine) => engine.close?.()));
+  }
+
+  /**
+   * The lightest weight of any pair offered: the least an upload costs while its pair is not
+   * known yet. Read each time: a reload changes the weights in place.
+   */
+  minCreditWeight(): number {
+    let min = Infinity;
+    for (const kind of this.kinds) min = Math.min(min, this.weights[kind]);
+    return min === Infinity ? 0 : min;
   }
 }

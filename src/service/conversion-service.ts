@@ -10,12 +10,14 @@ import type { BlobStore } from '../store/blob-store.ts';
 import type { Store } from '../store/types.ts';
 import type { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
-import { balanceOf, conversionCost } from './credits.ts';
+import { conversionCost } from './credits.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from './ids.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 import { PublicJsonCache } from './public-json-cache.ts';
+import { checkSubmissionLimits } from './submission-limits.ts';
+import { UploadHolds, type UploadHold } from './upload-holds.ts';
 
 const DEFAULT_PAGE = 20;
 const MAX_PAGE = 100;
@@ -43,6 +45,8 @@ export class ConversionService {
   readonly events = new EndEvents();
   /** Serializes each account's submissions (checks + insert) and each conversion's transitions. */
   readonly locks = new KeyedMutex();
+  /** Uploads between `admitUpload` and the end of `create`. */
+  readonly uploads = new UploadHolds();
 
   constructor(
     readonly store: Store,
@@ -70,7 +74,45 @@ export class ConversionService {
     return this.publicJsonCache.render(record, baseUrl);
   }
 
-  async create(account: AccountRecord, input: CreateRequestInput): Promise<CreateOutcome> {
+  /**
+   * Before a byte of an upload is read: the account's limits as `create` checks them, with the
+   * cost estimated from what the upload announced (`fileBytes`: the least the file can be, null
+   * when its size was not announced) at the lightest weight of any pair, since the pair is not
+   * known before the body is. Passed, the upload holds its place and that estimate until
+   * `create`, which is given the hold, has inserted the conversion or failed. Returns null when
+   * the Idempotency-Key already names a conversion of the account: a replay is answered from
+   * `create` with the original, whatever the limits say now.
+   *
+   * An upload with the same key already in flight is most likely this very request sent again:
+   * it waits (up to `patienceMs`) for that one to end, and is then a replay, or, if the other
+   * failed, checked on its own. So duplicates sent at the same moment all get the original, as
+   * before, and do not take a place each.
+   */
+  async admitUpload(
+    account: AccountRecord,
+    upload: { fileBytes: number | null; idempotencyKey?: string | undefined; patienceMs: number },
+  ): Promise<UploadHold | null> {
+    const plan = this.config.plans[account.plan];
+    const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(this.registry.minCreditWeight(), upload.fileBytes);
+    const key = upload.idempotencyKey;
+    const patience = Date.now() + upload.patienceMs;
+    for (;;) {
+      const step = await this.locks.run(`account:${account.id}`, async (): Promise<{ hold: UploadHold | null } | { twin: UploadHold }> => {
+        if (key !== undefined && (await this.store.findByIdempotencyKey(account.id, key))) return { hold: null };
+        const twin = key !== undefined && Date.now() < patience ? this.uploads.withKey(account.id, key) : undefined;
+        if (twin) return { twin };
+        await checkSubmissionLimits(this.store, account, plan, cost, this.uploads.heldBy(account.id), this.now().getTime());
+        return { hold: this.uploads.add(account.id, cost, key ?? null) };
+      });
+      if ('hold' in step) return step.hold;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([step.twin.released, new Promise<void>((resolve) => (timer = setTimeout(resolve, patience - Date.now())))]);
+      clearTimeout(timer);
+    }
+  }
+
+  /** `hold`: the request's own from `admitUpload`, released here whatever the outcome. */
+  async create(account: AccountRecord, input: CreateRequestInput, hold?: UploadHold): Promise<CreateOutcome> {
     let adopted = false;
     try {
       const request = await validateCreateRequest(input, this.registry, this.rules);
@@ -86,33 +128,7 @@ export class ConversionService {
             return { record: earlier, replayed: true, wait: request.wait };
           }
         }
-        const active = await this.store.countActive(account.id);
-        if (active >= plan.concurrent_conversions) {
-          throw new ApiError('concurrency_limit', { params: { limit: plan.concurrent_conversions }, details: { limit: plan.concurrent_conversions } });
-        }
-        const nowMs = this.now().getTime();
-        const windowMs = plan.window_seconds * 1000;
-        const recent = await this.store.countCreatedSince(account.id, nowMs - windowMs);
-        if (recent >= plan.conversions_per_window) {
-          // The window frees a place when the conversion that filled it leaves the window.
-          const filledAt = (await this.store.createdAtOfNewest(account.id, plan.conversions_per_window)) ?? nowMs;
-          const retryAfter = Math.max(1, Math.ceil((filledAt + windowMs - nowMs) / 1000));
-          throw new ApiError('rate_limited', {
-            params: { retry_after: retryAfter },
-            details: { limit: 'conversions_per_window', conversions_per_window: plan.conversions_per_window, window_seconds: plan.window_seconds },
-            headers: { 'Retry-After': String(retryAfter) },
-          });
-        }
-        if (plan.credits_type !== 'unmetered') {
-          const balance = await balanceOf(this.store, account);
-          if (balance.available < cost) {
-            const code = plan.credits_type === 'free_api_credits' ? 'free_quota_exhausted' : 'insufficient_credits';
-            throw new ApiError(code, {
-              params: { cost, remaining: Math.max(0, balance.available), allowance: plan.monthly_allowance },
-              details: { cost, remaining: Math.max(0, balance.available), monthly_allowance: plan.monthly_allowance },
-            });
-          }
-        }
+        await checkSubmissionLimits(this.store, account, plan, cost, this.uploads.heldBy(account.id, hold), this.now().getTime());
         const created = this.now();
         const record: ConversionRecord = {
           id: newConversionId(created.getTime()),
@@ -143,6 +159,8 @@ export class ConversionService {
           adopted = true;
         }
         await this.store.insertConversion(record);
+        // The conversion holds the place and its credits from here on.
+        hold?.release();
         return { record, replayed: false, wait: request.wait };
       });
       if (!outcome.replayed) {
@@ -154,6 +172,7 @@ export class ConversionService {
       }
       return outcome;
     } finally {
+      hold?.release();
       if (!adopted) for (const file of input.files) await this.blobs.discardSpool(file.path);
     }
   }

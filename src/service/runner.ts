@@ -87,11 +87,12 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         void store.updateConversion(id, { progress: value }, { deferred: true });
       };
       const convertWithinLimit = async (): Promise<EngineOutput | void> => {
-        const limited = withTimeLimit(signal, timeoutMs);
+        const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);
         try {
           return await engine.convert({
             inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
             variant: record.variant, options: record.options, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
+            startClock: limited.start,
           });
         } catch (error) {
           if (limited.timedOut()) {

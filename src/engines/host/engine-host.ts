@@ -73,12 +73,13 @@ export class EngineHost {
   }
 
   async convert(engine: string, settings: EngineSettings, job: EngineJob): Promise<EngineOutput> {
-    const { signal, onProgress, ...plain } = job;
+    const { signal, onProgress, startClock, ...plain } = job;
     const request: HostRequest = { engine, settings, job: plain };
     try {
       const done = (await this.pool.run(request, {
         signal,
         onEvent: (event) => onProgress((event as HostProgress).progress),
+        onStart: startClock,
       })) as HostDone;
       return done;
     } catch (error) {

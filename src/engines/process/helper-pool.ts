@@ -25,6 +25,8 @@ export interface PoolTask {
   /** Aborting kills the helper running the task (its whole group); the task rejects with the reason. */
   signal: AbortSignal;
   onEvent?: (event: unknown) => void;
+  /** Called once the task has a started helper of its own, just before it is sent. */
+  onStart?: () => void;
 }
 
 export interface PoolStatus {
@@ -81,6 +83,7 @@ export class HelperPool {
     try {
       helper = await this.helperOf(slot);
       task.signal.throwIfAborted();
+      task.onStart?.();
       const running = helper;
       const onAbort = () => running.kill();
       task.signal.addEventListener('abort', onAbort, { once: true });
