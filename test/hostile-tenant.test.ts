@@ -6,18 +6,23 @@
  * ends with a clear code and, when it fails, costs nothing; no scratch file is left.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import type { PublicConversion } from '../src/model/conversion.ts';
+import { newAccount } from './api-support.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { BOUNDARY, multipartHead, RawRequest } from './helpers/raw-upload.ts';
 import { assertAlive, scratchFiles, victimConverts, watchVictim } from './helpers/victim.ts';
 import { meteredClient, remainingCredits, uploadFile, waitForEnd, type Client } from './registry-pairs-daemon.ts';
 import { rawStatus, waitUntil } from './ops-support.ts';
 
 const P99_LIMIT_MS = 100;
+const run = promisify(execFile);
 
 let dir: string;
 let daemon: DaemonHandle;
@@ -208,5 +213,108 @@ describe('hostile tenant: requests', () => {
     const labels = new Set([...text.matchAll(/^convd_http_requests_total\{method="([^"]*)"/gm)].map((match) => match[1]));
     assert.ok(labels.has('other'), 'the unknown methods were counted, as other');
     for (const label of labels) assert.ok(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS', 'other'].includes(label!), `method label ${label}`);
+  });
+});
+
+/** A file system of `sizeMb` for a data dir (tmpfs, as root), or why there is none. */
+async function smallDisk(sizeMb: number): Promise<{ dir: string; skip: false } | { dir: null; skip: string }> {
+  if (process.getuid?.() !== 0) return { dir: null, skip: `mounting a ${sizeMb} MiB tmpfs for the data dir needs root` };
+  const dir = await mkdtemp(join(tmpdir(), 'convd-attack-disk-'));
+  try {
+    await run('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir]);
+    return { dir, skip: false };
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    return { dir: null, skip: `cannot mount a tmpfs for the data dir: ${error instanceof Error ? error.message.trim() : String(error)}` };
+  }
+}
+
+const MIB = 1024 * 1024;
+/** The disk the upload attacks run against: 512 MiB, of which the floor keeps 128 free. */
+const DISK_MB = 512;
+const FLOOR_MB = 128;
+const IDLE_MS = 2000;
+
+describe('hostile tenant: uploads that never end', async () => {
+  const disk = await smallDisk(DISK_MB);
+  let small: DaemonHandle | null = null;
+  let uploader: Client;
+
+  before(async () => {
+    if (!disk.dir) return;
+    small = await startDaemon({ dataDir: disk.dir, env: { CONVD_DISK_FLOOR_MB: String(FLOOR_MB), CONVD_UPLOAD_IDLE_TIMEOUT: `${IDLE_MS}ms` } });
+    uploader = await newAccount(small, 'free');
+  });
+  after(async () => {
+    if (!disk.dir) return;
+    // Not dispose(): the mount point cannot be removed while mounted.
+    await small?.kill();
+    await run('umount', [disk.dir]).catch(() => undefined);
+    await rm(disk.dir, { recursive: true, force: true });
+  });
+
+  const free = async () => {
+    const stats = await statfs(disk.dir!);
+    return stats.bavail * stats.bsize;
+  };
+
+  it('12 uploads of 98 MB that never send their closing boundary, from one free account: the disk stays above the floor', { skip: disk.skip }, async () => {
+    const d = small!;
+    const headers = { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(98 * MIB + 4096) };
+    let lowest = await free();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        lowest = Math.min(lowest, await free());
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    const uploads = await underAttack(d, async () => {
+      const all = await Promise.all(Array.from({ length: 12 }, () => RawRequest.post(uploader, headers)));
+      // A refused upload is answered before it sent a byte; the others send 98 MB and then nothing.
+      const early = await Promise.all(all.map((upload) => Promise.race([upload.answer, new Promise<null>((resolve) => setTimeout(() => resolve(null), 500))])));
+      await Promise.all(all.map(async (upload, i) => {
+        if (early[i]) return;
+        await upload.write(multipartHead({ target: 'webp' }, 'never.png'));
+        await upload.stream(98 * MIB);
+      }));
+      return Promise.all(all.map(async (upload, i) => ({ upload, early: early[i], answer: await upload.answer })));
+    });
+    sampling = false;
+    await sampler;
+    const refused = uploads.filter((u) => u.early !== null);
+    const cut = uploads.filter((u) => u.early === null);
+    assert.equal(refused.length, 10, 'all but the plan\'s two were refused at once');
+    for (const u of refused) {
+      assert.equal(u.answer.status, 429);
+      assert.equal((u.answer.json as { error: { code: string } }).error.code, 'concurrency_limit');
+      assert.equal(u.upload.sent, 0, 'refused before a byte of the body');
+    }
+    for (const u of cut) {
+      assert.equal(u.answer.status, 408, u.answer.text);
+      assert.equal((u.answer.json as { error: { code: string } }).error.code, 'request_timeout');
+      await u.upload.closed;
+    }
+    for (const u of uploads) u.upload.destroy();
+    assert.ok(lowest >= FLOOR_MB * MIB - MIB, `free space fell to ${(lowest / MIB).toFixed(1)} MiB; the floor is ${FLOOR_MB}`);
+    await waitUntil('the stalled uploads\' spool files to be gone', async () => ((await scratchFiles(d)).length === 0 ? true : undefined), 5000);
+    assert.ok((await free()) > (DISK_MB - 16) * MIB, 'their space is free again');
+  });
+
+  it('300 upload connections that send nothing are answered or cut, and closed', { skip: disk.skip }, async () => {
+    const d = small!;
+    const headers = { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(MIB) };
+    const closedWithin = await underAttack(d, async () => {
+      const began = performance.now();
+      const silent = await Promise.all(Array.from({ length: 300 }, () => RawRequest.post(uploader, headers)));
+      const answers = await Promise.all(silent.map((upload) => upload.answer));
+      const closed = await Promise.all(silent.map((upload) => upload.closed));
+      const statuses = answers.map((answer) => answer.status);
+      assert.equal(statuses.filter((status) => status === 429).length, 298, `statuses: ${[...new Set(statuses)].join(',')}`);
+      assert.equal(statuses.filter((status) => status === 408).length, 2);
+      return Math.max(...closed) - began;
+    });
+    assert.ok(closedWithin < IDLE_MS + 5000, `every connection was closed ${Math.round(closedWithin)} ms after it opened`);
+    assert.deepEqual(await scratchFiles(d), []);
   });
 });
