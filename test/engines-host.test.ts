@@ -6,7 +6,7 @@
  * are recycled, stopped when idle, and none outlives close().
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -97,6 +97,10 @@ describe('engine host', () => {
       const pids = hostPids();
       assert.equal(pids.length, 1, 'one host process, kept for the next job');
       assert.notEqual(pids[0], process.pid);
+      // Below the daemon's priority, as a thread and (with autogroup scheduling) as a session.
+      const stat = readFileSync(`/proc/${pids[0]}/stat`, 'utf8');
+      assert.equal(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16], '10');
+      if (existsSync(`/proc/${pids[0]}/autogroup`)) assert.match(readFileSync(`/proc/${pids[0]}/autogroup`, 'utf8'), / nice 10\n?$/);
       assert.equal(host.status().started, 1);
     } finally {
       await host.close();

@@ -58,6 +58,23 @@ describe('runProcess', () => {
     assert.ok(lines[0]!.length < 20_000 && lines[0]!.endsWith('…'));
   });
 
+  it('runs an engine at a lower priority, as a thread and as a scheduling group', async () => {
+    // The shell reports its own nice value (field 19 of /proc/self/stat) and its autogroup.
+    const lines: string[] = [];
+    const result = await runProcess('sh', ['-c', 'cut -d" " -f19 /proc/$$/stat; cat /proc/$$/autogroup 2>/dev/null || echo none'], {
+      niceness: 10, onStdoutLine: (line) => lines.push(line),
+    });
+    assert.equal(result.code, 0);
+    assert.equal(lines[0], '10', 'nice 10 from the start (threads it makes have it too)');
+    // With autogroup scheduling, a session's nice value is what weighs against the daemon's.
+    if (lines[1] !== 'none') assert.match(lines[1]!, / nice 10$/);
+  });
+
+  it('a missing command run with a niceness is still ENOENT, not the exit status of nice', async () => {
+    await assert.rejects(runProcess('/nonexistent/binary', [], { niceness: 10 }), /ENOENT/);
+    assert.deepEqual(liveChildPids(), []);
+  });
+
   it('rejects when the command does not exist, and leaves nothing registered', async () => {
     await assert.rejects(runProcess('/nonexistent/binary', []), /ENOENT/);
     assert.deepEqual(liveChildPids(), []);

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
-import { execFailure, findParentDeathWrapper, killGroup, trackGroup, untrackGroup, wrapped } from './group.ts';
+import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, trackGroup, untrackGroup, wrapped } from './group.ts';
 import { residentBytesOfTree } from './resident-memory.ts';
 
 /** How to start one helper. */
@@ -132,6 +132,7 @@ export class HelperProcess {
       const error = await new Promise<Error>((resolve) => child.once('error', resolve));
       throw error;
     }
+    lowerSessionPriority(child.pid, options.niceness ?? 0);
     const helper = new HelperProcess(child, options);
     await helper.ready();
     return helper;
