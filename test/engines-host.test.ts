@@ -101,7 +101,7 @@ describe('engine host', () => {
       const stat = readFileSync(`/proc/${pids[0]}/stat`, 'utf8');
       assert.equal(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16], '10');
       if (existsSync(`/proc/${pids[0]}/autogroup`)) assert.match(readFileSync(`/proc/${pids[0]}/autogroup`, 'utf8'), / nice 10\n?$/);
-      assert.equal(host.status().started, 1);
+      assert.equal((await host.status()).started, 1);
     } finally {
       await host.close();
     }
@@ -119,8 +119,8 @@ describe('engine host', () => {
       assert.ok(capped instanceof ConversionFailure);
       assert.equal(capped.code, 'conversion_failed');
       assert.match(capped.message, /larger than its limit/);
-      assert.equal(host.status().started, 1);
-      assert.equal(host.status().lost, 0);
+      assert.equal((await host.status()).started, 1);
+      assert.equal((await host.status()).lost, 0);
     } finally {
       await host.close();
     }
@@ -145,7 +145,7 @@ describe('engine host', () => {
       await host.convert('data', SETTINGS, job(await input('next.csv', 'a\n1\n'), 'csv', 'json', { options: { header: true, delimiter: 'auto', indent: 2 } }));
       const [next] = hostPids();
       assert.ok(next && next !== pid, 'a new host process');
-      assert.equal(host.status().lost, 1);
+      assert.equal((await host.status()).lost, 1);
     } finally {
       await host.close();
     }
@@ -195,9 +195,9 @@ describe('engine host', () => {
       await convert();
       const [second] = hostPids();
       assert.ok(second && second !== first);
-      assert.equal(host.status().started, 2);
+      assert.equal((await host.status()).started, 2);
       await waitFor(() => hostPids().length === 0, 3000, 'the idle host to stop');
-      assert.equal(host.status().running, 0);
+      assert.equal((await host.status()).running, 0);
     } finally {
       await host.close();
     }

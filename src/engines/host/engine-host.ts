@@ -2,9 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { CONVERSION_ERROR_CODES, type ConversionErrorCode } from '../../errors/codes.ts';
 import type { EngineSettings } from '../catalog.ts';
-import { ENGINE_NICENESS } from '../process/group.ts';
-import { HelperPool, type HelperLifecycle, type PoolStatus } from '../process/helper-pool.ts';
-import { HelperDied, HelperTaskError, type HelperCommand } from '../process/helper-process.ts';
+import type { HelperLifecycle, HelperPool, PoolStatus } from '../process/helper-pool.ts';
+import type { HelperCommand } from '../process/helper-process.ts';
 import type { EngineJob, EngineOutput } from '../types.ts';
 import type { HostDone, HostFailure, HostProgress, HostRequest } from './protocol.ts';
 
@@ -19,6 +18,15 @@ export interface EngineHostOptions {
   idleStopMs?: number;
   startTimeoutMs?: number;
   onLifecycle?: (event: HelperLifecycle) => void;
+}
+
+type Machinery = typeof import('../process/helper-process.ts') & { HelperPool: typeof HelperPool; ENGINE_NICENESS: number; pool: HelperPool };
+
+async function loadMachinery(): Promise<Omit<Machinery, 'pool'>> {
+  const [process, { HelperPool }, { ENGINE_NICENESS }] = await Promise.all([
+    import('../process/helper-process.ts'), import('../process/helper-pool.ts'), import('../process/group.ts'),
+  ]);
+  return { ...process, HelperPool, ENGINE_NICENESS };
 }
 
 const DEFAULT_RECYCLE_AFTER = 500;
@@ -53,30 +61,44 @@ function hostCommand(memoryLimitMb: number): HelperCommand {
  * conversion running, started on first use and kept warm for the next.
  */
 export class EngineHost {
-  private readonly pool: HelperPool;
+  /**
+   * The pool and its process machinery load with the first conversion: `conv formats` and every
+   * in-process run that converts no document make an EngineHost too (a few ms of start-up each).
+   */
+  private machinery: Promise<Machinery> | null = null;
+  private closed = false;
 
-  constructor(private readonly options: EngineHostOptions) {
-    this.pool = new HelperPool({
-      name: 'engine-host',
-      size: options.processes,
-      recycleAfter: options.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
-      idleStopMs: options.idleStopMs ?? DEFAULT_IDLE_STOP_MS,
-      onLifecycle: options.onLifecycle,
-      helper: () => ({
+  constructor(private readonly options: EngineHostOptions) {}
+
+  private load(): Promise<Machinery> {
+    this.machinery ??= loadMachinery().then((parts) => {
+      const { options } = this;
+      const pool = new parts.HelperPool({
         name: 'engine-host',
-        command: hostCommand(options.memoryLimitMb),
-        startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
-        memoryLimitBytes: options.memoryLimitMb * 1024 * 1024,
-        niceness: ENGINE_NICENESS,
-      }),
+        size: options.processes,
+        recycleAfter: options.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
+        idleStopMs: options.idleStopMs ?? DEFAULT_IDLE_STOP_MS,
+        onLifecycle: options.onLifecycle,
+        helper: () => ({
+          name: 'engine-host',
+          command: hostCommand(options.memoryLimitMb),
+          startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
+          memoryLimitBytes: options.memoryLimitMb * 1024 * 1024,
+          niceness: parts.ENGINE_NICENESS,
+        }),
+      });
+      return { ...parts, pool };
     });
+    return this.machinery;
   }
 
   async convert(engine: string, settings: EngineSettings, job: EngineJob): Promise<EngineOutput> {
     const { signal, onProgress, startClock, ...plain } = job;
     const request: HostRequest = { engine, settings, job: plain };
+    if (this.closed) throw new Error('the engine host is closed');
+    const parts = await this.load();
     try {
-      const done = (await this.pool.run(request, {
+      const done = (await parts.pool.run(request, {
         signal,
         onEvent: (event) => onProgress((event as HostProgress).progress),
         onStart: startClock,
@@ -84,11 +106,11 @@ export class EngineHost {
       return done;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw this.failureOf(error);
+      throw this.failureOf(error, parts);
     }
   }
 
-  private failureOf(error: unknown): Error {
+  private failureOf(error: unknown, { HelperDied, HelperTaskError }: Machinery): Error {
     if (error instanceof HelperTaskError) {
       const failure = error.error as HostFailure;
       if (failure.kind === 'conversion' && (CONVERSION_ERROR_CODES as readonly string[]).includes(failure.code)) {
@@ -106,8 +128,10 @@ export class EngineHost {
     return error instanceof Error ? error : new Error(String(error));
   }
 
-  status(): PoolStatus {
-    return this.pool.status();
+  /** The pool's figures; all zero before the first conversion. */
+  async status(): Promise<PoolStatus> {
+    if (!this.machinery) return { size: this.options.processes, running: 0, busy: 0, started: 0, lost: 0 };
+    return (await this.machinery).pool.status();
   }
 
   get memoryLimitMb(): number {
@@ -115,11 +139,12 @@ export class EngineHost {
   }
 
   /** Starts every host process now instead of with the first conversion. */
-  warm(): Promise<void> {
-    return this.pool.warm();
+  async warm(): Promise<void> {
+    await (await this.load()).pool.warm();
   }
 
-  close(graceMs?: number): Promise<void> {
-    return this.pool.close(graceMs);
+  async close(graceMs?: number): Promise<void> {
+    this.closed = true;
+    if (this.machinery) await (await this.machinery).pool.close(graceMs);
   }
 }
