@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -11,9 +12,19 @@ export class DataDirLockedError extends Error {
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // A daemon killed -9 whose parent has not reaped it yet still answers signal 0, as a zombie.
+  return !isZombie(pid);
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return false;
   }
 }
 
