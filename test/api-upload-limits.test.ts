@@ -8,17 +8,14 @@
  * (root only; skipped otherwise).
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm, statfs } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { statfs } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import {
   assertError, getAccount, newAccountWithCli, png, spoolFiles, submitFile, submitJson, type Client,
 } from './api-support.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { BOUNDARY, multipartHead, RawRequest, type RawAnswer } from './helpers/raw-upload.ts';
+import { smallDisk } from './helpers/small-disk.ts';
 
 const MIB = 1024 * 1024;
 /** The daemon's upload_idle_timeout and request_timeout here, through their variables. */
@@ -28,22 +25,7 @@ const TOTAL_MS = 3000;
 const FLOOR_MB = 32;
 const MULTIPART = `multipart/form-data; boundary=${BOUNDARY}`;
 
-const run = promisify(execFile);
-
-/** A 64 MiB file system for a data dir, or why there is none. */
-async function smallDisk(): Promise<{ dir: string; skip: false } | { dir: null; skip: string }> {
-  if (process.getuid?.() !== 0) return { dir: null, skip: 'mounting a 64 MiB tmpfs for the data dir needs root' };
-  const dir = await mkdtemp(join(tmpdir(), 'convd-small-disk-'));
-  try {
-    await run('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', dir]);
-    return { dir, skip: false };
-  } catch (error) {
-    await rm(dir, { recursive: true, force: true });
-    return { dir: null, skip: `cannot mount a tmpfs for the data dir: ${error instanceof Error ? error.message.trim() : String(error)}` };
-  }
-}
-
-const disk = await smallDisk();
+const disk = await smallDisk(64);
 
 function assertRawError(answer: RawAnswer, status: number, code: string) {
   return assertError({ status: answer.status, headers: new Headers(answer.headers), body: answer.json }, status, code);
@@ -84,8 +66,7 @@ after(async () => {
   if (disk.dir) {
     // Not dispose(): the mount point itself cannot be removed while mounted.
     await small?.kill();
-    await run('umount', [disk.dir]).catch(() => undefined);
-    await rm(disk.dir, { recursive: true, force: true });
+    await disk.remove();
   }
 });
 

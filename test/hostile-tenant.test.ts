@@ -6,23 +6,21 @@
  * ends with a clear code and, when it fails, costs nothing; no scratch file is left.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import type { PublicConversion } from '../src/model/conversion.ts';
 import { newAccount } from './api-support.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { BOUNDARY, multipartHead, RawRequest } from './helpers/raw-upload.ts';
+import { smallDisk } from './helpers/small-disk.ts';
 import { assertAlive, scratchFiles, victimConverts, watchVictim } from './helpers/victim.ts';
 import { meteredClient, remainingCredits, uploadFile, waitForEnd, type Client } from './registry-pairs-daemon.ts';
 import { rawStatus, waitUntil } from './ops-support.ts';
 
 const P99_LIMIT_MS = 100;
-const run = promisify(execFile);
 
 let dir: string;
 let daemon: DaemonHandle;
@@ -216,19 +214,6 @@ describe('hostile tenant: requests', () => {
   });
 });
 
-/** A file system of `sizeMb` for a data dir (tmpfs, as root), or why there is none. */
-async function smallDisk(sizeMb: number): Promise<{ dir: string; skip: false } | { dir: null; skip: string }> {
-  if (process.getuid?.() !== 0) return { dir: null, skip: `mounting a ${sizeMb} MiB tmpfs for the data dir needs root` };
-  const dir = await mkdtemp(join(tmpdir(), 'convd-attack-disk-'));
-  try {
-    await run('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir]);
-    return { dir, skip: false };
-  } catch (error) {
-    await rm(dir, { recursive: true, force: true });
-    return { dir: null, skip: `cannot mount a tmpfs for the data dir: ${error instanceof Error ? error.message.trim() : String(error)}` };
-  }
-}
-
 const MIB = 1024 * 1024;
 /** The disk the upload attacks run against: 512 MiB, of which the floor keeps 128 free. */
 const DISK_MB = 512;
@@ -249,8 +234,7 @@ describe('hostile tenant: uploads that never end', async () => {
     if (!disk.dir) return;
     // Not dispose(): the mount point cannot be removed while mounted.
     await small?.kill();
-    await run('umount', [disk.dir]).catch(() => undefined);
-    await rm(disk.dir, { recursive: true, force: true });
+    await disk.remove();
   });
 
   const free = async () => {
