@@ -2,7 +2,7 @@ import type { Engine, EngineStatus } from '../engines/types.ts';
 import type { ConversionKind, ConversionPair, FormatInfo } from './types.ts';
 
 export type CreditWeights = Record<ConversionKind, number>;
-export const DEFAULT_CREDIT_WEIGHTS: CreditWeights = { image: 1, pdf: 1, data: 1, audio: 2, video: 4 };
+export const DEFAULT_CREDIT_WEIGHTS: CreditWeights = { image: 1, pdf: 1, data: 1, audio: 2, document: 2, video: 4 };
 
 /**
  * Source -> target pairs of every available engine. Built once at start-up from the engines'

@@ -18,8 +18,11 @@ export interface VariantDescriptor {
   label: string;
 }
 
-/** Kinds of conversion; each has a credit weight (DESIGN.md: image 1, pdf 1, data 1, audio 2, video 4). */
-export type ConversionKind = 'image' | 'pdf' | 'data' | 'audio' | 'video';
+/**
+ * Kinds of conversion; each has a credit weight (DESIGN.md: image 1, pdf 1, data 1, audio 2,
+ * document 2 (office, markup, PDF pages), video 4).
+ */
+export type ConversionKind = 'image' | 'pdf' | 'data' | 'audio' | 'document' | 'video';
 
 /** One supported (source, target) pair, and what it takes. */
 export interface ConversionPair {
