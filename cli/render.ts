@@ -108,7 +108,9 @@ export function renderFormatDetails(details: FormatDetails, colors: Colors): str
     String(entry.credit_weight),
     String(entry.max_upload_mb),
     entry.options.map((o) => {
-      const range = o.type === 'enum' ? `{${o.values.join(',')}}` : o.min !== undefined || o.max !== undefined ? `[${o.min ?? ''}..${o.max ?? ''}]` : o.type;
+      const range = o.type === 'enum' ? `{${o.values.join(',')}}`
+        : o.type === 'text' ? 'text'
+          : o.min !== undefined || o.max !== undefined ? `[${o.min ?? ''}..${o.max ?? ''}]` : o.type;
       return `${o.name}=${range}`;
     }).join(' ') || '-',
     entry.variants.map((v) => v.key).join(' ') || '-',

@@ -48,6 +48,7 @@ export interface DaemonConfig {
   engineTimeoutMs: Record<string, number>;
   /** Memory of one engine host process, MiB. */
   engineMemoryMb: number;
+  office: { instances: number; recycleAfter: number; memoryLimitMb: number; warmAtStart: boolean };
   /** The data engine's input caps per format, MiB. */
   inputCapsMb: Record<keyof InputCaps, number>;
   outputCapRatio: number;

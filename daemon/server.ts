@@ -63,6 +63,7 @@ function serviceConfigOf(config: DaemonConfig): ServiceConfig {
     retentionDays: config.retentionDays,
     sweepIntervalMs: config.sweepIntervalMs,
     engineMemoryMb: config.engineMemoryMb,
+    office: { ...config.office },
     inputCaps: {
       md: config.inputCapsMb.md * BYTES_PER_MB,
       json: config.inputCapsMb.json * BYTES_PER_MB,

@@ -13,6 +13,8 @@ import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { findBinary } from '../src/engines/media/binaries.ts';
+import { findOffice } from '../src/engines/office/find-office.ts';
+import { assertOfficeOutput, makeOfficeFixtures } from './helpers/office.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
 
@@ -179,6 +181,9 @@ const DATA_TEXT: Record<string, () => string> = {
 // ------------------------------------------------------------------------- any source
 
 const IMAGE_SOURCES = new Set(['jpg', 'png', 'webp', 'avif', 'gif', 'tiff', 'svg', 'heif']);
+const OFFICE_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp']);
+/** LibreOffice makes every office fixture at once, the first time one is asked for (per dir). */
+const officeFixtures = new Map<string, Promise<void>>();
 
 /**
  * Writes a fixture of `source` into `dir` as `fixture.<source>`. A source nobody wrote a recipe
@@ -194,6 +199,14 @@ export async function makeFixture(dir: string, source: string, tools: MediaTools
   if (source === 'pdf') {
     await writeFile(path, await samplePdf());
     return { path, pages: PDF_PAGES };
+  }
+  if (OFFICE_SOURCES.has(source)) {
+    const office = await findOffice(process.env);
+    assert.ok(office.ready, `an office fixture needs LibreOffice: ${office.ready ? '' : office.problem}`);
+    const made = officeFixtures.get(dir) ?? makeOfficeFixtures(office, dir);
+    officeFixtures.set(dir, made);
+    await made;
+    return { path };
   }
   const text = DATA_TEXT[source];
   assert.ok(text, `no fixture recipe for source ${source}: add one`);
@@ -271,6 +284,11 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
       if (pair.source === 'txt') assert.ok(doc.getPageCount() >= 1);
       else assert.equal(doc.getPageCount(), fixture.pages ?? 1, 'page count');
       return;
+    }
+    case 'office': {
+      const office = await findOffice(process.env);
+      assert.ok(office.ready);
+      return assertOfficeOutput(office, pair.source, target, outputPath);
     }
     case 'data': {
       const text = await readFile(outputPath, 'utf8');

@@ -34,9 +34,12 @@ const DEGRADED_TTL_MS = 10 * 60_000;
 const here = dirname(fileURLToPath(import.meta.url));
 /** The engine and format code, compiled (dist/src/…) or source (src/…), whichever runs. */
 const CODE_DIRS = [join(here, '..', 'engines'), join(here, '..', 'formats')];
-const BINARIES = [
+/** The binaries the engines look for: where each is configured, its name on PATH, its npm package. */
+const BINARIES: { name: string; env: string; npm?: string }[] = [
   { name: 'ffmpeg', env: 'FFMPEG_PATH', npm: '@ffmpeg-installer' },
   { name: 'ffprobe', env: 'FFPROBE_PATH', npm: '@ffprobe-installer' },
+  { name: 'soffice', env: 'CONVD_SOFFICE_PATH' },
+  { name: 'pandoc', env: 'CONVD_PANDOC_PATH' },
 ];
 
 export function formatCachePath(env: NodeJS.ProcessEnv): string {
@@ -102,7 +105,7 @@ function binaryLines(env: NodeJS.ProcessEnv, modules: string): string[] {
     return [
       configured ? statLine(configured) : '-',
       onPath ?? '-',
-      statLine(join(modules, binary.npm, `${process.platform}-${process.arch}`, 'package.json')),
+      binary.npm ? statLine(join(modules, binary.npm, `${process.platform}-${process.arch}`, 'package.json')) : '-',
     ];
   });
 }

@@ -110,11 +110,12 @@ class LocalClient implements ConvClient {
    */
   private engines(): Promise<{ engines: LazyEngine[]; save: (() => Promise<void>) | null }> {
     return (this.enginesPromise ??= (async () => {
-      const settings = { maxInputPixels: this.config.maxInputPixels, inputCaps: this.config.inputCaps };
+      const workers = this.options.workers ?? availableParallelism();
+      const settings = { maxInputPixels: this.config.maxInputPixels, inputCaps: this.config.inputCaps, office: { ...this.config.office, instances: workers } };
       // The JavaScript engines (data, pdf) run in host processes here too: a heap blow-up or a
       // time limit ends that process, not the user's `conv`. Started only by a conversion.
       const { EngineHost } = await import('../engines/host/engine-host.ts');
-      const host = new EngineHost({ processes: this.options.workers ?? availableParallelism(), memoryLimitMb: this.config.engineMemoryMb });
+      const host = new EngineHost({ processes: workers, memoryLimitMb: this.config.engineMemoryMb });
       let fingerprint: string | null = null;
       try {
         if (this.options.formatCache !== false) fingerprint = formatFingerprint(this.env);

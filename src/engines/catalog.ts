@@ -3,11 +3,22 @@ import type { InputCaps } from './data/input-caps.ts';
 import type { EngineHost } from './host/engine-host.ts';
 import { lazyEngine, type EngineLoader, type KnownEngine, type LazyEngine } from './lazy.ts';
 
+/** The LibreOffice pool of the office engine. */
+export interface OfficeSettings {
+  instances: number;
+  recycleAfter: number;
+  memoryLimitMb: number;
+  /** Start the instances with the daemon rather than with the first document. */
+  warmAtStart: boolean;
+}
+
 /** What the engines are made with; plain data, so that the engine host gets the same. */
 export interface EngineSettings {
   maxInputPixels: number;
   /** The data engine's per-format caps; its defaults when unset. */
   inputCaps?: InputCaps;
+  /** The office engine's pool; one instance per core, on demand, when unset. */
+  office?: OfficeSettings;
 }
 
 /**
@@ -26,6 +37,12 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
     { name: 'media', maxConcurrentRuns: mediaRuns, load: async () => (await import('./media/media-engine.ts')).createMediaEngine({ maxConcurrentRuns: mediaRuns }) },
     { name: 'pdf', isolated: true, load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
     { name: 'data', isolated: true, load: async () => (await import('./data/data-engine.ts')).createDataEngine({ inputCaps: settings.inputCaps }) },
+    {
+      // One document per LibreOffice instance: the runner waits for a free one before the time limit.
+      name: 'office',
+      maxConcurrentRuns: settings.office?.instances ?? availableParallelism(),
+      load: async () => (await import('./office/office-engine.ts')).createOfficeEngine(settings.office),
+    },
   ];
 }
 

@@ -104,7 +104,7 @@ export function renderMessage(code: ApiErrorCode, params: MessageParams, languag
 /** Reasons a single field fails validation; used in `details.fields`. */
 export type FieldReason =
   | 'required' | 'invalid_type' | 'out_of_range' | 'not_allowed' | 'unknown_option' | 'too_long'
-  | 'invalid_url' | 'https_only' | 'conflict' | 'invalid_value';
+  | 'invalid_url' | 'https_only' | 'conflict' | 'invalid_value' | 'pattern_mismatch';
 
 const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
   en: {
@@ -118,6 +118,7 @@ const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
     https_only: 'must be an https URL',
     conflict: 'send exactly one of file and url',
     invalid_value: '{text}',
+    pattern_mismatch: 'must match {pattern}',
   },
   de: {
     required: 'ist erforderlich',
@@ -130,6 +131,7 @@ const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
     https_only: 'muss eine https-URL sein',
     conflict: 'senden Sie genau eines von file und url',
     invalid_value: '{text}',
+    pattern_mismatch: 'muss dem Muster {pattern} entsprechen',
   },
 };
 

@@ -42,7 +42,24 @@ function coerce(descriptor: OptionDescriptor, raw: unknown): { value: OptionValu
       if (word !== undefined && descriptor.values.includes(word)) return { value: word };
       return { problem: { reason: 'not_allowed', params: { values: descriptor.values.join(', ') } } };
     }
+    case 'text': {
+      if (typeof raw !== 'string') return { problem: { reason: 'invalid_type', params: { expected: 'string' } } };
+      if (descriptor.max !== undefined && raw.length > descriptor.max) return { problem: { reason: 'too_long', params: { max: descriptor.max } } };
+      if (descriptor.pattern !== undefined && !new RegExp(descriptor.pattern).test(raw)) {
+        return { problem: { reason: 'pattern_mismatch', params: { pattern: descriptor.pattern } } };
+      }
+      return { value: raw };
+    }
   }
+}
+
+/** The options of a validated set whose descriptors say they are secret (a password), and the others. */
+export function splitSecretOptions(pair: ConversionPair, options: ConversionOptions): { shown: ConversionOptions; secret: ConversionOptions } {
+  const secretNames = new Set(pair.options.filter((d) => d.secret).map((d) => d.name));
+  const shown: ConversionOptions = {};
+  const secret: ConversionOptions = {};
+  for (const [name, value] of Object.entries(options)) (secretNames.has(name) ? secret : shown)[name] = value;
+  return { shown, secret };
 }
 
 /**

@@ -1,6 +1,10 @@
 import type { OptionValue } from '../model/conversion.ts';
 
-export type OptionType = 'range' | 'number' | 'enum' | 'bool';
+/**
+ * Spec 2.5's four types, and `text` (this service's own, for what none of them can say: a page
+ * range such as `1-3,5`, a document's password), with `max` its length and `pattern` its form.
+ */
+export type OptionType = 'range' | 'number' | 'enum' | 'bool' | 'text';
 
 /** Option descriptor of spec 2.5. `min`/`max` exist for range and number, `values` for enum. */
 export interface OptionDescriptor {
@@ -9,6 +13,13 @@ export interface OptionDescriptor {
   values: string[];
   min?: number;
   max?: number;
+  /** text: the value must match this regular expression (whole). */
+  pattern?: string;
+  /**
+   * Given to the engine but never shown with the conversion's options nor kept after its end
+   * (a password).
+   */
+  secret?: boolean;
   default: OptionValue | null;
   label: string;
 }

@@ -29,6 +29,8 @@ export interface ConversionRecord {
   target: string;
   variant: string | null;
   options: ConversionOptions;
+  /** Secret options (a document's password): given to the engine, never shown, dropped at the end. */
+  secret_options?: ConversionOptions;
   original_name: string;
   input_size: number | null;
   input: ConversionInput;

@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+import type { OfficeSettings } from '../engines/catalog.ts';
 import { DEFAULT_INPUT_CAPS, type InputCaps } from '../engines/data/input-caps.ts';
 import { DEFAULT_PLANS, type Plan, type PlanId } from '../model/plan.ts';
 import { DEFAULT_CREDIT_WEIGHTS, type CreditWeights } from '../formats/registry.ts';
@@ -26,6 +28,8 @@ export interface ServiceConfig {
    */
   outputCapRatio: number;
   outputCapFloorMb: number;
+  /** The office engine's LibreOffice pool. */
+  office: OfficeSettings;
   maxInputPixels: number;
   sweepIntervalMs: number;
   /** Multiplies the webhook retry waits: 1 in production, small in tests (never 1.5 h of sleep). */
@@ -47,6 +51,7 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     inputCaps: { ...DEFAULT_INPUT_CAPS },
     outputCapRatio: 50,
     outputCapFloorMb: 64,
+    office: { instances: availableParallelism(), recycleAfter: 200, memoryLimitMb: 2048, warmAtStart: false },
     maxInputPixels: 100_000_000,
     sweepIntervalMs: 60_000,
     webhookScheduleScale: 1,

@@ -138,6 +138,7 @@ export class ConversionService {
           target: request.pair.target,
           variant: request.variant,
           options: request.options,
+          ...(Object.keys(request.secretOptions).length > 0 ? { secret_options: request.secretOptions } : {}),
           original_name: request.originalName,
           input_size: inputSize,
           input: request.input.kind === 'file' ? { kind: 'file', sha256: request.input.file.sha256 } : { kind: 'url', url: request.input.url },
@@ -294,6 +295,8 @@ export class ConversionService {
     }
     const updated = await this.store.updateConversion(record.id, {
       ...patch,
+      // A password is kept no longer than the conversion needs it.
+      secret_options: undefined,
       reserved_credits: 0,
       finished_at: this.now().toISOString(),
     });

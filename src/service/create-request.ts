@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../errors/api-error.ts';
 import type { FieldProblem } from '../formats/options.ts';
-import { validateOptions } from '../formats/options.ts';
+import { splitSecretOptions, validateOptions } from '../formats/options.ts';
 import type { FormatRegistry } from '../formats/registry.ts';
 import type { ConversionPair } from '../formats/types.ts';
 import type { ConversionOptions } from '../model/conversion.ts';
@@ -32,7 +32,10 @@ export interface CreateRequestInput {
 export interface ValidCreateRequest {
   pair: ConversionPair;
   variant: string | null;
+  /** The options shown with the conversion. */
   options: ConversionOptions;
+  /** Secret options (a password): for the engine only, never shown, dropped at the end. */
+  secretOptions: ConversionOptions;
   input: { kind: 'file'; file: SpooledFile } | { kind: 'url'; url: string };
   originalName: string;
   callbackUrl: string | null;
@@ -165,6 +168,7 @@ export async function validateCreateRequest(
 
   const outcome = validateOptions(pair, input.options);
   if (!outcome.ok) throw validationError(outcome.problems);
+  const { shown, secret } = splitSecretOptions(pair, outcome.options);
 
   const fingerprint = createHash('sha256')
     .update(JSON.stringify({
@@ -176,7 +180,8 @@ export async function validateCreateRequest(
   return {
     pair,
     variant,
-    options: outcome.options,
+    options: shown,
+    secretOptions: secret,
     input: file ? { kind: 'file', file } : { kind: 'url', url: url!.toString() },
     originalName,
     callbackUrl,

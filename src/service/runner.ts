@@ -91,7 +91,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         try {
           return await engine.convert({
             inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
-            variant: record.variant, options: record.options, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
+            variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
             startClock: limited.start,
           });
         } catch (error) {

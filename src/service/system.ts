@@ -70,7 +70,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   const workers = options.workers ?? availableParallelism();
   const log = options.log ?? (() => undefined);
   const registry = await FormatRegistry.create(
-    options.engines ?? defaultEngines({ maxInputPixels: config.maxInputPixels, inputCaps: config.inputCaps }, undefined, new EngineHost({
+    options.engines ?? defaultEngines({ maxInputPixels: config.maxInputPixels, inputCaps: config.inputCaps, office: config.office }, undefined, new EngineHost({
       processes: workers,
       memoryLimitMb: config.engineMemoryMb,
       onLifecycle: (event) => log(`engine_host.${event.type}`, event.type === 'started'

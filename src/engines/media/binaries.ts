@@ -1,8 +1,8 @@
-import { constants as fsConstants } from 'node:fs';
-import { access, chmod, copyFile, mkdir, rename, stat, unlink } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, rename, stat, unlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { isExecutableFile, searchPath } from '../process/path-search.ts';
 
 export type BinaryName = 'ffmpeg' | 'ffprobe';
 
@@ -39,15 +39,6 @@ export async function findBinary(name: BinaryName, options: FindOptions = {}): P
   return { path: runnable, origin: 'npm' };
 }
 
-async function searchPath(name: string, pathVariable: string): Promise<string | undefined> {
-  for (const dir of pathVariable.split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, name);
-    if (await isExecutableFile(candidate)) return candidate;
-  }
-  return undefined;
-}
-
 /** The platform package's binary, resolved from this module (works wherever npm hoisted it). */
 function packagedBinary(name: BinaryName): { file: string; id: string } | undefined {
   const require = createRequire(import.meta.url);
@@ -65,17 +56,6 @@ function packagedBinary(name: BinaryName): { file: string; id: string } | undefi
 function defaultCacheDir(env: NodeJS.ProcessEnv): string {
   const base = env.XDG_CACHE_HOME || (homedir() ? join(homedir(), '.cache') : tmpdir());
   return join(base, 'convd', 'bin');
-}
-
-async function isExecutableFile(file: string): Promise<boolean> {
-  try {
-    const info = await stat(file);
-    if (!info.isFile()) return false;
-    await access(file, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

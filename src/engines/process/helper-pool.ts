@@ -6,7 +6,7 @@ export interface HelperPoolOptions {
   /** Helpers at most, each running one task at a time. */
   size: number;
   /** How to start the helper of slot `index` (each may need its own profile directory). */
-  helper: (index: number) => HelperOptions;
+  helper: (index: number) => HelperOptions | Promise<HelperOptions>;
   /** A helper is replaced after this many tasks (memory that grows, state that piles up). */
   recycleAfter: number;
   /** A helper idle this long is stopped, so its memory comes back; the next task starts one again. */
@@ -15,11 +15,16 @@ export interface HelperPoolOptions {
   stopGraceMs?: number;
   /** Told when a helper starts or ends (the daemon's log). */
   onLifecycle?: (event: HelperLifecycle) => void;
+  /**
+   * A health check: every `everyMs`, each idle helper is sent `request`; one that does not answer
+   * within `timeoutMs` (or answers with a failure) is killed and replaced by the next task.
+   */
+  health?: { request: unknown; everyMs: number; timeoutMs: number };
 }
 
 export type HelperLifecycle =
   | { type: 'started'; helper: string; pid: number; ms: number }
-  | { type: 'ended'; helper: string; pid: number; tasks: number; exit: HelperExit; why: 'recycled' | 'idle' | 'closed' | 'died' };
+  | { type: 'ended'; helper: string; pid: number; tasks: number; exit: HelperExit; why: 'recycled' | 'idle' | 'closed' | 'unhealthy' | 'died' };
 
 export interface PoolTask {
   /** Aborting kills the helper running the task (its whole group); the task rejects with the reason. */
@@ -67,12 +72,51 @@ export class HelperPool {
   private started = 0;
   private lost = 0;
   /** Helpers stopped on purpose, and why; any other end is a death. */
-  private readonly stopping = new WeakMap<HelperProcess, 'recycled' | 'idle' | 'closed'>();
+  private readonly stopping = new WeakMap<HelperProcess, 'recycled' | 'idle' | 'closed' | 'unhealthy'>();
+
+  private readonly healthTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: HelperPoolOptions) {
     this.slots = Array.from({ length: Math.max(1, options.size) }, (_, index) => ({
       index, helper: null, starting: null, busy: false, idleTimer: undefined,
     }));
+    const health = options.health;
+    if (health) {
+      this.healthTimer = setInterval(() => void this.checkHealth(health.request, health.timeoutMs), health.everyMs);
+      this.healthTimer.unref();
+    }
+  }
+
+  /** Sends the health request to each idle, started helper; kills those that fail it. */
+  async checkHealth(request: unknown, timeoutMs: number): Promise<number> {
+    let failed = 0;
+    await Promise.all(this.slots.map(async (slot) => {
+      const helper = slot.helper;
+      if (slot.busy || !helper?.alive || this.closed) return;
+      slot.busy = true;
+      clearTimeout(slot.idleTimer);
+      let timer: NodeJS.Timeout | undefined;
+      let healthy = false;
+      try {
+        await Promise.race([
+          helper.run(request),
+          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('no answer')), timeoutMs))),
+        ]);
+        // A check is not a task: it does not bring a recycle nearer.
+        helper.tasksRun -= 1;
+        healthy = true;
+      } catch {
+        failed += 1;
+        this.stopping.set(helper, 'unhealthy');
+        // Out of the slot at once: no task may be given to a helper on its way out.
+        if (slot.helper === helper) slot.helper = null;
+        helper.kill();
+      } finally {
+        clearTimeout(timer);
+        this.release(slot, healthy ? helper : null);
+      }
+    }));
+    return failed;
   }
 
   /** Runs one task on a helper; rejects with the signal's reason when aborted, HelperDied when the helper died. */
@@ -118,6 +162,7 @@ export class HelperPool {
   /** Stops every helper (a task still running is killed with its helper) and refuses new tasks. */
   async close(graceMs = this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS): Promise<void> {
     this.closed = true;
+    clearInterval(this.healthTimer);
     for (const waiter of this.waiters.splice(0)) waiter.reject(new Error(`${this.options.name} pool is closed`));
     await Promise.all(this.slots.map(async (slot) => {
       clearTimeout(slot.idleTimer);
@@ -162,7 +207,7 @@ export class HelperPool {
     slot.helper = null;
     if (!slot.starting) {
       const began = performance.now();
-      const starting = HelperProcess.start(this.options.helper(slot.index)).then((helper) => {
+      const starting = Promise.resolve(this.options.helper(slot.index)).then((options) => HelperProcess.start(options)).then((helper) => {
         this.started += 1;
         this.options.onLifecycle?.({ type: 'started', helper: this.options.name, pid: helper.pid, ms: Math.round(performance.now() - began) });
         if (this.closed) {

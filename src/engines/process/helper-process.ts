@@ -27,6 +27,8 @@ export interface HelperOptions {
   memoryPollMs?: number;
   /** Runs at this niceness (group.ts `wrapped`); 0 or unset: the parent's. */
   niceness?: number;
+  /** Run once the process has exited, whatever the way (its profile directory removed, say). */
+  cleanup?: () => Promise<void>;
 }
 
 /** Why a helper's process ended. */
@@ -113,7 +115,7 @@ export class HelperProcess {
         const exit: HelperExit = { code, signal, end: this.end, stderrTail: cannotExec ? cannotExec.message : this.stderrTail.trim() };
         this.exitInfo = exit;
         this.failTask(new HelperDied(options.name, exit));
-        resolve(exit);
+        void (options.cleanup?.() ?? Promise.resolve()).catch(() => undefined).then(() => resolve(exit));
       });
     });
   }
@@ -130,6 +132,7 @@ export class HelperProcess {
     });
     if (child.pid === undefined) {
       const error = await new Promise<Error>((resolve) => child.once('error', resolve));
+      await options.cleanup?.().catch(() => undefined);
       throw error;
     }
     lowerSessionPriority(child.pid, options.niceness ?? 0);

@@ -1,0 +1,262 @@
+"""The LibreOffice bridge of convd's office engine (src/engines/office/).
+
+One bridge per LibreOffice instance: it starts soffice (headless, its own profile directory, a
+named pipe of its own), connects to it over UNO and converts one document at a time. Requests are
+JSON lines on stdin; answers are JSON lines on file descriptor 3 (see
+src/engines/process/helper-process.ts): {"type": "ready"} once connected, then per request
+{"type": "result", "ok": true, "value": {...}} or {"type": "result", "ok": false, "error": {...}}.
+
+It runs under the Python that LibreOffice's `uno` module was built for (Debian: /usr/bin/python3
+with python3-uno), started by convd in a process group of its own with soffice inside it, so a
+time limit or a cancel kills both at once.
+
+Usage: bridge.py SOFFICE_BIN PROFILE_DIR [SETPRIV]
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+import uno
+from com.sun.star.beans import PropertyValue
+from com.sun.star.connection import NoConnectException
+
+START_TIMEOUT_S = 60
+# Opened by main(): the test suites import this module to make fixtures with start_office.
+ANSWERS = None
+
+# The profile's settings: linked images and other links of an untrusted document are not loaded
+# (LibreOffice would read file:///etc/passwd or fetch a loopback URL named in a docx), and
+# spreadsheets are never recalculated on load (WEBSERVICE() would fetch a URL).
+PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="BlockUntrustedRefererLinks" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="DisableMacrosExecution" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>1</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="ODFRecalcMode" oor:op="fuse"><value>1</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="UseLocking" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+"""
+
+# com.sun.star.document.MacroExecMode.NEVER_EXECUTE and UpdateDocMode.NO_UPDATE.
+NEVER_EXECUTE = 0
+NO_UPDATE = 0
+
+
+def send(message):
+    ANSWERS.write(json.dumps(message) + "\n")
+
+
+def prop(name, value):
+    p = PropertyValue()
+    p.Name = name
+    p.Value = value
+    return p
+
+
+def props(values):
+    return tuple(prop(name, value) for name, value in values.items())
+
+
+class Failure(Exception):
+    """A failure of the input or of the conversion: its code is one of convd's failure codes."""
+
+    def __init__(self, code, message, cause=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.cause = cause
+
+
+# soffice.bin's exit status when it wants to be started again (after making a new profile); its
+# launcher (oosplash) would do that, but convd starts soffice.bin itself (see start_office).
+RESTART_REQUESTED = 81
+
+
+def start_office(soffice, profile, setpriv):
+    """Starts soffice.bin, not the `soffice` script and its launcher: a process started by the
+    launcher would lose the parent-death signal, so that a kill -9 of convd (which takes this
+    bridge with it) could leave LibreOffice running. With setpriv it dies with this bridge."""
+    os.makedirs(os.path.join(profile, "user"), exist_ok=True)
+    with open(os.path.join(profile, "user", "registrymodifications.xcu"), "w") as settings:
+        settings.write(PROFILE_SETTINGS)
+    pipe = "convd_%d" % os.getpid()
+    command = [
+        soffice, "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
+        "--nofirststartwizard", "-env:UserInstallation=" + uno.systemPathToFileUrl(profile),
+        "--accept=pipe,name=%s;urp;StarOffice.ComponentContext" % pipe,
+    ]
+    if setpriv:
+        command = [setpriv, "--pdeathsig", "KILL", "--"] + command
+    launch = lambda: subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    office = launch()
+    local = uno.getComponentContext()
+    resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if office.poll() == RESTART_REQUESTED:
+            office = launch()
+        elif office.poll() is not None:
+            raise RuntimeError("soffice exited with %s before it accepted a connection" % office.returncode)
+        try:
+            context = resolver.resolve("uno:pipe,name=%s;urp;StarOffice.ComponentContext" % pipe)
+            break
+        except NoConnectException:
+            if time.monotonic() > deadline:
+                raise RuntimeError("soffice did not accept a connection within %d s" % START_TIMEOUT_S)
+            time.sleep(0.05)
+    desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
+    return office, desktop
+
+
+def set_landscape(document):
+    """Every page style in landscape (Writer and Calc; an Impress slide is what it is)."""
+    families = document.StyleFamilies
+    if not families.hasByName("PageStyles"):
+        return False
+    styles = families.getByName("PageStyles")
+    for name in styles.ElementNames:
+        style = styles.getByName(name)
+        if not style.IsLandscape:
+            width, height = style.Width, style.Height
+            style.IsLandscape = True
+            style.Width, style.Height = max(width, height), min(width, height)
+    return True
+
+
+def load(desktop, request):
+    url = uno.systemPathToFileUrl(request["input"])
+    options = {"Hidden": True, "ReadOnly": True, "MacroExecutionMode": NEVER_EXECUTE, "UpdateDocMode": NO_UPDATE}
+    if request.get("password"):
+        options["Password"] = request["password"]
+    if request.get("inputFilter"):
+        options["FilterName"] = request["inputFilter"]
+    if request.get("inputFilterOptions"):
+        options["FilterOptions"] = request["inputFilterOptions"]
+    try:
+        document = desktop.loadComponentFromURL(url, "_blank", 0, props(options))
+    except Exception as error:  # com.sun.star.io.IOException, lang.IllegalArgumentException
+        raise unreadable(request, error)
+    if document is None:
+        raise unreadable(request, None)
+    return document
+
+
+def unreadable(request, error):
+    detail = str(getattr(error, "Message", "") or error or "").strip().splitlines()
+    reason = detail[0] if detail else ""
+    if request.get("password"):
+        return Failure("input_invalid", "The document cannot be opened with the password given, or it is damaged%s." % (": " + reason if reason else ""), error)
+    return Failure("input_invalid", "The document cannot be opened: it is damaged, not a %s file, or protected by a password (send `password`)%s." % (request["source"], ": " + reason if reason else ""), error)
+
+
+def convert(desktop, request):
+    document = load(desktop, request)
+    try:
+        if request.get("landscape"):
+            set_landscape(document)
+        kind = "writer" if document.supportsService("com.sun.star.text.TextDocument") else \
+            "calc" if document.supportsService("com.sun.star.sheet.SpreadsheetDocument") else \
+            "impress" if document.supportsService("com.sun.star.presentation.PresentationDocument") else \
+            "draw" if document.supportsService("com.sun.star.drawing.DrawingDocument") else None
+        if kind is None:
+            raise Failure("input_invalid", "The document is of a kind that cannot be converted here.")
+        target_filter = request["filters"].get(kind)
+        if target_filter is None:
+            raise Failure("conversion_failed", "A %s document cannot be converted to %s." % (kind, request["target"]))
+        store = {"FilterName": target_filter}
+        if request.get("filterOptions"):
+            store["FilterOptions"] = request["filterOptions"]
+        data = request.get("filterData")
+        if data:
+            store["FilterData"] = uno.Any("[]com.sun.star.beans.PropertyValue", props(data))
+        try:
+            document.storeToURL(uno.systemPathToFileUrl(request["output"]), props(store))
+        except Exception as error:
+            message = str(getattr(error, "Message", "") or error).strip().splitlines()
+            raise Failure("conversion_failed", "LibreOffice could not write the %s file%s." % (request["target"], ": " + message[0] if message else ""), error)
+        pages = None
+        try:
+            pages = document.getCurrentController().getPropertyValue("PageCount")
+        except Exception:
+            pass
+        return {"kind": kind, "pages": pages}
+    finally:
+        try:
+            document.close(True)
+        except Exception:
+            document.dispose()
+
+
+def end_if_office_died(office, error):
+    """A call failed. If soffice died under it (a crash, or killed), this instance is done: no
+    answer is sent, convd sees the bridge end, fails the document and starts a new instance for
+    the next one (an answer first would let the next document reach a dying instance)."""
+    disposed = error is not None and ("disposed" in str(error).lower() or "Disposed" in type(error).__name__)
+    if office.poll() is None and not disposed:
+        return
+    try:
+        office.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        pass
+    sys.stderr.write("soffice exited (%s) while converting\n" % office.returncode)
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def watch_office(office):
+    """Ends this bridge as soon as its soffice ends, whenever that is: an instance whose office
+    died while idle (the kernel's OOM killer, say) must not be given the next document."""
+    def wait():
+        code = office.wait()
+        sys.stderr.write("soffice exited (%s)\n" % code)
+        sys.stderr.flush()
+        os._exit(1)
+    threading.Thread(target=wait, daemon=True).start()
+
+
+def main():
+    global ANSWERS
+    ANSWERS = os.fdopen(3, "w", buffering=1)
+    soffice, profile = sys.argv[1], sys.argv[2]
+    setpriv = sys.argv[3] if len(sys.argv) > 3 else None
+    office, desktop = start_office(soffice, profile, setpriv)
+    watch_office(office)
+    send({"type": "ready"})
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            send({"type": "result", "ok": False, "error": {"kind": "internal", "message": "the request is not JSON"}})
+            continue
+        try:
+            if request.get("op") == "ping":
+                # A health check: the office answers a call over the bridge.
+                desktop.getComponents()
+                send({"type": "result", "ok": True, "value": {}})
+            else:
+                send({"type": "result", "ok": True, "value": convert(desktop, request)})
+        except Failure as failure:
+            end_if_office_died(office, failure.cause)
+            send({"type": "result", "ok": False, "error": {"kind": "conversion", "code": failure.code, "message": failure.message}})
+        except Exception as error:
+            end_if_office_died(office, error)
+            send({"type": "result", "ok": False, "error": {"kind": "internal", "message": traceback.format_exc(limit=3)}})
+    # stdin closed: convd wants this instance to end.
+    try:
+        desktop.terminate()
+    except Exception:
+        pass
+    try:
+        office.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        office.kill()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
+import { checkOutputSize } from '../output-cap.ts';
+import { ENGINE_NICENESS, findParentDeathWrapper } from '../process/group.ts';
+import { HelperPool, type HelperLifecycle } from '../process/helper-pool.ts';
+import { HelperDied, HelperTaskError } from '../process/helper-process.ts';
+import { lastLines } from '../subprocess.ts';
+import type { Engine, EngineJob, EngineStatus } from '../types.ts';
+import {
+  INPUT_FILTERS, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS, TEXT_SOURCES, TEXT_TARGETS,
+  PDF_VARIANTS, documentOptions, pdfOptions,
+} from './formats.ts';
+import { findOffice, type OfficeInstall } from './find-office.ts';
+
+type ReadyOffice = Extract<OfficeInstall, { ready: true }>;
+import { pdfFilterData } from './pdf-options.ts';
+
+export interface OfficeEngineOptions {
+  /** LibreOffice instances kept running, each converting one document at a time; default the cores. */
+  instances?: number;
+  /** An instance is replaced after this many conversions (LibreOffice's memory grows). */
+  recycleAfter?: number;
+  /** Resident memory of an instance (its bridge and soffice together), MiB. */
+  memoryLimitMb?: number;
+  /** Start every instance with the daemon instead of with the first document. */
+  warmAtStart?: boolean;
+  env?: NodeJS.ProcessEnv;
+  onLifecycle?: (event: HelperLifecycle) => void;
+}
+
+const DEFAULT_RECYCLE_AFTER = 200;
+const DEFAULT_MEMORY_LIMIT_MB = 2048;
+const START_TIMEOUT_MS = 60_000;
+const IDLE_STOP_MS = 30 * 60_000;
+const HEALTH = { request: { op: 'ping' }, everyMs: 60_000, timeoutMs: 10_000 };
+
+/** The bridge next to this module, in the sources and in dist/ alike (the build copies it). */
+const BRIDGE = fileURLToPath(new URL('./bridge.py', import.meta.url));
+
+type Family = 'text' | 'sheet' | 'slides';
+
+function officePairs(): ConversionPair[] {
+  const pairs: ConversionPair[] = [];
+  const add = (sources: readonly string[], targets: readonly string[], family: Family) => {
+    for (const source of sources) {
+      for (const target of targets) {
+        if (source === target) continue;
+        const pdf = target === 'pdf';
+        pairs.push({
+          source, target, engine: 'office', kind: 'document',
+          options: pdf ? pdfOptions(family) : documentOptions(), variants: pdf ? PDF_VARIANTS : [],
+        });
+      }
+    }
+  };
+  add(TEXT_SOURCES, TEXT_TARGETS, 'text');
+  add(SHEET_SOURCES, SHEET_TARGETS, 'sheet');
+  add(SLIDE_SOURCES, SLIDE_TARGETS, 'slides');
+  return pairs;
+}
+
+/**
+ * Office documents (Word, Excel, PowerPoint and their OpenDocument and older kin) with LibreOffice,
+ * kept warm: a pool of instances, each a bridge (bridge.py, under the Python that has LibreOffice's
+ * `uno`) and its soffice in a process group of their own, one conversion at a time, talked to over
+ * UNO. A time limit or a cancel kills the instance's group and the next document gets a new one.
+ */
+export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
+  const instances = settings.instances ?? availableParallelism();
+  let office: OfficeInstall | null = null;
+  /** One pool, made by the first conversion (or the warm start); later ones wait for the same. */
+  let pool: Promise<HelperPool> | null = null;
+  const memoryLimitMb = settings.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB;
+
+  const poolOf = (install: ReadyOffice): Promise<HelperPool> => (pool ??= makePool(install));
+
+  const makePool = async (install: ReadyOffice): Promise<HelperPool> => {
+    const setpriv = await findParentDeathWrapper();
+    const made = new HelperPool({
+      name: 'office',
+      size: instances,
+      recycleAfter: settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
+      idleStopMs: IDLE_STOP_MS,
+      health: HEALTH,
+      onLifecycle: settings.onLifecycle,
+      helper: async () => {
+        // Each instance its own profile, made fresh at its start and removed when it ends.
+        const profile = await mkdtemp(join(tmpdir(), 'convd-office-'));
+        return {
+          name: 'office',
+          command: {
+            command: install.python,
+            args: ['-u', BRIDGE, install.sofficeBin, profile, ...(setpriv ? [setpriv] : [])],
+            env: { ...process.env, ...(settings.env ?? {}), SAL_USE_VCLPLUGIN: 'svp' },
+          },
+          startTimeoutMs: START_TIMEOUT_MS,
+          memoryLimitBytes: memoryLimitMb * 1024 * 1024,
+          niceness: ENGINE_NICENESS,
+          cleanup: () => rm(profile, { recursive: true, force: true }),
+        };
+      },
+    });
+    if (settings.warmAtStart) void made.warm();
+    return made;
+  };
+
+  return {
+    name: 'office',
+    // One document per instance: more at once wait for a free one before their time limit starts.
+    maxConcurrentRuns: instances,
+    startsClock: true,
+    async probe(): Promise<EngineStatus> {
+      office = await findOffice(settings.env ?? process.env);
+      if (!office.ready) return { name: 'office', available: false, binary: office.soffice ?? undefined, detail: office.problem };
+      if (settings.warmAtStart) await poolOf(office);
+      return {
+        name: 'office', available: true, binary: office.soffice, version: office.version,
+        detail: `python ${office.python} (uno); ${instances} instance${instances === 1 ? '' : 's'}, ${settings.warmAtStart ? 'started with the daemon' : 'started with the first document'}, replaced after ${settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER} conversions, ${memoryLimitMb} MB each`,
+      };
+    },
+    pairs: () => (office?.ready ? officePairs() : []),
+    formats: () => OFFICE_FORMATS,
+    async convert(job: EngineJob): Promise<void> {
+      if (!office?.ready) throw new ConversionFailure('internal_error', 'The office engine was not probed or LibreOffice is unavailable.');
+      job.onProgress(0);
+      const running = await poolOf(office);
+      const input = INPUT_FILTERS[job.source];
+      const output = OUTPUT_FILTERS[job.target];
+      if (!input || !output) throw new ConversionFailure('conversion_failed', `The office engine cannot convert ${job.source} to ${job.target}.`);
+      const { options: filterOptions, ...filters } = output;
+      const request = {
+        op: 'convert',
+        input: job.inputPath,
+        output: job.outputPath,
+        source: job.source,
+        target: job.target,
+        inputFilter: input.filter,
+        inputFilterOptions: input.options,
+        filters,
+        filterOptions,
+        filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
+        landscape: job.options.landscape === true,
+        password: typeof job.options.password === 'string' ? job.options.password : undefined,
+      };
+      try {
+        await running.run(request, { signal: job.signal, onStart: job.startClock });
+      } catch (error) {
+        if (job.signal.aborted) throw job.signal.reason;
+        throw failureOf(error, memoryLimitMb);
+      }
+      const size = await stat(job.outputPath).then((info) => info.size, () => 0);
+      if (size === 0) throw new ConversionFailure('conversion_failed', `LibreOffice wrote no ${job.target} file.`);
+      checkOutputSize(size, job.maxOutputBytes);
+      job.onProgress(100);
+    },
+    async close() {
+      await (await pool)?.close(2000);
+    },
+  };
+}
+
+function failureOf(error: unknown, memoryLimitMb: number): Error {
+  if (error instanceof HelperTaskError) {
+    const failure = error.error as { kind: string; code?: string; message: string };
+    if (failure.kind === 'conversion' && (failure.code === 'input_invalid' || failure.code === 'conversion_failed')) {
+      return new ConversionFailure(failure.code, failure.message);
+    }
+    return new Error(`office bridge: ${failure.message}`);
+  }
+  if (error instanceof HelperDied) {
+    if (error.exit.end === 'memory') {
+      return new ConversionFailure('memory_limit', `LibreOffice needed more memory than its limit of ${memoryLimitMb} MB.`);
+    }
+    const said = lastLines(error.exit.stderrTail, 2);
+    return new ConversionFailure('conversion_failed', `LibreOffice stopped unexpectedly${said ? `: ${said}` : ''}.`);
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}
