@@ -18,6 +18,7 @@ import { ConversionFailure } from '../src/errors/api-error.ts';
 import { defaultEngines } from '../src/engines/catalog.ts';
 import { createDataEngine } from '../src/engines/data/data-engine.ts';
 import { createMediaEngine } from '../src/engines/media/media-engine.ts';
+import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { createOfficeEngine } from '../src/engines/office/office-engine.ts';
 import { createPdfEngine } from '../src/engines/pdf/pdf-engine.ts';
 import type { Engine, EngineJob } from '../src/engines/types.ts';
@@ -266,7 +267,7 @@ describe('(b) the registry offers exactly the pairs the generated suites prove',
 
   it('every pair belongs to an engine that has a generated suite (image: this file)', () => {
     const engines = new Set(pairs.map((p) => p.engine));
-    for (const engine of engines) assert.ok(engine === 'image' || engine in SUITES, `engine ${engine} has no generated per-pair suite: add one`);
+    for (const engine of engines) assert.ok(engine === 'image' || engine === CHAIN_ENGINE || engine in SUITES, `engine ${engine} has no generated per-pair suite: add one`);
     for (const status of registry.statuses) {
       if (!mayBeMissing(status.name)) assert.ok(status.available, `${status.name} is available here: ${status.detail ?? ''}`);
     }
@@ -291,8 +292,16 @@ describe('(b) the registry offers exactly the pairs the generated suites prove',
     });
   }
 
+  it('test/engines-chains.test.ts generates one test per chain the registry composes', async () => {
+    const text = await readFile(join(ROOT, 'test/engines-chains.test.ts'), 'utf8');
+    assert.match(text, /const chains = registry\.allPairs\(\)\.filter\(\(pair\) => pair\.engine === CHAIN_ENGINE\);/, 'takes the chains from a registry of the default engines');
+    assert.match(text, /for \(const pair of chains\) \{\s*it\(`\$\{pair\.source\} -> \$\{pair\.target\}`/, 'one test per chain');
+    assert.match(text, /add one/, 'a chain without a decoder fails');
+    covered.set(CHAIN_ENGINE, new Set(pairs.filter((p) => p.engine === CHAIN_ENGINE).map(key)));
+  });
+
   it('the union of the suites is the registry, and no pair is declared by two engines', () => {
-    assert.equal(covered.size, 1 + Object.keys(SUITES).length, 'every suite was checked');
+    assert.equal(covered.size, 2 + Object.keys(SUITES).length, 'every suite was checked');
     const union = new Set<string>();
     let declared = 0;
     for (const set of covered.values()) {

@@ -41,6 +41,7 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
       // One document per LibreOffice instance: the runner waits for a free one before the time limit.
       name: 'office',
       maxConcurrentRuns: settings.office?.instances ?? availableParallelism(),
+      startsClock: true,
       load: async () => (await import('./office/office-engine.ts')).createOfficeEngine(settings.office),
     },
   ];

@@ -17,6 +17,8 @@ export interface EngineLoader {
   maxConcurrentRuns?: number;
   /** Its work runs in the engine host, not on the caller's event loop (catalog.ts). */
   isolated?: boolean;
+  /** The created engine's `startsClock`, known before it loads (the runner asks first). */
+  startsClock?: boolean;
   load(): Promise<Engine>;
 }
 
@@ -57,6 +59,11 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
   return {
     name: loader.name,
     maxConcurrentRuns: loader.maxConcurrentRuns,
+    startsClock: loader.startsClock,
+    // Only what was loaded has something running to end.
+    close: async () => {
+      await loaded?.close?.();
+    },
     async probe(): Promise<EngineStatus> {
       if (known) return known.status;
       const engine = await load();

@@ -1,7 +1,11 @@
+import { CHAIN_ENGINE, composedPair, createChainEngine } from '../engines/chain.ts';
 import type { Engine, EngineStatus } from '../engines/types.ts';
 import type { ConversionKind, ConversionPair, FormatInfo } from './types.ts';
 
 export type CreditWeights = Record<ConversionKind, number>;
+
+/** The results a chain may pass through, in order of preference. */
+const CHAIN_VIA = ['pdf', 'docx', 'odt', 'csv'];
 export const DEFAULT_CREDIT_WEIGHTS: CreditWeights = { image: 1, pdf: 1, data: 1, audio: 2, document: 2, video: 4 };
 
 /**
@@ -40,7 +44,31 @@ export class FormatRegistry {
       registry.engines.set(engine.name, engine);
       for (const pair of engine.pairs()) registry.addPair(pair);
     });
+    registry.composeChains();
     return registry;
+  }
+
+  /**
+   * Two-step chains (DESIGN.md, "Chains"): from a source, through a result its engine declares
+   * `intermediate` (a PDF, a docx, a CSV), on to what another engine makes of that, wherever no
+   * engine converts the source to that target itself. Only direct pairs are composed, never more
+   * than two steps; where several intermediates lead to a target, the first in CHAIN_VIA wins.
+   */
+  private composeChains(): void {
+    const direct = this.allPairs();
+    const composed: ConversionPair[] = [];
+    for (const via of CHAIN_VIA) {
+      for (const first of direct.filter((pair) => pair.target === via && pair.intermediate)) {
+        for (const second of direct.filter((pair) => pair.source === via && pair.engine !== first.engine)) {
+          if (second.target === first.source || this.pair(first.source, second.target) || composed.some((c) => c.source === first.source && c.target === second.target)) continue;
+          composed.push(composedPair(first, second, this.weights[second.kind] >= this.weights[first.kind] ? second.kind : first.kind));
+        }
+      }
+    }
+    for (const pair of composed) this.addPair(pair);
+    if (composed.length > 0) {
+      this.engines.set(CHAIN_ENGINE, createChainEngine({ engine: (name) => this.engines.get(name), pair: (source, target) => this.pair(source, target) }));
+    }
   }
 
   private addFormat(info: FormatInfo): void {
@@ -90,7 +118,9 @@ export class FormatRegistry {
     return this.formatsByKey.get(key);
   }
 
+  /** A chain costs its heaviest step's weight, once; the weights are read each time (SIGHUP changes them). */
   creditWeight(pair: ConversionPair): number {
+    if (pair.steps) return Math.max(...pair.steps.map((step) => this.weights[step.kind]));
     return this.weights[pair.kind];
   }
 

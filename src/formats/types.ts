@@ -45,6 +45,13 @@ export interface ConversionPair {
   options: OptionDescriptor[];
   /** Empty when the conversion has a single mode; otherwise the first is the default. */
   variants: VariantDescriptor[];
+  /**
+   * The engine declares its result a faithful step for another engine to go on from (an office
+   * document's PDF, Markdown's docx, a table's CSV): the registry may compose a chain through it.
+   */
+  intermediate?: boolean;
+  /** A composed pair (engine `chain`): the direct pairs it runs, in order. */
+  steps?: ConversionPair[];
 }
 
 /** What is known of one format: its file extensions (first is canonical) and MIME type. */

@@ -72,7 +72,9 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const extension = registry.format(record.target)?.extensions[0] ?? record.target;
       const outputPath = blobs.outputPathFor(id, extension);
       pendingOutput = outputPath;
-      const timeoutMs = config.engineTimeoutMs[engine.name] ?? config.defaultEngineTimeoutMs;
+      const limitOf = (name: string) => config.engineTimeoutMs[name] ?? config.defaultEngineTimeoutMs;
+      // A chain has the time of its steps together.
+      const timeoutMs = pair.steps ? pair.steps.reduce((sum, step) => sum + limitOf(step.engine), 0) : limitOf(engine.name);
       const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
       const maxOutput = outputLimit(plan, record.input_size, config.outputCapRatio, config.outputCapFloorMb);
 

@@ -34,7 +34,8 @@ export function createDataEngine(settings: DataEngineOptions = {}): Engine {
       for (const source of TABULAR) {
         for (const target of TABULAR) {
           if (source !== target) {
-            pairs.push({ source, target, engine: 'data', kind: 'data', options: dataOptions(source, target), variants: [] });
+            // A table as CSV is a step chains go on from (to a spreadsheet, say).
+            pairs.push({ source, target, engine: 'data', kind: 'data', options: dataOptions(source, target), variants: [], ...(target === 'csv' ? { intermediate: true } : {}) });
           }
         }
       }

@@ -53,6 +53,8 @@ function officePairs(): ConversionPair[] {
         pairs.push({
           source, target, engine: 'office', kind: 'document',
           options: pdf ? pdfOptions(family) : documentOptions(), variants: pdf ? PDF_VARIANTS : [],
+          // Chains go on from a document's PDF (page images, text) and from a sheet's CSV (JSON...).
+          ...(pdf || (target === 'csv' && family === 'sheet') ? { intermediate: true } : {}),
         });
       }
     }

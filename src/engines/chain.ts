@@ -1,0 +1,94 @@
+import { rm } from 'node:fs/promises';
+import type { ConversionOptions } from '../model/conversion.ts';
+import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
+
+/** The engine name of composed pairs (ConversionPair.steps). */
+export const CHAIN_ENGINE = 'chain';
+
+/** Finds the engine of a step and the steps of a composed pair. */
+export interface ChainLookup {
+  engine(name: string): Engine | undefined;
+  pair(source: string, target: string): ConversionPair | undefined;
+}
+
+/** The options of one step: those of the conversion that the step's pair describes. */
+function optionsFor(step: ConversionPair, options: ConversionOptions): ConversionOptions {
+  const own: ConversionOptions = {};
+  for (const descriptor of step.options) {
+    const value = options[descriptor.name] ?? descriptor.default;
+    if (value !== undefined && value !== null) own[descriptor.name] = value;
+  }
+  return own;
+}
+
+/**
+ * Runs a composed pair (DESIGN.md, "Chains"): each step on its own engine, into a file beside the
+ * output, with the progress split over the steps, so the runner still makes one engine call and
+ * the conversion stays one conversion with one time limit and one charge. The intermediate file
+ * is removed whatever the outcome. The first step starts the clock (or, when its engine does not
+ * start one itself, the chain does as it begins).
+ */
+export function createChainEngine(lookup: ChainLookup): Engine {
+  return {
+    name: CHAIN_ENGINE,
+    startsClock: true,
+    probe: async (): Promise<EngineStatus> => ({ name: CHAIN_ENGINE, available: true, binary: 'the engines of its steps' }),
+    pairs: (): ConversionPair[] => [],
+    formats: (): FormatInfo[] => [],
+    async convert(job: EngineJob): Promise<EngineOutput | void> {
+      const steps = lookup.pair(job.source, job.target)?.steps;
+      if (!steps || steps.length === 0) throw new Error(`no chain for ${job.source} -> ${job.target}`);
+      let input = job.inputPath;
+      let produced: EngineOutput | void = undefined;
+      const made: string[] = [];
+      let clockStarted = false;
+      const startClock = () => {
+        if (clockStarted) return;
+        clockStarted = true;
+        job.startClock?.();
+      };
+      try {
+        for (const [index, step] of steps.entries()) {
+          const engine = lookup.engine(step.engine);
+          if (!engine) throw new Error(`the engine ${step.engine} of a chain step is not available`);
+          const last = index === steps.length - 1;
+          const output = last ? job.outputPath : `${job.outputPath}.step${index + 1}.${step.target}`;
+          if (!last) made.push(output);
+          if (!engine.startsClock) startClock();
+          job.signal.throwIfAborted();
+          const share = 100 / steps.length;
+          produced = await engine.convert({
+            inputPath: input, outputPath: output, source: step.source, target: step.target,
+            // The variant chosen is the last step's; the others run their default.
+            variant: last ? job.variant : step.variants[0]?.key ?? null,
+            options: optionsFor(step, job.options),
+            signal: job.signal,
+            onProgress: (percent) => job.onProgress(index * share + (percent * share) / 100),
+            maxOutputBytes: job.maxOutputBytes,
+            startClock,
+          });
+          input = output;
+        }
+        return produced;
+      } finally {
+        for (const file of made) await rm(file, { force: true });
+      }
+    },
+  };
+}
+
+/** The engine, kind and options of a pair made of two steps. */
+export function composedPair(first: ConversionPair, second: ConversionPair, heavierKind: ConversionPair['kind']): ConversionPair {
+  const names = new Set(second.options.map((option) => option.name));
+  return {
+    source: first.source,
+    target: second.target,
+    engine: CHAIN_ENGINE,
+    kind: heavierKind,
+    // The last step's options, and the first step's that it does not have itself (a password).
+    options: [...second.options, ...first.options.filter((option) => !names.has(option.name))],
+    variants: second.variants,
+    steps: [first, second],
+  };
+}
