@@ -16,7 +16,7 @@ import type { ConversionRecord } from '../src/model/conversion.ts';
 import { decodeCopy } from '../src/store/durable-json-file.ts';
 import { api, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { HAS_SETPRIV } from './engines-proc.ts';
-import { meteredClient } from './registry-pairs-daemon.ts';
+import { mediaProcessesOf, meteredClient } from './registry-pairs-daemon.ts';
 import { waitUntil } from './ops-support.ts';
 import { ffmpegRun, mediaTools } from './registry-pairs-fixtures.ts';
 
@@ -258,7 +258,7 @@ describe('crash recovery (kill -9 and restart)', () => {
     }
   });
 
-  it('no crash loop: a conversion the daemon dies running twice fails `interrupted` after its one retry, and costs nothing', async () => {
+  it('no crash loop: a conversion the daemon dies running twice (at once, as its engine starts) fails `interrupted` after its one retry, and costs nothing', async () => {
     const videoDir = await mkdtemp(join(tmpdir(), 'convd-crash-loop-'));
     try {
       // Many seconds of VP9 for ffmpeg: it is mid-run each time the daemon dies.
@@ -276,10 +276,11 @@ describe('crash recovery (kill -9 and restart)', () => {
       const answer = await api(first, '/conversions', { method: 'POST', body: form, key: client.apiKey });
       assert.equal(answer.status, 202, JSON.stringify(answer.body));
       const id = (answer.body as ConversionView).id;
-      const running = (daemon: DaemonHandle) => waitUntil('the conversion to run (progress > 0)', async () => {
-        const view = (await api(daemon, `/conversions/${id}`, { key: client.apiKey })).body as { status: string; progress: number | null };
-        return view.status === 'processing' && (view.progress ?? 0) > 0 ? true : undefined;
-      }, LONG_WAIT_MS);
+      // The daemon dies as soon as the engine runs (its first process, ffprobe, has started: a few
+      // ms into the conversion, before any deferred write of the store would reach the disk).
+      const running = (daemon: DaemonHandle) => waitUntil('the media engine to run the conversion', () => (
+        mediaProcessesOf(daemon.process.pid!).some((p) => p.state !== 'Z') ? true : undefined
+      ), LONG_WAIT_MS);
 
       await running(first);
       await first.kill();

@@ -56,9 +56,13 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       log('conversion.started', { id, status });
       return (await store.updateConversion(id, {
         status, started_at: service.now().toISOString(), progress: status === 'processing' ? 0 : null,
-      }, { deferred: true }))!;
+      }))!;
     });
     if (!started) return;
+    // On disk before any engine runs: a conversion that takes the daemon down within a second of
+    // its start (before a deferred write) would be found `queued` at every restart, never counted
+    // as interrupted, and run again forever. Concurrent starts share the fsync (group commit).
+    await store.flush();
     // The output of this run while it is not the conversion's result (yet): removed on any failure.
     let pendingOutput: string | null = null;
     try {
