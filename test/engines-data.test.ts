@@ -246,7 +246,36 @@ describe('malformed data fails with input_invalid and points at the line', () =>
   it('yaml: one large list named by many aliases is refused by its expanded size', async () => {
     const items = Array.from({ length: 8000 }, (_, i) => `  - item number ${i} with some text`).join('\n');
     const aliases = Array.from({ length: 98 }, (_, i) => `copy${i}: *list`).join('\n');
-    await fails(convert('yaml', 'json', await input('flat-bomb.yaml', `list: &list\n${items}\n${aliases}\n`)), 'input_invalid', /aliases would repeat more than 1 MB/);
+    await fails(convert('yaml', 'json', await input('flat-bomb.yaml', `list: &list\n${items}\n${aliases}\n`)), 'input_invalid', /aliases would expand it past 1 MB/);
+  });
+
+  it('yaml: nested anchors multiply, and are weighed so', async () => {
+    // Each level names the one below ten times: 100 KB of text, 10^4 times that expanded.
+    const levels = ['a0: &a0 [' + Array.from({ length: 2000 }, () => '"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"').join(',') + ']'];
+    for (let i = 1; i <= 4; i++) levels.push(`a${i}: &a${i} [${Array.from({ length: 10 }, () => `*a${i - 1}`).join(',')}]`);
+    await fails(convert('yaml', 'json', await input('nested-bomb.yaml', `${levels.join('\n')}\n`)), 'input_invalid', /expand it past/);
+  });
+
+  it('yaml: a map of 100,000 keys is checked for duplicates in one pass (yaml\'s own check compares each with all)', async () => {
+    const keys = Array.from({ length: 100_000 }, (_, i) => `k${i}: ${i}`).join('\n');
+    const began = performance.now();
+    const json = JSON.parse(await convert('yaml', 'json', await input('many-keys.yaml', `${keys}\n`), { indent: 0 })) as Record<string, number>;
+    assert.equal(json.k99999, 99999);
+    // A bound on complexity, not a speed figure: yaml's uniqueKeys took 15 s for 50,000 keys here.
+    assert.ok(performance.now() - began < 20_000, `took ${Math.round(performance.now() - began)} ms`);
+    await fails(convert('yaml', 'json', await input('late-dup.yaml', `${keys}\nk5: again\n`)), 'input_invalid', /line 100001, column 1: the key "k5" appears twice/);
+  });
+
+  it('yaml: fifty thousand small aliases are weighed in one pass, and refused', async () => {
+    const aliases = Array.from({ length: 50_000 }, (_, i) => `k${i}: *x`).join('\n');
+    const began = performance.now();
+    await fails(convert('yaml', 'json', await input('many-aliases.yaml', `x: &x 1\n${aliases}\n`)), 'input_invalid', /names the anchor "x" more than 100 times/);
+    // Aliases of many anchors: the count of all aliases stops them.
+    const spread = Array.from({ length: 2000 }, (_, i) => `a${i}: &a${i} ${i}\nb${i}: *a${i}`).join('\n');
+    await fails(convert('yaml', 'json', await input('spread-aliases.yaml', `${spread}\n`)), 'input_invalid', /more than 1000 aliases/);
+    // A bound on complexity, not a speed figure: a check that walked the document for every
+    // alias took 24 s for 20,000 of them here (minutes for these); a linear one well under a second.
+    assert.ok(performance.now() - began < 20_000, `took ${Math.round(performance.now() - began)} ms`);
   });
 
   it('yaml: the anchors and aliases of ordinary configuration files pass', async () => {

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { CsvError, parse as parseCsv } from 'csv-parse';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
-import { parseAllDocuments, visit, type Document } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, parseAllDocuments, type Document } from 'yaml';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { DELIMITERS } from './formats.ts';
 import { decodeUtf8, lineAndColumn, readUtf8Chunks } from './utf8.ts';
@@ -18,7 +18,7 @@ const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
 const MAX_RECORD_CHARS = 32 * 1024 * 1024;
 /** Columns of a CSV record at most: Excel's and LibreOffice's limit; a million made a 2.4 s header. */
 export const MAX_CSV_COLUMNS = 16_384;
-/** YAML aliases may repeat at most this many times the file's own size (and 1 MiB for a small file). */
+/** A YAML document with its aliases expanded may be at most this many times the file (and 1 MiB for a small file). */
 const ALIAS_EXPANSION_FACTOR = 4;
 const ALIAS_EXPANSION_FLOOR = 1024 * 1024;
 
@@ -162,7 +162,15 @@ function describeJsonError(code: string): string {
 /** YAML (several documents become an array of them). Anchors are limited against alias bombs. */
 export async function readYaml(path: string): Promise<unknown> {
   const text = await readDocumentText(path, 'YAML file');
-  const documents = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: true });
+  let documents: ReturnType<typeof parseAllDocuments>;
+  try {
+    // uniqueKeys off: yaml compares every key of a map with every other (50,000 keys took 15 s);
+    // duplicates are found in checkDocument's one pass instead.
+    documents = parseAllDocuments(text, { uniqueKeys: false, prettyErrors: true });
+  } catch (error) {
+    if (error instanceof RangeError) throw invalid('The YAML file is nested too deeply to be read.');
+    throw error;
+  }
   if (documents.length === 0) return null; // an empty file
   for (const document of documents) {
     const error = document.errors[0];
@@ -174,30 +182,75 @@ export async function readYaml(path: string): Promise<unknown> {
     }
   }
   const budget = Math.max(ALIAS_EXPANSION_FLOOR, ALIAS_EXPANSION_FACTOR * text.length);
-  for (const document of documents) checkAliasExpansion(document, budget);
+  for (const document of documents) checkDocument(document, text, budget);
   try {
-    const values = documents.map((document) => document.toJS({ maxAliasCount: 100 }) as unknown);
+    const values = documents.map((document) => document.toJS({ maxAliasCount: MAX_USES_OF_AN_ANCHOR }) as unknown);
     return values.length === 1 ? values[0] : values;
   } catch (error) {
     throw invalid(`The YAML file cannot be read: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 
+/** An anchor may be named this often (yaml's toJS refuses more, after a walk of the document per alias). */
+const MAX_USES_OF_AN_ANCHOR = 100;
+/** Aliases in a document at most: yaml resolves each by walking the whole document. */
+const MAX_ALIASES = 1000;
+
 /**
- * yaml's maxAliasCount counts aliases, weighted by the aliases inside what they name: one large
- * anchored list named 98 times passes it, and expanded 10 MB to a 1 GB result. Each alias is
- * weighed here by the source size of the node it names; past the budget the file is refused.
+ * One pass over a parsed YAML document, linear in its size, for what yaml itself checks in time
+ * that grows with the square of the input: duplicate keys (yaml's uniqueKeys compares each key
+ * with all others), and aliases (yaml resolves each by walking the document, and its
+ * maxAliasCount, weighing them by count, let one large list named 98 times expand 10 MB to 1 GB).
+ * The document is measured as it would be written out, each alias as large as what it names
+ * (anchors come before their aliases, so nested ones multiply as they would); past the budget,
+ * or past the alias counts, the file is refused.
  */
-function checkAliasExpansion(document: Document, budget: number): void {
-  let expanded = 0;
-  visit(document, {
-    Alias(_, alias) {
-      const range = alias.resolve(document)?.range;
-      if (!range) return;
-      expanded += range[1] - range[0];
-      if (expanded > budget) {
-        throw invalid(`The YAML file's aliases would repeat more than ${Math.round(budget / 1024 / 1024)} MB of it; at most ${ALIAS_EXPANSION_FACTOR} times the file's size is expanded.`);
+function checkDocument(document: Document, text: string, budget: number): void {
+  const anchors = new Map<string, { size: number; uses: number }>();
+  let aliases = 0;
+  const tooLarge = () => invalid(`The YAML file's aliases would expand it past ${Math.round(budget / 1024 / 1024)} MB; at most ${ALIAS_EXPANSION_FACTOR} times the file's size is expanded.`);
+  const sizeOf = (node: unknown): number => {
+    if (node === null || node === undefined) return 0;
+    if (isAlias(node)) {
+      const anchor = anchors.get(node.source);
+      if (++aliases > MAX_ALIASES) throw invalid(`The YAML file has more than ${MAX_ALIASES} aliases.`);
+      if (anchor && ++anchor.uses > MAX_USES_OF_AN_ANCHOR) throw invalid(`The YAML file names the anchor "${node.source}" more than ${MAX_USES_OF_AN_ANCHOR} times.`);
+      return anchor?.size ?? 0;
+    }
+    let size = 0;
+    if (isScalar(node)) {
+      size = node.range ? node.range[1] - node.range[0] : String(node.value).length;
+    } else if (isSeq(node)) {
+      size = 2;
+      for (const item of node.items) {
+        size += sizeOf(item) + 1;
+        if (size > budget) throw tooLarge();
       }
-    },
-  });
+    } else if (isMap(node)) {
+      size = 2;
+      const keys = new Set<unknown>();
+      for (const pair of node.items) {
+        if (isScalar(pair.key)) {
+          if (keys.has(pair.key.value)) {
+            const { line, column } = lineAndColumn(text, pair.key.range?.[0] ?? 0);
+            throw invalid(`The YAML file is malformed at line ${line}, column ${column}: the key "${String(pair.key.value)}" appears twice in one mapping.`);
+          }
+          keys.add(pair.key.value);
+        }
+        size += sizeOf(pair.key) + sizeOf(pair.value) + 2;
+        if (size > budget) throw tooLarge();
+      }
+    }
+    const anchor = (node as { anchor?: string }).anchor;
+    if (anchor) anchors.set(anchor, { size, uses: 0 });
+    return size;
+  };
+  let total: number;
+  try {
+    total = sizeOf(document.contents);
+  } catch (error) {
+    if (error instanceof RangeError) throw invalid('The YAML file is nested too deeply to be read.');
+    throw error;
+  }
+  if (total > budget) throw tooLarge();
 }
