@@ -53,7 +53,8 @@ function aliasBomb(name: string, bytes: number): Promise<string> {
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'convd-attack-'));
   [daemon, limited] = await Promise.all([
-    startDaemon(),
+    // Two workers whatever the machine: a tenant's share is all workers but one.
+    startDaemon({ args: ['--workers', '2'] }),
     // Tight engine limits, to show that they stop the work they limit.
     startDaemon({ env: { CONVD_ENGINE_TIMEOUT_MS_DATA: '400', CONVD_ENGINE_MEMORY_MB: '400', CONVD_INPUT_CAP_MB_YAML: '64' } }),
   ]);
@@ -186,6 +187,30 @@ describe('hostile tenant: engines that cannot block or crash the daemon', () => 
   });
 });
 
+
+describe('hostile tenant: long conversions', () => {
+  it("a tenant's long conversions leave a worker for the others", async () => {
+    // Two conversions of many seconds each (a 2,000,000-row CSV to JSON): the plan's two at once.
+    const rows = join(dir, 'rows.csv');
+    await writeLines('rows.csv', (i) => (i === 0 ? 'id,name,value\n' : `${i},name ${i},${i * 7}\n`), 1_500_000);
+    // A pro tenant: metered like a free one, with the requests per minute to be watched closely.
+    const tenant = await newAccount(daemon, 'pro');
+    const statusOf = async (id: string) => ((await (await fetch(`${tenant.baseUrl}/conversions/${id}`, { headers: { authorization: `Bearer ${tenant.apiKey}` } })).json()) as PublicConversion).status;
+    const long = await Promise.all([1, 2].map(() => uploadFile(tenant, { target: 'json' }, rows, 'rows.csv')));
+    for (const created of long) assert.equal(created.status, 202, JSON.stringify(created.body));
+    await waitUntil('a long conversion to run', async () => {
+      const states = await Promise.all(long.map((created) => statusOf(created.body.id)));
+      return states.includes('processing') ? true : undefined;
+    }, 30_000);
+    // Another account's conversion is not queued behind both: it runs beside them and ends first.
+    await victimConverts(daemon, daemon.apiKey, victimPng);
+    const states = await Promise.all(long.map((created) => statusOf(created.body.id)));
+    // The tenant holds one worker of two (its share), the other waits; the victim's did not wait
+    // for either of them to end.
+    assert.deepEqual([...states].sort(), ['processing', 'queued'], `the tenant's conversions: ${states.join(', ')}`);
+    await Promise.all(long.map((created) => fetch(`${tenant.baseUrl}/conversions/${created.body.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.apiKey}` } })));
+  });
+});
 
 describe('hostile tenant: requests', () => {
   it('100 requests with bad keys: the first ones 401, then 429 with Retry-After, before any key lookup', async () => {

@@ -1,41 +1,92 @@
+/** Whose a job is, and how many of that owner's jobs may run at once. */
+export interface JobOwner {
+  /** The account the conversion belongs to. */
+  account: string;
+  /** Jobs of this account running at most (Infinity: no share of its own, the workers are the limit). */
+  share: number;
+}
+
 /**
- * Where the worker pool takes conversion ids from. In-process FIFO today; the seam for a
- * Redis-backed queue when one box is outgrown.
+ * Where the worker pool takes conversion ids from. In-process today; the seam for the
+ * PostgreSQL conversions table when one box is outgrown.
  */
 export interface JobSource {
-  push(id: string): void;
+  push(id: string, owner?: JobOwner): void;
   /** Removes a queued id (cancel); true when it was still waiting. */
   remove(id: string): boolean;
-  /** The next id, or undefined when the queue is empty. */
+  /** The next id to run, or undefined when none may run now (empty, or every owner at its share). */
   take(): string | undefined;
+  /** The job taken as `id` has ended: its owner's place is free again. */
+  done(id: string): void;
   readonly size: number;
   /** Called whenever an id is pushed, so idle workers wake without polling. */
   onPush(listener: () => void): void;
 }
 
-export class MemoryJobSource implements JobSource {
-  // A Set keeps insertion order (FIFO) and makes removal O(1).
-  private readonly ids = new Set<string>();
-  private readonly listeners: (() => void)[] = [];
+const NOBODY: JobOwner = { account: '', share: Infinity };
 
-  push(id: string): void {
-    this.ids.add(id);
+/**
+ * In-process queue, fair between accounts: one FIFO per account, the accounts served in turn,
+ * and an account at its share (a tenant's: all workers but one) waits while the others run. A
+ * tenant with long conversions (each up to its engine's time limit) cannot hold every worker,
+ * and one that submits a hundred does not make the next account wait behind all of them.
+ */
+export class MemoryJobSource implements JobSource {
+  /** Queued ids per account, in order; a Map keeps the accounts in the order they came. */
+  private readonly queues = new Map<string, string[]>();
+  private readonly owners = new Map<string, JobOwner>();
+  private readonly running = new Map<string, number>();
+  private readonly listeners: (() => void)[] = [];
+  private queued = 0;
+
+  push(id: string, owner: JobOwner = NOBODY): void {
+    if (this.owners.has(id)) return;
+    this.owners.set(id, owner);
+    let queue = this.queues.get(owner.account);
+    if (!queue) this.queues.set(owner.account, (queue = []));
+    queue.push(id);
+    this.queued += 1;
     for (const listener of this.listeners) listener();
   }
 
   remove(id: string): boolean {
-    return this.ids.delete(id);
+    const owner = this.owners.get(id);
+    const queue = owner ? this.queues.get(owner.account) : undefined;
+    const at = queue?.indexOf(id) ?? -1;
+    if (!queue || at < 0) return false;
+    queue.splice(at, 1);
+    if (queue.length === 0) this.queues.delete(owner!.account);
+    this.owners.delete(id);
+    this.queued -= 1;
+    return true;
   }
 
   take(): string | undefined {
-    const first = this.ids.values().next();
-    if (first.done) return undefined;
-    this.ids.delete(first.value);
-    return first.value;
+    for (const [account, queue] of this.queues) {
+      const owner = this.owners.get(queue[0]!)!;
+      if ((this.running.get(account) ?? 0) >= owner.share) continue;
+      const id = queue.shift()!;
+      // Served: this account goes to the back of the turn (or leaves it, when it has no more).
+      this.queues.delete(account);
+      if (queue.length > 0) this.queues.set(account, queue);
+      this.running.set(account, (this.running.get(account) ?? 0) + 1);
+      this.queued -= 1;
+      return id;
+    }
+    return undefined;
+  }
+
+  done(id: string): void {
+    const owner = this.owners.get(id);
+    if (!owner) return;
+    this.owners.delete(id);
+    const left = (this.running.get(owner.account) ?? 1) - 1;
+    if (left > 0) this.running.set(owner.account, left);
+    else this.running.delete(owner.account);
   }
 
   get size(): number {
-    return this.ids.size;
+    return this.queued;
   }
 
   onPush(listener: () => void): void {

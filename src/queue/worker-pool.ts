@@ -40,6 +40,11 @@ export class WorkerPool {
     this.pump();
   }
 
+  /** Conversions that may run at once. */
+  get workers(): number {
+    return this.concurrency;
+  }
+
   /** Jobs not yet ended, including those past the engine that have given their slot back (at most twice the workers). */
   get active(): number {
     return this.running.size;
@@ -80,6 +85,7 @@ export class WorkerPool {
       .catch((error: unknown) => this.onError(id, error))
       .finally(() => {
         this.running.delete(id);
+        this.source.done(id);
         if (holdsSlot) this.slotsTaken -= 1;
         if (countedFinishing) this.finishing -= 1;
         holdsSlot = false; // a late releaseSlot() must not count this job again

@@ -4,7 +4,7 @@ import type { FormatDetails, FormatListing, ListPage } from '../client/types.ts'
 import type { AccountRecord } from '../model/account.ts';
 import { toPublicConversion, type ConversionRecord, type PublicConversion } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, END_STATUSES, canTransition, isStatus, type ConversionStatus } from '../model/status.ts';
-import type { JobSource } from '../queue/job-source.ts';
+import type { JobOwner, JobSource } from '../queue/job-source.ts';
 import type { WorkerPool } from '../queue/worker-pool.ts';
 import type { BlobStore } from '../store/blob-store.ts';
 import type { Store } from '../store/types.ts';
@@ -168,7 +168,7 @@ export class ConversionService {
         // Work starts at once, while the record goes to disk: a worker need not sit idle for an
         // fsync. The answer still waits for the flush: a crash right after the 202 must not lose
         // the conversion (and a crash before it loses only work nobody was told about).
-        this.queue.push(outcome.record.id);
+        this.queue.push(outcome.record.id, this.jobOwner(account));
         await this.store.flush();
       }
       return outcome;
@@ -176,6 +176,16 @@ export class ConversionService {
       hold?.release();
       if (!adopted) for (const file of input.files) await this.blobs.discardSpool(file.path);
     }
+  }
+
+  /**
+   * The queue's owner of an account's jobs: a tenant (a plan with credits) may hold every worker
+   * but one, so that another account's conversion always finds one soon; the box's owner
+   * (unmetered) may hold them all.
+   */
+  jobOwner(account: AccountRecord): JobOwner {
+    const unmetered = this.config.plans[account.plan].credits_type === 'unmetered';
+    return { account: account.id, share: unmetered ? Infinity : Math.max(1, (this.pool?.workers ?? 1) - 1) };
   }
 
   /** The caller's conversion; another account's is indistinguishable from a missing one (404). */

@@ -146,7 +146,10 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     for (const id of orphanResults) await blobs.delete('results', id);
     if (orphanInputs.length + orphanResults.length > 0) log('sweep.orphans', { inputs: orphanInputs.length, results: orphanResults.length });
     await store.flush();
-    for (const record of await store.conversionsWithStatus(['queued'])) queue.push(record.id);
+    for (const record of await store.conversionsWithStatus(['queued'])) {
+      const account = await store.getAccount(record.account_id);
+      queue.push(record.id, account ? conversions.jobOwner(account) : undefined);
+    }
     // A crash between an end state and its delivery record: enqueue is idempotent per
     // conversion and event, so offering every recent end state again sends nothing twice.
     const horizon = new Date(Date.now() - RETRY_WAITS_MS.reduce((a, b) => a + b, 0) * config.webhookScheduleScale).toISOString();
