@@ -88,10 +88,16 @@ export const httpUrl: Kind<string> = {
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
+/**
+ * The longest duration: every one ends up in a timer, and Node fires a timer longer than this
+ * (2^31 - 1 ms, about 24.8 days) after 1 ms: "720h" meant as "never" would cut every request.
+ */
+const MAX_DURATION_MS = 2_147_483_647;
+
 /** A duration in milliseconds: `500ms`, `10s`, `2m`, `1h`; a bare number counts `bareUnit`s. */
 export function duration(bareUnit: 's' | 'ms', min = 0): Kind<number> {
   const kind: Kind<number> = {
-    expects: `a duration such as 500ms, 10s, 2m or 1h (a bare number counts ${bareUnit === 's' ? 'seconds' : 'milliseconds'})${min > 0 ? `, at least ${min} ms` : ''}`,
+    expects: `a duration such as 500ms, 10s, 2m or 1h (a bare number counts ${bareUnit === 's' ? 'seconds' : 'milliseconds'})${min > 0 ? `, at least ${min} ms` : ''}, at most 24 days`,
     parse(value) {
       let ms: number;
       if (typeof value === 'number') ms = value * UNITS[bareUnit]!;
@@ -100,7 +106,7 @@ export function duration(bareUnit: 's' | 'ms', min = 0): Kind<number> {
         if (!match) return reject(kind, value);
         ms = Number(match[1]) * UNITS[match[2] ?? bareUnit]!;
       } else return reject(kind, value);
-      if (!Number.isFinite(ms) || ms < min) return reject(kind, value);
+      if (!Number.isFinite(ms) || ms < min || ms > MAX_DURATION_MS) return reject(kind, value);
       return Math.round(ms);
     },
     format: (ms) => (ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`),

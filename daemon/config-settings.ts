@@ -91,7 +91,8 @@ export const SCALARS = {
   office_recycle_after: setting('office_recycle_after', { kind: integer(1), fallback: () => defaultServiceConfig().office.recycleAfter, arg: 'n', help: 'a LibreOffice instance is replaced after this many conversions' }),
   office_memory_mb: setting('office_memory_mb', { kind: integer(256, 1_048_576), fallback: () => defaultServiceConfig().office.memoryLimitMb, arg: 'MiB', help: 'memory of one LibreOffice instance; past it its conversion fails memory_limit' }),
   office_warm: setting('office_warm', { kind: boolean, fallback: () => false, help: 'start the LibreOffice instances with the daemon (default: with the first document)' }),
-  engine_memory_mb: setting('engine_memory_mb', { kind: integer(64, 1_048_576), fallback: () => defaultServiceConfig().engineMemoryMb, arg: 'MiB', help: 'memory of one engine host process (data, Markdown and PDF conversions run there); past it the conversion fails memory_limit' }),
+  // An idle engine host takes 60-150 MiB itself (node, sharp): less would fail every conversion.
+  engine_memory_mb: setting('engine_memory_mb', { kind: integer(256, 1_048_576), fallback: () => defaultServiceConfig().engineMemoryMb, arg: 'MiB', help: 'memory of one engine host process (data, Markdown and PDF conversions run there); past it the conversion fails memory_limit' }),
   output_cap_ratio: setting('output_cap_ratio', { kind: integer(0, 1_000_000), fallback: () => defaultServiceConfig().outputCapRatio, arg: 'n', reloadable: true, help: 'a result may be at most n times its input (at least --output-cap-floor-mb, at most the plan\'s max_output_mb; 0: only the plan\'s cap)' }),
   output_cap_floor_mb: setting('output_cap_floor_mb', { kind: integer(1), fallback: () => defaultServiceConfig().outputCapFloorMb, arg: 'MiB', reloadable: true, help: 'the output cap by the input is never below this' }),
   // A test setting: shrinks the 1.5 h webhook retry schedule (e.g. 0.001) instead of sleeping through it.

@@ -1,9 +1,16 @@
+import { availableParallelism } from 'node:os';
 import { Command, Option } from 'commander';
 import { defaultDataDir } from './config.ts';
 import { GROUPS, SCALARS, type Setting } from './config-settings.ts';
 import { AdminError } from './admin/operations.ts';
 
 const VERSION = '0.1.0';
+
+// libuv's thread pool (4 threads by default) runs both sharp's image work and the daemon's file
+// I/O (the store, spool files, downloads): image conversions at every worker must leave threads
+// for the rest. Read by libuv when the pool first starts, after this line; a value set by the
+// operator stands.
+process.env.UV_THREADPOOL_SIZE ??= String(Math.max(4, 2 * availableParallelism() + 2));
 
 /**
  * Admin commands: `--data-dir`, else `$CONVD_DATA_DIR`, else the config file's `data_dir`

@@ -60,6 +60,11 @@ describe('AuthFailureLimiter', () => {
     assert.equal(addressKey('2001:db8:0:1::5'), '2001:db8:0:1::/64');
     assert.equal(addressKey('2001:0DB8:0000:0001:ffff:1:2:3'), '2001:db8:0:1::/64');
     assert.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64');
+    // IPv4-mapped IPv6, in both spellings: the IPv4 client, not one /64 shared by every IPv4 client.
+    assert.equal(addressKey('::ffff:192.0.2.1'), '192.0.2.1');
+    assert.equal(addressKey('::ffff:c000:201'), '192.0.2.1');
+    assert.equal(addressKey('0:0:0:0:0:ffff:198.51.100.7'), '198.51.100.7');
+    assert.notEqual(addressKey('::ffff:192.0.2.1'), addressKey('::ffff:192.0.2.2'));
     assert.equal(addressKey('::1'), '0:0:0:0::/64');
     assert.equal(addressKey('fe80::1%eth0'), 'fe80:0:0:0::/64');
     assert.equal(addressKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64');

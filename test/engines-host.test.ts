@@ -184,8 +184,8 @@ describe('engine host', () => {
     }
   });
 
-  it('recycles a host after its number of jobs, and stops one that stays idle', async () => {
-    const host = new EngineHost({ processes: 1, memoryLimitMb: 512, recycleAfter: 2, idleStopMs: 300 });
+  it('recycles a host after its number of jobs', async () => {
+    const host = new EngineHost({ processes: 1, memoryLimitMb: 512, recycleAfter: 2 });
     try {
       const convert = async () => host.convert('data', SETTINGS, job(await input(`r${++counter}.csv`, 'a\n1\n'), 'csv', 'ndjson', { options: { header: true, delimiter: 'auto' } }));
       await convert();
@@ -196,7 +196,17 @@ describe('engine host', () => {
       const [second] = hostPids();
       assert.ok(second && second !== first);
       assert.equal((await host.status()).started, 2);
-      await waitFor(() => hostPids().length === 0, 3000, 'the idle host to stop');
+    } finally {
+      await host.close();
+    }
+  });
+
+  it('stops a host that stays idle', async () => {
+    const host = new EngineHost({ processes: 1, memoryLimitMb: 512, idleStopMs: 300 });
+    try {
+      await host.convert('data', SETTINGS, job(await input(`idle${++counter}.csv`, 'a\n1\n'), 'csv', 'ndjson', { options: { header: true, delimiter: 'auto' } }));
+      assert.equal(hostPids().length, 1);
+      await waitFor(() => hostPids().length === 0, 5000, 'the idle host to stop');
       assert.equal((await host.status()).running, 0);
     } finally {
       await host.close();

@@ -49,11 +49,13 @@ describe('withTimeLimit', () => {
     await sleep(60);
     assert.equal(limited.signal.aborted, false, 'no clock before start()');
     limited.start();
-    await sleep(10);
+    await sleep(15);
     limited.start();
     assert.equal(limited.signal.aborted, false);
-    await sleep(60);
-    assert.equal(limited.timedOut(), true);
+    // Due 30 ms after the first start. Timers fire in the order they are due: this sleep ends at
+    // 40 ms, after the limit (30 ms) but before a clock the second start() had restarted (45 ms).
+    await sleep(25);
+    assert.equal(limited.timedOut(), true, 'the second start() did not restart the clock');
     limited.dispose();
   });
 

@@ -79,10 +79,21 @@ export class AuthFailureLimiter {
   }
 }
 
-/** IPv4 as is; IPv6 as its /64 (`2001:db8:0:1::/64`); an embedded IPv4 tail lies in the low half. */
+/**
+ * IPv4 as is; IPv6 as its /64 (`2001:db8:0:1::/64`); an embedded IPv4 tail lies in the low half.
+ * An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, or `::ffff:c000:201`) is its IPv4 address:
+ * as a /64 every IPv4 client would share one allowance, and one could lock out all of them.
+ */
 export function addressKey(address: string): string {
   if (!address.includes(':')) return address;
   const bare = address.split('%')[0]!.toLowerCase();
+  const mapped = /^(?:0{0,4}:){0,4}:?(?:0{0,4}:)?ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/.exec(bare.replace(/^::/, ':'));
+  if (mapped) {
+    if (mapped[1]) return mapped[1];
+    const high = parseInt(mapped[2]!, 16);
+    const low = parseInt(mapped[3]!, 16);
+    return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
+  }
   const [head, tail] = bare.includes('::') ? bare.split('::', 2) as [string, string] : [bare, undefined];
   const headGroups = head === '' ? [] : head.split(':');
   const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');

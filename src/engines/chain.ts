@@ -66,6 +66,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             signal: job.signal,
             onProgress: (percent) => job.onProgress(index * share + (percent * share) / 100),
             maxOutputBytes: job.maxOutputBytes,
+            timeLimitMs: job.timeLimitMs,
             startClock,
           });
           input = output;

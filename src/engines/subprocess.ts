@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ConversionFailure } from '../errors/api-error.ts';
-import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, trackGroup, untrackGroup, wrapped } from './process/group.ts';
+import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, offerToOomKiller, trackGroup, untrackGroup, wrapped } from './process/group.ts';
 
 export { killAllChildren, liveChildPids } from './process/group.ts';
 
@@ -138,7 +138,10 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
       return;
     }
     const pid = child.pid;
-    if (pid !== undefined && options.niceness) lowerSessionPriority(pid, options.niceness);
+    if (pid !== undefined && options.niceness) {
+      lowerSessionPriority(pid, options.niceness);
+      offerToOomKiller(pid);
+    }
     const tail = new Tail(options.stderrTailBytes ?? DEFAULT_TAIL_BYTES);
     let stopReason: { error: unknown } | undefined;
     let spawnError: Error | undefined;

@@ -27,6 +27,11 @@ export interface EngineJob {
    * process is up and its own), and the time limit runs from then.
    */
   startClock?: () => void;
+  /**
+   * The job's time limit in ms (the signal aborts at it): for an engine whose work the signal
+   * cannot stop (libvips on libuv's threads), to give the library its own timeout.
+   */
+  timeLimitMs?: number;
 }
 
 /** What an engine may tell about its output; the caller finds out itself what is left out. */

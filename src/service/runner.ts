@@ -99,6 +99,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
             inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
             variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
             startClock: limited.start,
+            timeLimitMs: timeoutMs,
           });
         } catch (error) {
           if (limited.timedOut()) {

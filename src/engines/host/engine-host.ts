@@ -3,6 +3,7 @@ import { ConversionFailure } from '../../errors/api-error.ts';
 import { CONVERSION_ERROR_CODES, type ConversionErrorCode } from '../../errors/codes.ts';
 import type { EngineSettings } from '../catalog.ts';
 import type { HelperLifecycle, HelperPool, PoolStatus } from '../process/helper-pool.ts';
+import { engineEnvironment } from '../process/group.ts';
 import type { HelperCommand } from '../process/helper-process.ts';
 import type { EngineJob, EngineOutput } from '../types.ts';
 import type { HostDone, HostFailure, HostProgress, HostRequest } from './protocol.ts';
@@ -50,7 +51,7 @@ function hostCommand(memoryLimitMb: number): HelperCommand {
   return {
     command: process.execPath,
     args: [...loader, `--max-old-space-size=${memoryLimitMb}`, entry],
-    env: process.env,
+    env: engineEnvironment(),
   };
 }
 

@@ -57,6 +57,9 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
   pipeline = resize(pipeline, job);
   pipeline = job.options.strip === false ? pipeline.keepMetadata() : pipeline;
   pipeline = encode(pipeline, target, job.options.quality);
+  // An abort only stops waiting: libvips would go on holding a thread of libuv's pool (shared with
+  // the daemon's file I/O). Its own timeout stops the work itself, at the job's limit.
+  if (job.timeLimitMs !== undefined) pipeline = pipeline.timeout({ seconds: Math.max(1, Math.ceil(job.timeLimitMs / 1000)) });
   let size: number;
   try {
     size = (await pipeline.toFile(job.outputPath)).size;

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import { checkOutputSize } from '../output-cap.ts';
-import { ENGINE_NICENESS, findParentDeathWrapper } from '../process/group.ts';
+import { ENGINE_NICENESS, engineEnvironment, findParentDeathWrapper } from '../process/group.ts';
 import { HelperPool, type HelperLifecycle } from '../process/helper-pool.ts';
 import { HelperDied, HelperTaskError } from '../process/helper-process.ts';
 import { lastLines } from '../subprocess.ts';
@@ -97,10 +97,12 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
           command: {
             command: install.python,
             args: ['-u', BRIDGE, install.sofficeBin, profile, ...(setpriv ? [setpriv] : [])],
-            env: { ...process.env, ...(settings.env ?? {}), SAL_USE_VCLPLUGIN: 'svp' },
+            env: engineEnvironment({ SAL_USE_VCLPLUGIN: 'svp' }, settings.env ?? process.env),
           },
           startTimeoutMs: START_TIMEOUT_MS,
           memoryLimitBytes: memoryLimitMb * 1024 * 1024,
+          // The bridge starts soffice.bin: that is where the memory is.
+          measureChildren: true,
           niceness: ENGINE_NICENESS,
           cleanup: () => rm(profile, { recursive: true, force: true }),
         };

@@ -106,6 +106,34 @@ export function wrapped(wrapper: string | null, cmd: string, args: readonly stri
 /** The niceness engines run with (a lower priority than the daemon's). */
 export const ENGINE_NICENESS = 10;
 
+/** The variables an engine process gets of the daemon's environment. */
+const ENGINE_ENV = /^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_[A-Z_]+|TZ|TMPDIR|TEMP|TMP|XDG_RUNTIME_DIR)$/;
+
+/**
+ * The environment of a process that reads users' files (the engine host, LibreOffice): what
+ * locale, time zone and temp directory need, and `extra`. Not the daemon's own settings
+ * (CONVD_* holds the metrics token) nor NODE_OPTIONS (an --inspect there would open a debugger in
+ * every engine host).
+ */
+export function engineEnvironment(extra: Record<string, string> = {}, from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(from)) if (value !== undefined && ENGINE_ENV.test(name)) env[name] = value;
+  return { ...env, ...extra };
+}
+
+/**
+ * Makes the kernel's OOM killer take this engine process before anything else (the daemon above
+ * all) when the machine runs out of memory. Raising the score needs no privilege.
+ */
+export function offerToOomKiller(pid: number): void {
+  if (process.platform !== 'linux') return;
+  try {
+    writeFileSync(`/proc/${pid}/oom_score_adj`, '1000');
+  } catch {
+    // Gone already, or /proc is read-only here.
+  }
+}
+
 /**
  * Gives a child that leads a session of its own (every engine process: `detached` is setsid) a
  * lower priority as a whole. With Linux's autogroup scheduling (the default on desktops and many

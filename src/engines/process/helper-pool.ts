@@ -73,6 +73,8 @@ export class HelperPool {
   private lost = 0;
   /** Helpers stopped on purpose, and why; any other end is a death. */
   private readonly stopping = new WeakMap<HelperProcess, 'recycled' | 'idle' | 'closed' | 'unhealthy'>();
+  /** Helpers being stopped on purpose (recycled, idle), until they have exited. */
+  private readonly stops = new Set<Promise<void>>();
 
   private readonly healthTimer: NodeJS.Timeout | undefined;
 
@@ -173,6 +175,7 @@ export class HelperPool {
       if (slot.busy) helper.kill();
       await helper.stop(graceMs);
     }));
+    await Promise.all([...this.stops]);
   }
 
   private acquire(signal: AbortSignal): Promise<Slot> {
@@ -211,7 +214,8 @@ export class HelperPool {
         this.started += 1;
         this.options.onLifecycle?.({ type: 'started', helper: this.options.name, pid: helper.pid, ms: Math.round(performance.now() - began) });
         if (this.closed) {
-          void helper.stop(this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+          const stopped = helper.stop(this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS).then(() => undefined);
+          this.stops.add(stopped);
           throw new Error(`${this.options.name} pool is closed`);
         }
         slot.helper = helper;
@@ -234,23 +238,33 @@ export class HelperPool {
     if (helper && !helper.alive) {
       this.lost += 1;
       if (slot.helper === helper) slot.helper = null;
-    } else if (helper && helper.tasksRun >= this.options.recycleAfter) {
+    } else if (helper && (helper.tasksRun >= this.options.recycleAfter || helper.wantsReplacing)) {
       this.stopOnPurpose(slot, helper, 'recycled');
-    } else if (helper && this.options.idleStopMs !== undefined) {
+    }
+    const next = this.waiters.shift();
+    if (next) {
+      next.resolve(slot);
+      return;
+    }
+    slot.busy = false;
+    // Idle from now: stopped if nothing takes it for idleStopMs.
+    const idle = slot.helper;
+    if (idle && this.options.idleStopMs !== undefined) {
+      clearTimeout(slot.idleTimer);
       slot.idleTimer = setTimeout(() => {
-        if (!slot.busy && slot.helper === helper) this.stopOnPurpose(slot, helper, 'idle');
+        if (!slot.busy && slot.helper === idle) this.stopOnPurpose(slot, idle, 'idle');
       }, this.options.idleStopMs);
       slot.idleTimer.unref();
     }
-    const next = this.waiters.shift();
-    if (next) next.resolve(slot);
-    else slot.busy = false;
   }
 
   private stopOnPurpose(slot: Slot, helper: HelperProcess, why: 'recycled' | 'idle'): void {
     slot.helper = null;
     this.stopping.set(helper, why);
-    void helper.stop(this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+    const stopped = helper.stop(this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS).then(() => undefined);
+    // close() waits for these too: no helper may outlive the pool's close.
+    this.stops.add(stopped);
+    void stopped.finally(() => this.stops.delete(stopped));
   }
 }
 

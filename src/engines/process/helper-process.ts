@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
-import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, trackGroup, untrackGroup, wrapped } from './group.ts';
-import { residentBytesOfTree } from './resident-memory.ts';
+import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, offerToOomKiller, trackGroup, untrackGroup, wrapped } from './group.ts';
+import { residentBytes, residentBytesOfTree } from './resident-memory.ts';
 
 /** How to start one helper. */
 export interface HelperCommand {
@@ -25,6 +25,8 @@ export interface HelperOptions {
   memoryLimitBytes?: number;
   /** How often the memory is read while a task runs. */
   memoryPollMs?: number;
+  /** The helper starts processes of its own (LibreOffice): its memory is theirs too. */
+  measureChildren?: boolean;
   /** Runs at this niceness (group.ts `wrapped`); 0 or unset: the parent's. */
   niceness?: number;
   /** Run once the process has exited, whatever the way (its profile directory removed, say). */
@@ -89,6 +91,8 @@ export class HelperProcess {
   private end: HelperEnd = 'exited';
   private exitInfo: HelperExit | null = null;
   private memoryTimer: NodeJS.Timeout | undefined;
+  /** The most resident memory seen during the last task (0 where it is not read). */
+  private peakBytes = 0;
   /** Settles when the process has exited and its pipes are closed. */
   readonly exited: Promise<HelperExit>;
   tasksRun = 0;
@@ -103,8 +107,14 @@ export class HelperProcess {
     });
     const answers = createInterface({ input: child.stdio[3] as Readable, crlfDelay: Infinity });
     answers.on('line', (line) => this.onLine(line));
-    // A helper that goes away leaves its stdin closed: writing to it must not throw EPIPE at us.
+    // A pipe that fails, or a helper that goes away (writing to its closed stdin: EPIPE), must not
+    // become an uncaught error in the daemon: the helper is done, and its 'close' tells the rest.
+    const broken = () => this.kill();
     (child.stdin as Writable).on('error', () => undefined);
+    child.stderr!.on('error', broken);
+    (child.stdio[3] as Readable).on('error', broken);
+    answers.on('error', broken);
+    child.on('error', broken);
     this.exited = new Promise<HelperExit>((resolve) => {
       child.once('close', (code, signal) => {
         untrackGroup(this.pid);
@@ -136,6 +146,7 @@ export class HelperProcess {
       throw error;
     }
     lowerSessionPriority(child.pid, options.niceness ?? 0);
+    offerToOomKiller(child.pid);
     const helper = new HelperProcess(child, options);
     await helper.ready();
     return helper;
@@ -208,17 +219,32 @@ export class HelperProcess {
     return answer;
   }
 
+  /**
+   * A helper whose last task took more than half its memory limit: it is better replaced (a
+   * heap that grew stays grown, and the next task, another tenant's, would start from there).
+   */
+  get wantsReplacing(): boolean {
+    const limit = this.options.memoryLimitBytes;
+    return limit !== undefined && this.peakBytes > limit / 2;
+  }
+
   private watchMemory(): void {
     const limit = this.options.memoryLimitBytes;
+    this.peakBytes = 0;
     if (limit === undefined || process.platform !== 'linux') return;
     let reading = false;
+    const measure = this.options.measureChildren ? residentBytesOfTree : residentBytes;
     const check = () => {
       // One read at a time: on a loaded machine a read may take longer than the interval.
       if (reading) return;
       reading = true;
-      void residentBytesOfTree(this.pid).then((bytes) => {
+      // The task the reading is for: a reading that ends after it must not kill the next one.
+      const task = this.task;
+      void measure(this.pid).then((bytes) => {
         reading = false;
-        if (bytes > limit && this.task && this.alive) this.kill('memory');
+        if (this.task !== task) return;
+        this.peakBytes = Math.max(this.peakBytes, bytes);
+        if (bytes > limit && task && this.alive) this.kill('memory');
       });
     };
     this.memoryTimer = setInterval(check, this.options.memoryPollMs ?? DEFAULT_MEMORY_POLL_MS);

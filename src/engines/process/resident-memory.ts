@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 
 /** Resident memory of one process in bytes (VmRSS of /proc/<pid>/status), 0 when it is gone. */
-async function residentBytes(pid: number): Promise<number> {
+export async function residentBytes(pid: number): Promise<number> {
   try {
     const status = await readFile(`/proc/${pid}/status`, 'utf8');
     const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
