@@ -86,9 +86,17 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   let system: ConversionSystem | null = null;
   const engineOf = (record: { source: string; target: string }) => system?.registry.pair(record.source, record.target)?.engine ?? 'none';
 
+  // Made first: the service keeps results and URL inputs within the room above its floor.
+  const disk = new DiskSpace(config.dataDir, config.diskFloorMb, (low, freeMb) => {
+    if (low) logger.log('warn', 'disk.low', { free_mb: freeMb, floor_mb: disk.floorMb, message: 'free space is below the floor: submissions are refused (503) until it recovers' });
+    else logger.log('info', 'disk.recovered', { free_mb: freeMb, floor_mb: disk.floorMb });
+  });
+  await disk.refresh();
+
   system = await openSystem({
     dataDir: config.dataDir,
     config: serviceConfig,
+    diskRoom: disk,
     workers: config.workers,
     allowInsecureCallbacks: config.allowInsecureCallbacks,
     longLived: true,
@@ -106,12 +114,6 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     },
   });
   const running = system;
-
-  const disk = new DiskSpace(config.dataDir, config.diskFloorMb, (low, freeMb) => {
-    if (low) logger.log('warn', 'disk.low', { free_mb: freeMb, floor_mb: disk.floorMb, message: 'free space is below the floor: submissions are refused (503) until it recovers' });
-    else logger.log('info', 'disk.recovered', { free_mb: freeMb, floor_mb: disk.floorMb });
-  });
-  await disk.refresh();
 
   metrics = new DaemonMetrics({
     version: VERSION,

@@ -8,7 +8,8 @@
  * (root only; skipped otherwise).
  */
 import assert from 'node:assert/strict';
-import { statfs } from 'node:fs/promises';
+import { readdir, readFile, rm, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   assertError, getAccount, newAccountWithCli, png, spoolFiles, submitFile, submitJson, type Client,
@@ -269,5 +270,27 @@ describe(`the disk floor (${FLOOR_MB} MiB) on a 64 MiB data dir`, { skip: disk.s
     const ok = await submitFile(accounts.diskB!, { target: 'webp', wait: '20' }, { data: padded, name: 'small.png' });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.status, 'succeeded');
+  });
+
+  it('a result the disk has no room for above the floor fails conversion_failed and leaves nothing', { skip: disk.skip }, async () => {
+    // Ten minutes of a tone: 2.4 MB as mp3, some 53 MB as wav, more than the room above the floor
+    // (about 32 MiB less what the store takes), far under the output cap by the input and the plan's.
+    const { ffmpegRun, mediaTools } = await import('./registry-pairs-fixtures.ts');
+    const mp3 = join(disk.dir!, '..', `tone-${process.pid}.mp3`);
+    await ffmpegRun(await mediaTools(), ['-f', 'lavfi', '-i', 'sine=frequency=440:duration=600', '-ac', '1', '-b:a', '32k', mp3]);
+    const room = (await freeBytes()) - FLOOR_MB * MIB;
+    const created = await submitFile(accounts.diskB!, { target: 'wav', wait: '30' }, { data: await readFile(mp3), name: 'tone.mp3' });
+    await rm(mp3, { force: true });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const done = created.body;
+    assert.equal(done.status, 'failed', `a 53 MB wav in ${(room / MIB).toFixed(1)} MiB of room: ${JSON.stringify(done)}`);
+    assert.equal(done.error?.code, 'conversion_failed');
+    assert.match(done.error!.message, /room left on the server's disk/);
+    assert.equal(done.credits, 0);
+    await waitFor(async () => (await readdir(join(disk.dir!, 'blobs', 'work'))).length === 0, 5000, 'no partial result');
+    // The input goes once the end state is on disk, a moment after the answer.
+    await waitFor(async () => !(await readdir(join(disk.dir!, 'blobs', 'inputs'))).includes(done.id), 5000, 'the input to be removed');
+    const after = await freeBytes();
+    assert.ok(after >= FLOOR_MB * MIB, `free space stayed above the floor: ${(after / MIB).toFixed(1)} MiB free, ${(room / MIB).toFixed(1)} MiB of room before; inputs ${JSON.stringify(await readdir(join(disk.dir!, 'blobs', 'inputs')))}`);
   });
 });

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { ConversionFailure } from '../src/errors/api-error.ts';
 import { outputCapFailure } from '../src/engines/output-cap.ts';
 import { DEFAULT_PLANS } from '../src/model/plan.ts';
-import { explainOutputCap, outputLimit, outputLimitFailure } from '../src/service/output-limit.ts';
+import { explainOutputCap, outputLimit, outputLimitFailure, withinRoom } from '../src/service/output-limit.ts';
 
 const MIB = 1024 * 1024;
 const free = DEFAULT_PLANS.free;
@@ -14,6 +14,14 @@ describe('output limit', () => {
     assert.deepEqual(outputLimit(free, 100 * 1024, 50, 64), { bytes: 64 * MIB, rule: '50 times the input, at least 64 MB' });
     assert.deepEqual(outputLimit(free, null, 50, 64), { bytes: 64 * MIB, rule: '50 times the input, at least 64 MB' });
     assert.deepEqual(outputLimit(free, 90 * MIB, 50, 64), { bytes: free.max_output_mb * MIB, rule: 'at most 1000 MB on the Free plan' });
+  });
+
+  it('the room left above the disk floor caps it when that is less, and says so', () => {
+    const limit = outputLimit(free, MIB, 50, 64);
+    assert.equal(withinRoom(limit, Infinity), limit);
+    assert.equal(withinRoom(limit, 100 * MIB), limit);
+    assert.deepEqual(withinRoom(limit, 10.5 * MIB), { bytes: 10.5 * MIB, rule: "the room left on the server's disk" });
+    assert.equal(withinRoom(limit, -5).bytes, 0);
   });
 
   it('a ratio of 0 leaves the plan cap alone', () => {

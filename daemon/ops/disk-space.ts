@@ -1,5 +1,6 @@
 import { statfs } from 'node:fs/promises';
 import { BYTES_PER_MB } from '../../src/model/plan.ts';
+import type { DiskRoom } from '../../src/store/disk-room.ts';
 
 /** Seconds a submission refused for low disk space is told to wait. */
 export const LOW_DISK_RETRY_AFTER = 60;
@@ -40,7 +41,7 @@ export const UNMETERED_SPACE: UploadSpace = {
  * two reads the figure is kept honest by subtracting what spool files were given since, so a
  * fast upload cannot run past the floor while the last read is up to a second old.
  */
-export class DiskSpace implements UploadSpace {
+export class DiskSpace implements UploadSpace, DiskRoom {
   private statfsFree: number | null = null;
   private checkedAt = 0;
   private refreshing: Promise<void> | null = null;
@@ -101,6 +102,17 @@ export class DiskSpace implements UploadSpace {
 
   private below(free: number | null): boolean {
     return this.floorMb > 0 && free !== null && free < this.floorMb * BYTES_PER_MB;
+  }
+
+  /**
+   * What may still be written above the floor: free space less what uploads in flight announced
+   * (conversions writing results and fetching URL inputs keep within it). Infinity without a floor.
+   */
+  headroom(): number {
+    this.refreshIfStale();
+    const free = this.free;
+    if (this.floorMb <= 0 || free === null) return Infinity;
+    return free - this.announced - this.floorMb * BYTES_PER_MB;
   }
 
   /** True when free space is under the floor; cached, refreshed in the background once stale. */

@@ -7,6 +7,7 @@ import { ACTIVE_STATUSES, END_STATUSES, canTransition, isStatus, type Conversion
 import type { JobOwner, JobSource } from '../queue/job-source.ts';
 import type { WorkerPool } from '../queue/worker-pool.ts';
 import type { BlobStore } from '../store/blob-store.ts';
+import { UNLIMITED_ROOM, type DiskRoom } from '../store/disk-room.ts';
 import type { Store } from '../store/types.ts';
 import type { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
@@ -61,6 +62,9 @@ export class ConversionService {
 
   /** Set once the worker pool exists (the pool needs the service's runner, the service the pool). */
   pool: WorkerPool | null = null;
+
+  /** What may still be written above the disk floor: results and URL inputs keep within it. */
+  diskRoom: DiskRoom = UNLIMITED_ROOM;
 
   /** `baseUrl`: the address the caller reached (a trusted proxy's X-Forwarded-*); default the configured one. */
   publicView(record: ConversionRecord, baseUrl = this.config.baseUrl): PublicConversion {

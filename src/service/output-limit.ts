@@ -22,6 +22,12 @@ export function outputLimit(plan: Plan, inputBytes: number | null, ratio: number
   return { bytes: byInput, rule: `${ratio} times the input, at least ${floorMb} MB` };
 }
 
+/** The limit, or the room left on the server's disk above its floor when that is less. */
+export function withinRoom(limit: OutputLimit, headroom: number): OutputLimit {
+  if (headroom >= limit.bytes) return limit;
+  return { bytes: Math.max(0, Math.floor(headroom)), rule: "the room left on the server's disk" };
+}
+
 /** The failure of a result over its limit, with the rule that set it. */
 export function outputLimitFailure(limit: OutputLimit, size?: number): ConversionFailure {
   const what = size === undefined ? 'The result would be larger than' : `The result (${formatMegabytes(size)}) is larger than`;

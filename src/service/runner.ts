@@ -8,12 +8,17 @@ import { BYTES_PER_MB } from '../model/plan.ts';
 import { ConcurrencyGate } from '../queue/concurrency-gate.ts';
 import { JobCancelled } from '../queue/worker-pool.ts';
 import { conversionCost, balanceOf } from './credits.ts';
-import { explainOutputCap, outputLimit, outputLimitFailure } from './output-limit.ts';
+import { explainOutputCap, outputLimit, outputLimitFailure, withinRoom } from './output-limit.ts';
 import { withTimeLimit } from './time-limit.ts';
 import type { ConversionService } from './conversion-service.ts';
 
 /** Progress is kept in memory on every change but written at most this often per conversion. */
 const PROGRESS_INTERVAL_MS = 250;
+
+/** A URL input the disk has no room for, above its floor. */
+function lowOnDisk(): ConversionFailure {
+  return new ConversionFailure('fetch_failed', 'The server is low on disk space: the file could not be stored. Try again later.');
+}
 
 export interface RunnerLog {
   (event: string, fields: Record<string, unknown>): void;
@@ -80,7 +85,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       // A chain has the time of its steps together.
       const timeoutMs = pair.steps ? pair.steps.reduce((sum, step) => sum + limitOf(step.engine), 0) : limitOf(engine.name);
       const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
-      const maxOutput = outputLimit(plan, record.input_size, config.outputCapRatio, config.outputCapFloorMb);
+      const maxOutput = withinRoom(outputLimit(plan, record.input_size, config.outputCapRatio, config.outputCapFloorMb), service.diskRoom.headroom());
 
       let lastWrite = 0;
       let lastValue = -1;
@@ -167,11 +172,18 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     // got and the SSRF agents load with the first URL input, not with every in-process CLI run.
     const { fetchUrlToFile } = await import('../inputs/fetch-url.ts');
     try {
+      const planMax = plan.max_upload_mb * BYTES_PER_MB;
+      // A URL's file is spooled no further than the disk floor allows (as an upload's is).
+      const room = service.diskRoom.headroom();
+      if (room <= 0) throw lowOnDisk();
       const fetched = await fetchUrlToFile(record.input.url, spool, {
-        maxBytes: plan.max_upload_mb * BYTES_PER_MB,
+        maxBytes: Math.min(planMax, room),
         timeoutMs: config.urlFetchTimeoutMs,
         allowPrivate: config.allowPrivateUrls,
         signal,
+      }).catch((error: unknown) => {
+        if (room < planMax && error instanceof ConversionFailure && error.code === 'file_too_large') throw lowOnDisk();
+        throw error;
       });
       await blobs.adoptInput(record.id, spool);
       const pair = registry.pair(record.source, record.target)!;

@@ -10,6 +10,7 @@ import { WorkerPool } from '../queue/worker-pool.ts';
 import { LocalBlobStore } from '../store/blob-store.ts';
 import { LowdbStore } from '../store/lowdb-store.ts';
 import { observeStore, type StoreObserver } from '../store/observed-store.ts';
+import { UNLIMITED_ROOM, type DiskRoom } from '../store/disk-room.ts';
 import type { Store } from '../store/types.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { AccountService } from './accounts.ts';
@@ -32,6 +33,8 @@ export interface SystemOptions {
   longLived?: boolean;
   /** A store in memory only, gone with the process (the CLI's in-process runs). */
   ephemeralStore?: boolean;
+  /** The room left above the data dir's disk floor (the daemon's DiskSpace); none kept when unset. */
+  diskRoom?: DiskRoom;
 }
 
 /**
@@ -84,6 +87,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   const conversions = new ConversionService(store, blobs, registry, accounts, config, queue, {
     allowInsecureCallbacks: options.allowInsecureCallbacks ?? false,
   });
+  conversions.diskRoom = options.diskRoom ?? UNLIMITED_ROOM;
   const runner = createRunner(conversions, log);
   const pool = new WorkerPool(queue, workers, runner, (id, error) =>
     log('conversion.worker_error', { id, error: error instanceof Error ? error.message : String(error) }),

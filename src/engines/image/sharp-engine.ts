@@ -14,6 +14,9 @@ export interface ImageEngineOptions {
 const FIT_VALUES = new Set(['inside', 'cover', 'contain', 'fill', 'outside']);
 type Fit = 'inside' | 'cover' | 'contain' | 'fill' | 'outside';
 
+/** Messages of a result that could not be written (a full disk), whatever the format's writer. */
+const WRITE_ERROR = /No space left|ENOSPC|Disk quota|write error|unable to write/i;
+
 /** Messages libvips gives for input it cannot decode (as opposed to failures of the engine itself). */
 const INPUT_ERROR = /unsupported image format|corrupt|premature end|bad seek|improper image header|not a known file format|pixel limit|Input file|VipsJpeg|VipsPng|gifload|webpload|heifload|tiff|svgload|Invalid|truncated|decode/i;
 
@@ -66,6 +69,9 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
   } catch (error) {
     if (job.signal.aborted) throw job.signal.reason;
     const message = describe(error);
+    // Checked first: a full disk shows in a writer's message ("tiff2vips: ... write error"), which
+    // the input patterns would take for the input's fault.
+    if (WRITE_ERROR.test(message)) throw new ConversionFailure('conversion_failed', `The result could not be written: ${message}`);
     if (INPUT_ERROR.test(message)) throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${message}`);
     throw new ConversionFailure('conversion_failed', `Image conversion failed: ${message}`);
   }
