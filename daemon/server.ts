@@ -141,11 +141,11 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   const shutdown = new AbortController();
   const readiness = new Readiness(join(config.dataDir, 'store'), disk, running.registry.statuses, () => draining);
   const openApiCache = new Map<string, string>();
-  const ops = { readiness, metrics, metricsToken: () => live.metricsToken };
   // Beyond loopback, /metrics on the API port would tell anyone who reaches the API how busy it
   // is, what it runs and which routes fail: there it needs its token (which SIGHUP may set).
   const metricsOnMainPort = config.metricsListen === null;
   const loopback = isLoopbackHost(config.host);
+  const ops = { readiness, metrics, metricsToken: () => live.metricsToken, loopback };
   const metricsServed = () => loopback || live.metricsToken !== undefined;
 
   const onRequestDone = (info: RequestInfo) => {

@@ -305,7 +305,15 @@ describe('/metrics on an API port beyond loopback', () => {
     assert.match(String(warnings[0]!.message), /0\.0\.0\.0 is not a loopback address.*metrics_token \(--metrics-token.*metrics_listen \(--metrics-listen/);
   });
 
-  it('is served behind the token once one is set (SIGHUP)', async () => {
+  it('/readyz tells ok or failed only, without the token: no free space, no engine problems', async () => {
+    const ready = await call({ url: local, apiKey: daemon.apiKey }, '/readyz', { key: null });
+    assert.equal(ready.status, 200);
+    const checks = ready.body.checks as Record<string, Record<string, unknown>>;
+    assert.ok(Object.keys(checks).length >= 3);
+    for (const [name, check] of Object.entries(checks)) assert.deepEqual(Object.keys(check), ['ok'], name);
+  });
+
+  it('is served behind the token once one is set (SIGHUP); /readyz shows its details with it', async () => {
     await writeFile(file, JSON.stringify({ host: '0.0.0.0', metrics_token: 'scrape-token-2' }));
     daemon.signal('SIGHUP');
     await waitUntil('the reload', () => daemon.logs().find((l) => l.event === 'config.reloaded'));
@@ -313,6 +321,9 @@ describe('/metrics on an API port beyond loopback', () => {
     const ok = await fetch(`${local}/metrics`, { headers: { authorization: 'Bearer scrape-token-2' } });
     assert.equal(ok.status, 200);
     assert.ok(parseMetrics(await ok.text()).has('convd_queue_depth'));
+    const detailed = await fetch(`${local}/readyz`, { headers: { authorization: 'Bearer scrape-token-2' } });
+    const disk = ((await detailed.json()) as { checks: Record<string, { detail?: string }> }).checks.disk;
+    assert.match(disk?.detail ?? '', /MiB free/);
   });
 });
 

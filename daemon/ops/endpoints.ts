@@ -26,6 +26,18 @@ export interface OpsDeps {
   metrics: DaemonMetrics;
   /** Current metrics token (SIGHUP may change it). */
   metricsToken: () => string | undefined;
+  /** The API listens on loopback only: whoever reaches it is on this machine. */
+  loopback: boolean;
+}
+
+/**
+ * What /readyz tells beyond ok or failed (free MiB against the floor, engine problems) is for the
+ * operator: on loopback, or with the metrics token. Anyone else who reaches an API bound beyond
+ * loopback could time a disk fill by it.
+ */
+function readinessDetails(deps: OpsDeps, authorization: string | null): boolean {
+  const token = deps.metricsToken();
+  return deps.loopback || (token !== undefined && tokenMatches(authorization, token));
 }
 
 /**
@@ -40,9 +52,12 @@ export function opsRoutes(deps: OpsDeps, metricsServed: (() => boolean) | null):
     { path: '/healthz', handler: async () => json(200, { status: 'ok' }, { 'cache-control': 'no-store' }) },
     {
       path: '/readyz',
-      handler: async () => {
+      handler: async (event: H3Event) => {
         const report = await deps.readiness.check();
-        return json(report.ready ? 200 : 503, { status: report.ready ? 'ready' : 'not_ready', checks: report.checks }, { 'cache-control': 'no-store' });
+        const checks = readinessDetails(deps, event.req.headers.get('authorization'))
+          ? report.checks
+          : Object.fromEntries(Object.entries(report.checks).map(([name, check]) => [name, { ok: check.ok }]));
+        return json(report.ready ? 200 : 503, { status: report.ready ? 'ready' : 'not_ready', checks }, { 'cache-control': 'no-store' });
       },
     },
   ];

@@ -1,9 +1,5 @@
 import { ConversionFailure } from '../errors/api-error.ts';
-
-/** Bytes as MB (MiB, as the plans count them), one decimal where it matters. */
-export function formatMegabytes(bytes: number): string {
-  return `${Number((bytes / (1024 * 1024)).toFixed(1))} MB`;
-}
+import { formatMegabytes } from './units.ts';
 
 const PREFIX = 'The result would be larger than its limit of ';
 

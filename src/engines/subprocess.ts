@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ConversionFailure } from '../errors/api-error.ts';
+import { formatSeconds } from './units.ts';
 import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, offerToOomKiller, trackGroup, untrackGroup, wrapped } from './process/group.ts';
 
 export { killAllChildren, liveChildPids } from './process/group.ts';
@@ -203,11 +204,6 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
   });
 }
 
-/** A time limit for people: `1.5 s`, or `400 ms` below a second. */
-export function formatSeconds(ms: number): string {
-  const seconds = ms / 1000;
-  return seconds >= 1 ? `${Number(seconds.toFixed(1))} s` : `${ms} ms`;
-}
 
 /** The last non-empty lines of a stderr tail, for an error message people can read. */
 export function lastLines(text: string, count = 3): string {

@@ -1,5 +1,6 @@
 import { ConversionFailure } from '../errors/api-error.ts';
-import { formatMegabytes, isOutputCapFailure } from '../engines/output-cap.ts';
+import { isOutputCapFailure } from '../engines/output-cap.ts';
+import { formatMegabytes } from '../engines/units.ts';
 import { BYTES_PER_MB, type Plan } from '../model/plan.ts';
 
 export interface OutputLimit {

@@ -1,6 +1,6 @@
 import { rename, stat } from 'node:fs/promises';
 import { ConversionFailure } from '../errors/api-error.ts';
-import { formatSeconds } from '../engines/subprocess.ts';
+import { formatSeconds } from '../engines/units.ts';
 import type { Engine, EngineOutput } from '../engines/types.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';

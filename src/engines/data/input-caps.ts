@@ -1,4 +1,6 @@
 import { ConversionFailure } from '../../errors/api-error.ts';
+import { BYTES_PER_MB } from '../../model/plan.ts';
+import { formatMegabytes } from '../units.ts';
 
 /**
  * Per-format input caps of the data engine, in bytes: the formats whose parser holds the whole
@@ -11,15 +13,12 @@ export interface InputCaps {
   yaml: number;
 }
 
-const MiB = 1024 * 1024;
+const MiB = BYTES_PER_MB;
 
 export const DEFAULT_INPUT_CAPS: InputCaps = { md: 8 * MiB, json: 64 * MiB, yaml: 4 * MiB };
 
 const NAMES: Record<keyof InputCaps, string> = { md: 'Markdown', json: 'JSON', yaml: 'YAML' };
 
-function megabytes(bytes: number): string {
-  return `${Number((bytes / MiB).toFixed(1))} MB`;
-}
 
 /** Fails a file above its format's cap with file_too_large, naming both sizes and the setting. */
 export function checkInputCap(format: string, size: number, caps: InputCaps): void {
@@ -29,6 +28,6 @@ export function checkInputCap(format: string, size: number, caps: InputCaps): vo
   if (size <= cap) return;
   throw new ConversionFailure(
     'file_too_large',
-    `The ${NAMES[key]} file is ${megabytes(size)}; this service reads ${NAMES[key]} files of at most ${megabytes(cap)} (setting input_cap_mb.${key}).`,
+    `The ${NAMES[key]} file is ${formatMegabytes(size)}; this service reads ${NAMES[key]} files of at most ${formatMegabytes(cap)} (setting input_cap_mb.${key}).`,
   );
 }

@@ -139,11 +139,6 @@ export class EngineHost {
     return this.options.memoryLimitMb;
   }
 
-  /** Starts every host process now instead of with the first conversion. */
-  async warm(): Promise<void> {
-    await (await this.load()).pool.warm();
-  }
-
   async close(graceMs?: number): Promise<void> {
     this.closed = true;
     if (this.machinery) await (await this.machinery).pool.close(graceMs);

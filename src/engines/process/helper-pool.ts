@@ -1,4 +1,4 @@
-import { HelperDied, HelperProcess, type HelperExit, type HelperOptions } from './helper-process.ts';
+import { HelperProcess, type HelperExit, type HelperOptions } from './helper-process.ts';
 
 export interface HelperPoolOptions {
   /** For messages and logs, e.g. `engine-host`. */
@@ -268,4 +268,3 @@ export class HelperPool {
   }
 }
 
-export { HelperDied };
