@@ -1,8 +1,9 @@
 /**
  * Small fixtures for every source format the registry offers, made by the tests themselves
- * (sharp images, ffmpeg lavfi clips, pdf-lib documents, hand-written data), and one decoder per
- * engine that checks an output by reading it back: sharp metadata for images, ffprobe for audio
- * and video, pdf-lib for PDF, a parser of the target format for data. Used by
+ * (sharp images, ffmpeg lavfi clips, pdf-lib documents, hand-written data and markup, pandoc-made
+ * docx, odt and epub), and one decoder per engine that checks an output by reading it back: sharp
+ * metadata for images, ffprobe for audio and video, pdf-lib for PDF, a parser of the target format
+ * for data, the marker text in a document's text (helpers/markup.ts). Used by
  * registry-pairs.test.ts and hostile-daemon.test.ts.
  */
 import assert from 'node:assert/strict';
@@ -15,6 +16,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { findBinary } from '../src/engines/media/binaries.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
+import { DOCUMENT_MARKER, assertMarkupOutput, makeMarkupFixture } from './helpers/markup.ts';
 
 export const IMAGE_WIDTH = 96;
 export const IMAGE_HEIGHT = 64;
@@ -155,8 +157,8 @@ function delimited(delimiter: string): string {
   return lines.map((values) => values.map(quote).join(delimiter)).join('\r\n') + '\r\n';
 }
 
-const MARKDOWN = '# Quarterly *numbers*\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n';
-const TEXT = 'Über Ωμέγα — Привет\nA second line of plain text.\n';
+const MARKDOWN = `# Quarterly *numbers*\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n\nThe marker: ${DOCUMENT_MARKER}.\n`;
+const TEXT = `Über Ωμέγα — Привет\nA second line of plain text.\n\nThe marker: ${DOCUMENT_MARKER}.\n`;
 
 async function samplePdf(): Promise<Uint8Array> {
   const doc = await PDFDocument.create();
@@ -179,6 +181,8 @@ const DATA_TEXT: Record<string, () => string> = {
 // ------------------------------------------------------------------------- any source
 
 const IMAGE_SOURCES = new Set(['jpg', 'png', 'webp', 'avif', 'gif', 'tiff', 'svg', 'heif']);
+/** Documents the markup engine reads (md and txt are the data fixtures above, which hold the marker too). */
+const MARKUP_SOURCES = new Set(['html', 'docx', 'odt', 'epub', 'rst', 'org', 'latex']);
 
 /**
  * Writes a fixture of `source` into `dir` as `fixture.<source>`. A source nobody wrote a recipe
@@ -195,6 +199,7 @@ export async function makeFixture(dir: string, source: string, tools: MediaTools
     await writeFile(path, await samplePdf());
     return { path, pages: PDF_PAGES };
   }
+  if (MARKUP_SOURCES.has(source)) return { path: await makeMarkupFixture(dir, source) };
   const text = DATA_TEXT[source];
   assert.ok(text, `no fixture recipe for source ${source}: add one`);
   await writeFile(path, text());
@@ -270,6 +275,10 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
       const doc = await PDFDocument.load(await readFile(outputPath), { updateMetadata: false });
       if (pair.source === 'txt') assert.ok(doc.getPageCount() >= 1);
       else assert.equal(doc.getPageCount(), fixture.pages ?? 1, 'page count');
+      return;
+    }
+    case 'markup': {
+      await assertMarkupOutput(target, outputPath);
       return;
     }
     case 'data': {
