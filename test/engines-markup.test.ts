@@ -40,6 +40,10 @@ let dir: string;
 let counter = 0;
 const proven = new Set<string>();
 
+function offered(source: string, target: string): boolean {
+  return pairs.some((p) => p.source === source && p.target === target);
+}
+
 function pairOf(source: string, target: string): ConversionPair {
   const pair = pairs.find((p) => p.source === source && p.target === target);
   assert.ok(pair, `the markup engine offers ${source} -> ${target}`);
@@ -99,7 +103,10 @@ function withoutTags(text: string): string {
   return text.replace(/<[^>]*>/g, '');
 }
 
-/** Markdown that pandoc takes far longer than any time limit to read (20,000 nested quotes). */
+/**
+ * 20,000 nested quotes: pandoc reads them in a second, but its EPUB (HTML) writer takes longer than
+ * any time limit (over 20 s at 140 MB; to rst or plain text they exhaust the heap limit instead).
+ */
 const NESTED_QUOTES = `${'> '.repeat(20_000)}deep\n`;
 
 before(async () => {
@@ -345,6 +352,8 @@ describe('the sandbox: a document reads no file and fetches no URL', { skip }, (
   for (const target of ['docx', 'odt', 'epub', 'html', 'md'] as const) {
     it(`the engine -> ${target}: no marker file read, no request made`, async () => {
       for (const [source, text] of documents) {
+        // md -> md is no pair, md -> html the data engine's: the md document goes to the others.
+        if (!offered(source, target)) continue;
         const output = await convert(source, target, await input(`sandboxed-${target}.${source}`, text));
         const bytes = target === 'md' || target === 'html' ? await readFile(output, 'latin1') : await (await openZip(output)).bytes();
         assert.ok(bytes.includes('Sandbox'), `${source} -> ${target}: converted`);
@@ -414,7 +423,7 @@ describe('outputs carry no active content', { skip, concurrency: 2 }, () => {
 
   for (const [source, text] of Object.entries(HOSTILE)) {
     for (const target of ['html', 'epub', 'md', 'docx'] as const) {
-      if (source === target) continue;
+      if (!offered(source, target)) continue;
       it(`${source} -> ${target}`, async () => {
         const output = await convert(source, target, await input(`hostile-${source}-${target}.${source}`, text));
         const content = target === 'html' || target === 'md' ? await readFile(output, 'utf8') : await (await openZip(output)).bytes();
@@ -501,7 +510,7 @@ describe('documents pandoc cannot read are input_invalid, with its reason and no
 describe('cancel, time limit, heap limit and output cap leave no process behind', { skip }, () => {
   it('cancel kills pandoc and its process group; the job rejects with the reason; pandoc ran with the sandbox and the heap limit', async () => {
     const controller = new AbortController();
-    const conversion = engine.convert(job('md', 'docx', await input('nested-cancel.md', NESTED_QUOTES), {}, { signal: controller.signal }));
+    const conversion = engine.convert(job('md', 'epub', await input('nested-cancel.md', NESTED_QUOTES), {}, { signal: controller.signal }));
     conversion.catch(() => undefined);
     let groups: number[] = [];
     const deadline = Date.now() + 5000;
@@ -513,7 +522,7 @@ describe('cancel, time limit, heap limit and output cap leave no process behind'
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     assert.ok(argv[0]?.endsWith('pandoc'), argv.join(' '));
-    for (const arg of ['+RTS', '-M512m', '-RTS', '--sandbox', '--from=gfm', '--to=docx', '--lua-filter=inert.lua', 'document.md']) assert.ok(argv.includes(arg), `${arg} in ${argv.join(' ')}`);
+    for (const arg of ['+RTS', '-M512m', '-RTS', '--sandbox', '--from=gfm', '--to=epub3', '--lua-filter=inert.lua', '--epub-embed-font=data', 'document.md']) assert.ok(argv.includes(arg), `${arg} in ${argv.join(' ')}`);
     assert.ok(!argv.some((arg) => arg.includes(dir)), 'no path of the job on the command line');
     const reason = new Error('cancelled');
     controller.abort(reason);
@@ -527,7 +536,7 @@ describe('cancel, time limit, heap limit and output cap leave no process behind'
     const limited = createMarkupEngine({ timeLimitMs: 1000 });
     await limited.probe();
     const began = Date.now();
-    await rejectsWith(limited.convert(job('md', 'html', await input('nested-limit.md', NESTED_QUOTES))), 'timeout');
+    await rejectsWith(limited.convert(job('md', 'epub', await input('nested-limit.md', NESTED_QUOTES))), 'timeout');
     assert.ok(Date.now() - began < 5000, `${Date.now() - began} ms`);
     assertNoPandoc();
     await assertNoWorkDirs();
@@ -553,14 +562,20 @@ describe('cancel, time limit, heap limit and output cap leave no process behind'
     await assertMarkupOutput('docx', await convert('md', 'docx', table));
   });
 
+  it('with the default 512 MB: 20,000 nested quotes to rst exhaust the heap, memory_limit', async () => {
+    const failure = await rejectsWith(engine.convert(job('md', 'rst', await input('nested-heap.md', NESTED_QUOTES))), 'memory_limit');
+    assert.equal(failure.message, 'The conversion needed more memory than its limit of 512 MB.');
+    assertNoPandoc();
+  });
+
   it('a result over maxOutputBytes fails with the output cap and leaves nothing', async () => {
-    const j = job('md', 'html', fixture('md'), {}, { maxOutputBytes: 1000 });
+    const j = job('md', 'docx', fixture('md'), {}, { maxOutputBytes: 1000 });
     let caught: unknown;
     await engine.convert(j).catch((error: unknown) => (caught = error));
     assert.ok(isOutputCapFailure(caught), String(caught));
     await assert.rejects(readFile(j.outputPath), { code: 'ENOENT' });
     await assertNoWorkDirs();
-    await engine.convert(job('md', 'html', fixture('md'), {}, { maxOutputBytes: 100_000 }));
+    await engine.convert(job('md', 'docx', fixture('md'), {}, { maxOutputBytes: 100_000 }));
   });
 });
 
