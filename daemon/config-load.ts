@@ -34,6 +34,9 @@ export interface ConfigInput {
   cwd?: string;
 }
 
+/** CONVD_ variables that are no setting of the daemon but read by an engine where it finds its binary. */
+const ENGINE_VARIABLES = new Set(['CONVD_PANDOC_PATH']);
+
 const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 const flagAttribute = (flag: string) => camel(flag.replace(/^--/, '').split(' ')[0]!.replace(/-/g, '_'));
 
@@ -137,7 +140,7 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
   }
 
   for (const [name, raw] of Object.entries(input.env)) {
-    if (!name.startsWith('CONVD_') || raw === undefined || raw === '' || name === 'CONVD_CONFIG') continue;
+    if (!name.startsWith('CONVD_') || raw === undefined || raw === '' || name === 'CONVD_CONFIG' || ENGINE_VARIABLES.has(name)) continue;
     const setting = SETTINGS_BY_ENV.get(name);
     if (!setting) {
       const group = GROUPS.find((g) => name.startsWith(g.envPrefix));

@@ -21,6 +21,7 @@ import type { ConversionPair } from '../src/formats/types.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import { PDFDocument } from 'pdf-lib';
 import { findOffice } from '../src/engines/office/find-office.ts';
+import { assertMarkupOutput } from './helpers/markup.ts';
 import { OFFICE_MARKER, zipMember } from './helpers/office.ts';
 import { decodeData, makeFixture, mediaTools, ROWS, type Fixture } from './registry-pairs-fixtures.ts';
 
@@ -56,16 +57,16 @@ function job(pair: ConversionPair, inputPath: string, extra: Partial<EngineJob> 
   };
 }
 
-/** What the fixtures hold, by where they come from: the data rows, or the office documents' cells. */
+/** What the fixtures hold, by where they come from: the data rows, or the documents' marker. */
 const DATA_CELL = ROWS[0]!.city;
-const OFFICE_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp']);
+const DOCUMENT_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp', 'md', 'html', 'epub', 'rst', 'org', 'latex', 'txt']);
 
 /**
  * Decodes a chain's output as its target and finds in it what its source fixture holds. A target
  * without a decoder here fails: add one.
  */
 async function assertChainOutput(pair: ConversionPair, output: string): Promise<void> {
-  const expected = OFFICE_SOURCES.has(pair.source) ? OFFICE_MARKER : DATA_CELL;
+  const expected = DOCUMENT_SOURCES.has(pair.source) ? OFFICE_MARKER : DATA_CELL;
   const office = await findOffice(process.env);
   if (pair.target === 'pdf') {
     const pdf = await PDFDocument.load(await readFile(output));
@@ -76,6 +77,12 @@ async function assertChainOutput(pair: ConversionPair, output: string): Promise<
   } else if (['json', 'ndjson', 'yaml', 'tsv'].includes(pair.target)) {
     const rows = decodeData(pair.target, await readFile(output, 'utf8')) as Record<string, unknown>[];
     assert.ok(rows.some((row) => Object.values(row).includes(expected)), `${expected} is in a record of ${JSON.stringify(rows)}`);
+  } else if (['epub', 'html', 'md', 'rst', 'txt'].includes(pair.target)) {
+    await assertMarkupOutput(pair.target, output, expected);
+  } else if (pair.target === 'rtf') {
+    const rtf = await readFile(output, 'latin1');
+    assert.match(rtf, /^\{\\rtf1/);
+    assert.ok(rtf.includes(expected), `the RTF holds ${expected}`);
   } else {
     assert.fail(`no decoder for chain target ${pair.target}: add one`);
   }

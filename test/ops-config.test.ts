@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../daemon/config-load.ts';
 import { convdAdmin } from './helpers/daemon.ts';
 import { call, runConvd, startConvd, tempDir, waitUntil, type Convd } from './ops-support.ts';
 
@@ -224,5 +225,12 @@ describe('SIGHUP reloads the config file where that is safe', () => {
     assert.equal(line.event, 'config.reload_failed');
     assert.match(JSON.stringify(line.problems), /plans\.free\.requests_per_minute must be a whole number/);
     assert.equal((await call(daemon, '/v1/account', { key: freeKey })).body.limits.requests_per_minute, 7);
+  });
+});
+
+describe('CONVD_ variables of the engines', () => {
+  it('CONVD_PANDOC_PATH (where the markup engine finds pandoc) is not warned about; an unknown CONVD_ variable is', () => {
+    const loaded = loadConfig({ flags: {}, env: { CONVD_PANDOC_PATH: '/usr/bin/pandoc', CONVD_NO_SUCH_THING: '1' } });
+    assert.deepEqual(loaded.warnings, ['CONVD_NO_SUCH_THING is not a convd setting and is ignored']);
   });
 });

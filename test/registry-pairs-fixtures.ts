@@ -1,8 +1,9 @@
 /**
  * Small fixtures for every source format the registry offers, made by the tests themselves
- * (sharp images, ffmpeg lavfi clips, pdf-lib documents, hand-written data), and one decoder per
- * engine that checks an output by reading it back: sharp metadata for images, ffprobe for audio
- * and video, pdf-lib for PDF, a parser of the target format for data. Used by
+ * (sharp images, ffmpeg lavfi clips, pdf-lib documents, hand-written data and markup, pandoc-made
+ * docx, odt and epub), and one decoder per engine that checks an output by reading it back: sharp
+ * metadata for images, ffprobe for audio and video, pdf-lib for PDF, a parser of the target format
+ * for data, the marker text in a document's text (helpers/markup.ts). Used by
  * registry-pairs.test.ts and hostile-daemon.test.ts.
  */
 import assert from 'node:assert/strict';
@@ -17,6 +18,7 @@ import { findOffice } from '../src/engines/office/find-office.ts';
 import { assertOfficeOutput, makeOfficeFixtures } from './helpers/office.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
+import { DOCUMENT_MARKER, assertMarkupOutput, makeMarkupFixture } from './helpers/markup.ts';
 
 export const IMAGE_WIDTH = 96;
 export const IMAGE_HEIGHT = 64;
@@ -157,8 +159,8 @@ function delimited(delimiter: string): string {
   return lines.map((values) => values.map(quote).join(delimiter)).join('\r\n') + '\r\n';
 }
 
-const MARKDOWN = '# Quarterly *numbers*\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n';
-const TEXT = 'Über Ωμέγα — Привет\nA second line of plain text.\n';
+const MARKDOWN = `# Quarterly *numbers*\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n\nThe marker: ${DOCUMENT_MARKER}.\n`;
+const TEXT = `Über Ωμέγα — Привет\nA second line of plain text.\n\nThe marker: ${DOCUMENT_MARKER}.\n`;
 
 async function samplePdf(): Promise<Uint8Array> {
   const doc = await PDFDocument.create();
@@ -184,6 +186,8 @@ const IMAGE_SOURCES = new Set(['jpg', 'png', 'webp', 'avif', 'gif', 'tiff', 'svg
 const OFFICE_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp']);
 /** LibreOffice makes every office fixture at once, the first time one is asked for (per dir). */
 const officeFixtures = new Map<string, Promise<void>>();
+/** Documents the markup engine reads (md and txt are the data fixtures above, which hold the marker too). */
+const MARKUP_SOURCES = new Set(['html', 'docx', 'odt', 'epub', 'rst', 'org', 'latex']);
 
 /**
  * Writes a fixture of `source` into `dir` as `fixture.<source>`. A source nobody wrote a recipe
@@ -208,6 +212,7 @@ export async function makeFixture(dir: string, source: string, tools: MediaTools
     await made;
     return { path };
   }
+  if (MARKUP_SOURCES.has(source)) return { path: await makeMarkupFixture(dir, source) };
   const text = DATA_TEXT[source];
   assert.ok(text, `no fixture recipe for source ${source}: add one`);
   await writeFile(path, text());
@@ -289,6 +294,10 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
       const office = await findOffice(process.env);
       assert.ok(office.ready);
       return assertOfficeOutput(office, pair.source, target, outputPath);
+    }
+    case 'markup': {
+      await assertMarkupOutput(target, outputPath);
+      return;
     }
     case 'data': {
       const text = await readFile(outputPath, 'utf8');

@@ -17,6 +17,7 @@ import sharp from 'sharp';
 import { ConversionFailure } from '../src/errors/api-error.ts';
 import { defaultEngines } from '../src/engines/catalog.ts';
 import { createDataEngine } from '../src/engines/data/data-engine.ts';
+import { createMarkupEngine } from '../src/engines/markup/markup-engine.ts';
 import { createMediaEngine } from '../src/engines/media/media-engine.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { createOfficeEngine } from '../src/engines/office/office-engine.ts';
@@ -58,7 +59,7 @@ before(async () => {
 });
 
 after(async () => {
-  const bySuite = ['media', 'pdf', 'data'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
+  const bySuite = ['media', 'pdf', 'data', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
   console.log(
     `registry: ${pairs.length} pairs offered; ${provenHere.size} of ${imagePairs.length} image pairs proven here; ` +
     `the other ${pairs.length - imagePairs.length} by their generated suites (${bySuite}); ` +
@@ -253,13 +254,14 @@ const SUITES: Record<string, { file: string; factory: string; create: () => Engi
   pdf: { file: 'test/engines-pdf.test.ts', factory: 'createPdfEngine', create: () => createPdfEngine() },
   data: { file: 'test/engines-data.test.ts', factory: 'createDataEngine', create: () => createDataEngine() },
   office: { file: 'test/engines-office.test.ts', factory: 'createOfficeEngine', create: () => createOfficeEngine() },
+  markup: { file: 'test/engines-markup.test.ts', factory: 'createMarkupEngine', create: () => createMarkupEngine() },
 };
 
 /**
- * Engines that need a system package (LibreOffice): where it is missing they offer no pairs and
- * their suite skips, except under CI (CI=true), which installs them and must prove them.
+ * Engines that need a system package (LibreOffice, pandoc): where it is missing they offer no pairs
+ * and their suite skips, except under CI (CI=true), which installs them and must prove them.
  */
-const SYSTEM_ENGINES = new Set(['office']);
+const SYSTEM_ENGINES = new Set(['office', 'markup']);
 const mayBeMissing = (engine: string) => SYSTEM_ENGINES.has(engine) && process.env.CI !== 'true';
 
 describe('(b) the registry offers exactly the pairs the generated suites prove', () => {
@@ -351,7 +353,7 @@ describe('(c) through a real daemon: listing, credit weights, one conversion per
       }
     }
     assert.equal(listed, pairs.length);
-    const documents = registry.statuses.some((status) => status.name === 'office' && status.available);
+    const documents = registry.statuses.some((status) => (status.name === 'office' || status.name === 'markup') && status.available);
     assert.deepEqual([...kinds].sort(), ['audio', 'data', ...(documents ? ['document'] : []), 'image', 'pdf', 'video']);
   });
 

@@ -27,7 +27,7 @@ export interface EngineSettings {
  * different sources, so no pair is actually shared today). Each engine's module is imported
  * when it is first probed or used (lazy.ts), not when this module loads. `isolated` engines do
  * their work in JavaScript and run it in the engine host (host/); sharp (libvips on libuv's
- * threads) and ffmpeg (a process of its own) keep the event loop free by themselves.
+ * threads), ffmpeg and pandoc (processes of their own) keep the event loop free by themselves.
  */
 export function engineLoaders(settings: EngineSettings): EngineLoader[] {
   // One ffmpeg run uses every core: more at once only share them (media-engine.ts).
@@ -44,6 +44,8 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
       startsClock: true,
       load: async () => (await import('./office/office-engine.ts')).createOfficeEngine(settings.office),
     },
+    // pandoc, a process of its own (sandboxed, heap-limited): after data, which keeps md -> html.
+    { name: 'markup', maxConcurrentRuns: availableParallelism(), load: async () => (await import('./markup/markup-engine.ts')).createMarkupEngine() },
   ];
 }
 

@@ -53,8 +53,9 @@ function officePairs(): ConversionPair[] {
         pairs.push({
           source, target, engine: 'office', kind: 'document',
           options: pdf ? pdfOptions(family) : documentOptions(), variants: pdf ? PDF_VARIANTS : [],
-          // Chains go on from a document's PDF (page images, text) and from a sheet's CSV (JSON...).
-          ...(pdf || (target === 'csv' && family === 'sheet') ? { intermediate: true } : {}),
+          // Chains go on from a document's PDF (page images, text), from a Word document (to
+          // pandoc's formats: doc -> docx -> md) and from a sheet's CSV (JSON...).
+          ...(pdf || target === 'docx' || (target === 'csv' && family === 'sheet') ? { intermediate: true } : {}),
         });
       }
     }

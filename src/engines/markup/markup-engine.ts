@@ -1,0 +1,327 @@
+import { mkdir, mkdtemp, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
+import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
+import { ENGINE_NICENESS } from '../process/group.ts';
+import { lastLines, runProcess, type RunResult } from '../subprocess.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import {
+  MARKUP_FORMATS, MARKUP_SOURCES, MARKUP_TARGETS, PACKAGED_TARGETS, PAIRS_LEFT_TO_OTHERS, READERS, WRAP_ARGUMENTS, WRITERS,
+  markupOptions, type MarkupSource, type MarkupTarget,
+} from './formats.ts';
+import { HTML_TEMPLATE, INERT_FILTER } from './job-files.ts';
+import {
+  findPandoc, INSTALL_HINT, MIN_VERSION, missingDataFile, pandocVersion, readDataFiles, versionAtLeast, WRITER_DATA_FILES,
+} from './pandoc.ts';
+import { writeTextAsHtml } from './text-source.ts';
+
+export interface MarkupEngineOptions {
+  /** Where CONVD_PANDOC_PATH and PATH are read; process.env by default. */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * Wall-clock limit of one pandoc run; past it the process group is killed and the job fails with
+   * ConversionFailure('timeout'). The runner's own limit (through the AbortSignal) applies as well.
+   */
+  timeLimitMs?: number;
+  /** pandoc's heap (`+RTS -M`), in MiB; past it pandoc stops and the job fails with memory_limit. Default 512. */
+  memoryLimitMb?: number;
+  /** Engine.maxConcurrentRuns; default the cores (one pandoc run keeps about one core busy). */
+  maxConcurrentRuns?: number;
+}
+
+interface Toolchain {
+  pandoc: string;
+  version: string;
+  /** pandoc's own data files the docx, odt and epub writers read, by name (pandoc.ts). */
+  dataFiles: Map<string, Buffer>;
+  /** Targets this pandoc was seen to write in the sandbox. */
+  targets: Set<MarkupTarget>;
+}
+
+export const DEFAULT_MEMORY_LIMIT_MB = 512;
+
+/** Names inside a job's working directory; pandoc gets only these on its command line. */
+const FILTER_FILE = 'inert.lua';
+const TEMPLATE_FILE = 'template.html';
+/**
+ * pandoc's sandbox serves a file it was given on the command line (a directory: every file in
+ * it) under the name it was given. Its writers look for their data files as `data/data/NAME`
+ * (the sandbox's `getDataFileName`), relative to the working directory: so the files are written
+ * to `data/data/NAME` there and `data` is named by an option whose files no writer of ours
+ * uses: --epub-embed-font (only the epub writer reads fonts, by glob, and `data` matches none).
+ */
+const DATA_ROOT = 'data';
+const DATA_DIR = join(DATA_ROOT, 'data');
+
+/**
+ * pandoc's exit codes (Text.Pandoc.Error) for documents it cannot read: XML errors, a broken docx,
+ * odt or epub (63), parse errors, macro loops, text that is not UTF-8, a resource the document
+ * names and the sandbox does not have.
+ */
+const INPUT_EXIT_CODES = new Set([44, 63, 64, 65, 91, 92, 93, 94, 99]);
+/** GHC's runtime exits with 251 when the heap limit (+RTS -M) is reached. */
+const HEAP_EXHAUSTED_EXIT = 251;
+const OUT_OF_MEMORY = /Heap exhausted|Stack space overflow|out of memory/i;
+/** How often a running conversion's output is measured against EngineJob.maxOutputBytes. */
+const OUTPUT_POLL_MS = 200;
+const MAX_MESSAGE_CHARS = 600;
+
+const SOURCE_NAMES: Record<MarkupSource, string> = {
+  md: 'Markdown file', html: 'HTML file', docx: 'Word document', odt: 'OpenDocument text', epub: 'EPUB book',
+  rst: 'reStructuredText file', org: 'Org file', latex: 'LaTeX file', txt: 'text file',
+};
+
+/** Documents between markup formats with pandoc, always in its sandbox (see README, "Documents"). */
+export function createMarkupEngine(settings: MarkupEngineOptions = {}): Engine {
+  let tools: Toolchain | undefined;
+  const memoryLimitMb = settings.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB;
+
+  return {
+    name: 'markup',
+    maxConcurrentRuns: settings.maxConcurrentRuns ?? availableParallelism(),
+    async probe(): Promise<EngineStatus> {
+      tools = undefined;
+      const found = await findPandoc(settings.env ?? process.env);
+      if (!found) return { name: 'markup', available: false, detail: `pandoc not found (${INSTALL_HINT})` };
+      const binary = `${found.path} (${found.origin})`;
+      let version: string;
+      try {
+        version = await pandocVersion(found.path);
+      } catch (error) {
+        return { name: 'markup', available: false, binary, detail: `pandoc does not run: ${messageOf(error)} (${INSTALL_HINT})` };
+      }
+      if (!versionAtLeast(version, MIN_VERSION)) {
+        return {
+          name: 'markup', available: false, binary, version,
+          detail: `pandoc ${version} has no --sandbox (2.15 and later have it), and documents must not read files or URLs: install a newer pandoc`,
+        };
+      }
+      const checked = await checkTargets(found.path, version, memoryLimitMb);
+      const missing = MARKUP_TARGETS.filter((target) => !checked.tools.targets.has(target));
+      const notes = [
+        `sandboxed, heap limit ${memoryLimitMb} MB`,
+        missing.length === 0 ? 'all targets' : `targets not offered: ${missing.map((target) => `${target} (${checked.problems.get(target) ?? '?'})`).join('; ')}`,
+      ];
+      if (checked.tools.targets.size === 0) return { name: 'markup', available: false, binary, version, detail: notes.join('; ') };
+      tools = checked.tools;
+      return { name: 'markup', available: true, binary, version, detail: notes.join('; ') };
+    },
+    pairs: () => (tools ? markupPairs(tools.targets) : []),
+    formats: () => MARKUP_FORMATS,
+    async convert(job: EngineJob): Promise<EngineOutput> {
+      if (!tools) throw new ConversionFailure('internal_error', 'The markup engine was not probed or pandoc is unavailable.');
+      return convertMarkup(tools, job, { timeLimitMs: settings.timeLimitMs, memoryLimitMb });
+    },
+  };
+}
+
+function markupPairs(targets: ReadonlySet<MarkupTarget>): ConversionPair[] {
+  const pairs: ConversionPair[] = [];
+  for (const source of MARKUP_SOURCES) {
+    for (const target of MARKUP_TARGETS) {
+      if ((source as string) === target || !targets.has(target) || PAIRS_LEFT_TO_OTHERS.has(`${source}->${target}`)) continue;
+      // A Word document is where chains go on to LibreOffice (md -> docx -> pdf).
+      pairs.push({ source, target, engine: 'markup', kind: 'document', options: markupOptions(target), variants: [], ...(target === 'docx' ? { intermediate: true } : {}) });
+    }
+  }
+  return pairs;
+}
+
+/**
+ * Converts a small document to every target the way a job does (sandbox, heap limit, filter,
+ * template), so that only targets this pandoc really writes are offered. A sandboxed writer that
+ * misses one of pandoc's data files names it; the file is fetched and the target tried again.
+ */
+async function checkTargets(pandoc: string, version: string, memoryLimitMb: number): Promise<{ tools: Toolchain; problems: Map<string, string> }> {
+  const dataFiles = await readDataFiles(pandoc, WRITER_DATA_FILES);
+  const tools: Toolchain = { pandoc, version, dataFiles, targets: new Set(MARKUP_TARGETS) };
+  const problems = new Map<string, string>();
+  const dir = await mkdtemp(join(tmpdir(), 'convd-markup-probe-'));
+  try {
+    const input = join(dir, 'probe.md');
+    await writeFile(input, '# Probe\n\nA paragraph of *text*.\n');
+    await Promise.all(MARKUP_TARGETS.map(async (target) => {
+      for (let attempt = 0; attempt <= WRITER_DATA_FILES.length; attempt++) {
+        const job: EngineJob = {
+          inputPath: input, outputPath: join(dir, `probe-${target}.${target}`), source: 'md', target, variant: null,
+          options: {}, signal: new AbortController().signal, onProgress: () => undefined,
+        };
+        try {
+          await convertMarkup(tools, job, { timeLimitMs: 30_000, memoryLimitMb });
+          return;
+        } catch (error) {
+          const name = missingDataFile(messageOf(error));
+          if (name && !dataFiles.has(name)) {
+            const more = await readDataFiles(pandoc, [name]);
+            if (more.has(name)) {
+              dataFiles.set(name, more.get(name)!);
+              continue;
+            }
+          }
+          problems.set(target, messageOf(error));
+          tools.targets.delete(target);
+          return;
+        }
+      }
+      problems.set(target, 'pandoc kept asking for more of its data files');
+      tools.targets.delete(target);
+    }));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  return { tools, problems };
+}
+
+interface RunLimits {
+  timeLimitMs: number | undefined;
+  memoryLimitMb: number;
+}
+
+function isSource(format: string): format is MarkupSource {
+  return (MARKUP_SOURCES as readonly string[]).includes(format);
+}
+
+function isTarget(format: string): format is MarkupTarget {
+  return (MARKUP_TARGETS as readonly string[]).includes(format);
+}
+
+/**
+ * One conversion in a working directory of its own, beside the output (so in the data dir's
+ * scratch space, cleared after a crash), removed afterwards: the input linked in as
+ * `document.<source>`, the filter, the template or the data files, and pandoc's output.
+ */
+async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits): Promise<EngineOutput> {
+  const { source, target } = job;
+  if (!isSource(source) || !isTarget(target) || !tools.targets.has(target)) {
+    throw new ConversionFailure('conversion_failed', `The markup engine cannot convert ${source} to ${target}.`);
+  }
+  job.onProgress(0);
+  job.signal.throwIfAborted();
+  const work = await mkdtemp(join(dirname(job.outputPath), `.${basename(job.outputPath)}.pandoc-`));
+  try {
+    const input = source === 'txt' ? 'document.html' : `document.${source}`;
+    if (source === 'txt') {
+      // A stream stopped by the signal rejects with an AbortError: the job rejects with the reason.
+      await writeTextAsHtml(job.inputPath, join(work, input), job.signal).catch((error: unknown) => {
+        throw job.signal.aborted ? job.signal.reason : error;
+      });
+    } else {
+      await symlink(resolve(job.inputPath), join(work, input));
+    }
+    await writeFile(join(work, FILTER_FILE), INERT_FILTER);
+    if (target === 'html') await writeFile(join(work, TEMPLATE_FILE), HTML_TEMPLATE);
+    if (PACKAGED_TARGETS.has(target)) await writeDataFiles(work, tools.dataFiles);
+    const output = `output.${target}`;
+    await runPandoc(tools, job, work, pandocArguments(source, target, job, input, output, limits.memoryLimitMb), limits);
+    const outputPath = join(work, output);
+    const size = await stat(outputPath).then((info) => info.size, () => null);
+    if (size === null) throw new ConversionFailure('conversion_failed', 'pandoc ended without writing its output.');
+    checkOutputSize(size, job.maxOutputBytes);
+    await rename(outputPath, job.outputPath);
+    job.onProgress(100);
+    return { size };
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The whole command line: fixed names in the working directory and fixed words; of the job, only
+ * validated options, each mapped to an argument of our own.
+ */
+function pandocArguments(source: MarkupSource, target: MarkupTarget, job: EngineJob, input: string, output: string, memoryLimitMb: number): string[] {
+  const args = [
+    // GHC's runtime options: the heap limit. (GHCRTS from the environment is not passed on.)
+    '+RTS', `-M${memoryLimitMb}m`, '-RTS',
+    '--sandbox', '--quiet', '--standalone',
+    `--from=${READERS[source]}`, `--to=${WRITERS[target]}`,
+    `--lua-filter=${FILTER_FILE}`,
+    `--output=${output}`,
+  ];
+  if (target === 'html') args.push(`--template=${TEMPLATE_FILE}`);
+  if (PACKAGED_TARGETS.has(target)) args.push(`--epub-embed-font=${DATA_ROOT}`);
+  if (job.options.toc === true) args.push('--toc');
+  if (job.options.number_sections === true) args.push('--number-sections');
+  const wrap = typeof job.options.wrap === 'string' ? WRAP_ARGUMENTS[job.options.wrap] : undefined;
+  if (wrap) args.push(wrap);
+  args.push(input);
+  return args;
+}
+
+async function writeDataFiles(work: string, files: ReadonlyMap<string, Buffer>): Promise<void> {
+  const dirs = new Set([...files.keys()].map((name) => dirname(join(work, DATA_DIR, name))));
+  for (const dir of [...dirs].sort()) await mkdir(dir, { recursive: true });
+  await Promise.all([...files].map(([name, bytes]) => writeFile(join(work, DATA_DIR, name), bytes)));
+}
+
+/**
+ * Runs pandoc in the job's directory, with an environment of its own (no user data directory,
+ * no GHCRTS, UTF-8), killed with its process group on abort, time limit or an output past the
+ * job's cap; its failures become ConversionFailures.
+ */
+async function runPandoc(tools: Toolchain, job: EngineJob, work: string, args: string[], limits: RunLimits): Promise<void> {
+  const outputPath = join(work, args.find((arg) => arg.startsWith('--output='))!.slice('--output='.length));
+  const capped = new AbortController();
+  const signal = job.maxOutputBytes === undefined ? job.signal : AbortSignal.any([job.signal, capped.signal]);
+  // pandoc writes its result at the end, in one go: a result past the cap is stopped while it is
+  // written (its heap limit bounds how large it can get), and measured again afterwards.
+  const poll = job.maxOutputBytes === undefined ? undefined : setInterval(() => {
+    stat(outputPath).then((info) => {
+      if (info.size > job.maxOutputBytes!) capped.abort(outputCapFailure(job.maxOutputBytes!));
+    }, () => undefined);
+  }, OUTPUT_POLL_MS);
+  let result: RunResult;
+  try {
+    result = await runProcess(tools.pandoc, args, {
+      cwd: work,
+      env: pandocEnvironment(work),
+      signal,
+      timeoutMs: limits.timeLimitMs,
+      dieWithParent: true,
+      niceness: ENGINE_NICENESS,
+    });
+  } finally {
+    clearInterval(poll);
+  }
+  if (result.code === 0) return;
+  const message = readable(result.stderrTail, work, job);
+  if (result.code === HEAP_EXHAUSTED_EXIT || OUT_OF_MEMORY.test(result.stderrTail)) {
+    throw new ConversionFailure('memory_limit', `The conversion needed more memory than its limit of ${limits.memoryLimitMb} MB.`);
+  }
+  if (result.code !== null && INPUT_EXIT_CODES.has(result.code)) {
+    const what = SOURCE_NAMES[job.source as MarkupSource] ?? 'document';
+    throw new ConversionFailure('input_invalid', `The ${what} could not be read: ${message || 'pandoc gave no reason'}`);
+  }
+  throw new ConversionFailure('conversion_failed', `pandoc failed (${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`})${message ? `: ${message}` : '.'}`);
+}
+
+function pandocEnvironment(work: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    // pandoc's user data directory (templates, reference documents) would be $XDG_DATA_HOME/pandoc
+    // or ~/.pandoc: neither exists here, so every job gets pandoc's defaults.
+    HOME: work,
+    XDG_DATA_HOME: join(work, '.local', 'share'),
+    TMPDIR: work,
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+  };
+  // Where a relocated pandoc finds its data files (Cabal's Paths module): the install's, not a user's.
+  if (process.env.pandoc_datadir) env.pandoc_datadir = process.env.pandoc_datadir;
+  return env;
+}
+
+/** pandoc's message for people: its last lines, without the paths of this machine, not too long. */
+function readable(stderr: string, work: string, job: EngineJob): string {
+  const text = [[`${work}/`, ''], [work, '.'], [job.inputPath, 'input'], [job.outputPath, 'output']]
+    .reduce((acc, [path, name]) => acc.split(path!).join(name), stderr)
+    .replace(/^pandoc: /gm, '');
+  const lines = lastLines(text, 4);
+  return lines.length > MAX_MESSAGE_CHARS ? `${lines.slice(0, MAX_MESSAGE_CHARS)}…` : lines;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
