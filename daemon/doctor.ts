@@ -1,4 +1,5 @@
 import { defaultEngines } from '../src/engines/catalog.ts';
+import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { EngineHost } from '../src/engines/host/engine-host.ts';
 import type { EngineStatus } from '../src/engines/types.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
@@ -7,6 +8,9 @@ import { defaultServiceConfig } from '../src/service/config.ts';
 export interface DoctorReport {
   engines: (EngineStatus & { pairs: number })[];
   pairs: number;
+  /** Of the pairs, those two engines make together, and the first of them as an example. */
+  chains: number;
+  chainExample?: string;
 }
 
 /** `convd doctor`: each engine, the binary it found, its version and whether it can run. */
@@ -18,12 +22,17 @@ export async function doctor(): Promise<DoctorReport> {
   const registry = await FormatRegistry.create(engines, config.creditWeights);
   await registry.close();
   const pairs = registry.allPairs();
+  const chains = pairs.filter((pair) => pair.engine === CHAIN_ENGINE);
+  const first = chains.find((pair) => pair.source === 'md' && pair.target === 'pdf') ?? chains[0];
+  const example = first?.steps ? [first.source, ...first.steps.map((step) => step.target)].join(' -> ') : undefined;
   return {
     engines: registry.statuses.map((status) => ({
       ...status,
       pairs: pairs.filter((pair) => pair.engine === status.name).length,
     })),
     pairs: pairs.length,
+    chains: chains.length,
+    ...(example ? { chainExample: example } : {}),
   };
 }
 
@@ -33,5 +42,6 @@ export function formatDoctor(report: DoctorReport): string {
     const detail = engine.detail ? `  (${engine.detail})` : '';
     return `${state}  ${engine.name.padEnd(6)}  ${String(engine.pairs).padStart(3)} pairs  ${engine.binary ?? '-'}  ${engine.version ?? ''}${detail}`;
   });
-  return [...lines, `${report.pairs} conversion pairs offered`].join('\n');
+  const chains = report.chains > 0 ? ` (${report.chains} of them through two engines, e.g. ${report.chainExample})` : '';
+  return [...lines, `${report.pairs} conversion pairs offered${chains}`].join('\n');
 }
