@@ -19,6 +19,7 @@ import { defaultEngines } from '../src/engines/catalog.ts';
 import { createDataEngine } from '../src/engines/data/data-engine.ts';
 import { createMediaEngine } from '../src/engines/media/media-engine.ts';
 import { createPdfEngine } from '../src/engines/pdf/pdf-engine.ts';
+import { createPdfPagesEngine } from '../src/engines/pdfpages/pdfpages-engine.ts';
 import type { Engine, EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
@@ -56,7 +57,7 @@ before(async () => {
 });
 
 after(async () => {
-  const bySuite = ['media', 'pdf', 'data'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
+  const bySuite = ['media', 'pdf', 'pdfpages', 'data'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
   console.log(
     `registry: ${pairs.length} pairs offered; ${provenHere.size} of ${imagePairs.length} image pairs proven here; ` +
     `the other ${pairs.length - imagePairs.length} by their generated suites (${bySuite}); ` +
@@ -249,6 +250,7 @@ describe('(a) decompression bomb', () => {
 const SUITES: Record<string, { file: string; factory: string; create: () => Engine }> = {
   media: { file: 'test/engines-media.test.ts', factory: 'createMediaEngine', create: () => createMediaEngine() },
   pdf: { file: 'test/engines-pdf.test.ts', factory: 'createPdfEngine', create: () => createPdfEngine() },
+  pdfpages: { file: 'test/engines-pdf-pages.test.ts', factory: 'createPdfPagesEngine', create: () => createPdfPagesEngine() },
   data: { file: 'test/engines-data.test.ts', factory: 'createDataEngine', create: () => createDataEngine() },
 };
 
@@ -330,7 +332,7 @@ describe('(c) through a real daemon: listing, credit weights, one conversion per
       }
     }
     assert.equal(listed, pairs.length);
-    assert.deepEqual([...kinds].sort(), ['audio', 'data', 'image', 'pdf', 'video']);
+    assert.deepEqual([...kinds].sort(), ['audio', 'data', 'document', 'image', 'pdf', 'video']);
   });
 
   /** Every kind the registry offers a pair of. */
