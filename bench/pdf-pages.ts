@@ -34,7 +34,7 @@ const DPI = 150;
 const WIDTH = 1275;
 const HEIGHT = 1650;
 /** Alternating rounds (convd, direct, convd, direct, ...), best of each: the least disturbed. */
-const ROUNDS = 3;
+const ROUNDS = 5;
 /** Untimed conversions first: the engine host starts and loads PDFium with the first one. */
 const WARMUP = 10;
 const TARGET_RATIO = 1.3;

@@ -28,10 +28,11 @@ export async function doctor(): Promise<DoctorReport> {
 }
 
 export function formatDoctor(report: DoctorReport): string {
+  const nameWidth = Math.max(6, ...report.engines.map((engine) => engine.name.length));
   const lines = report.engines.map((engine) => {
     const state = engine.available ? 'ok         ' : 'UNAVAILABLE';
     const detail = engine.detail ? `  (${engine.detail})` : '';
-    return `${state}  ${engine.name.padEnd(6)}  ${String(engine.pairs).padStart(3)} pairs  ${engine.binary ?? '-'}  ${engine.version ?? ''}${detail}`;
+    return `${state}  ${engine.name.padEnd(nameWidth)}  ${String(engine.pairs).padStart(3)} pairs  ${engine.binary ?? '-'}  ${engine.version ?? ''}${detail}`;
   });
   return [...lines, `${report.pairs} conversion pairs offered`].join('\n');
 }
