@@ -37,10 +37,11 @@ export async function doctor(): Promise<DoctorReport> {
 }
 
 export function formatDoctor(report: DoctorReport): string {
+  const nameWidth = Math.max(6, ...report.engines.map((engine) => engine.name.length));
   const lines = report.engines.map((engine) => {
     const state = engine.available ? 'ok         ' : 'UNAVAILABLE';
     const detail = engine.detail ? `  (${engine.detail})` : '';
-    return `${state}  ${engine.name.padEnd(6)}  ${String(engine.pairs).padStart(3)} pairs  ${engine.binary ?? '-'}  ${engine.version ?? ''}${detail}`;
+    return `${state}  ${engine.name.padEnd(nameWidth)}  ${String(engine.pairs).padStart(3)} pairs  ${engine.binary ?? '-'}  ${engine.version ?? ''}${detail}`;
   });
   const chains = report.chains > 0 ? ` (${report.chains} of them through two engines, e.g. ${report.chainExample})` : '';
   return [...lines, `${report.pairs} conversion pairs offered${chains}`].join('\n');

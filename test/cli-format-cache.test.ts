@@ -28,7 +28,7 @@ after(() => dir?.remove());
 
 const env = (home: string) => cleanEnv({ HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache'), NODE_OPTIONS: `--require ${hook}` });
 const loaded = (stderr: string): string[] => JSON.parse(/LOADED (.*)/.exec(stderr)![1]!) as string[];
-const HEAVY = /node_modules\/(@img\/sharp|sharp|pdf-lib|@pdf-lib|yaml|markdown-it|sanitize-html|csv-parse|@neslinesli93)\//;
+const HEAVY = /node_modules\/(@img\/sharp|sharp|pdf-lib|@pdf-lib|yaml|markdown-it|sanitize-html|csv-parse|@neslinesli93|@embedpdf)\//;
 
 describe('format cache', () => {
   it('a warm `conv formats --json` answers the same and loads no conversion library', async () => {
@@ -36,7 +36,7 @@ describe('format cache', () => {
     const cold = await spawnConv(['formats', '--json'], { env: env(home) });
     assert.equal(cold.code, 0, cold.stderr);
     const file = JSON.parse(await readFile(join(home, 'cache', 'conv', 'formats.json'), 'utf8')) as { fingerprint: string; engines: KnownEngine[] };
-    assert.deepEqual(file.engines.map((e) => e.name), ['image', 'media', 'pdf', 'data', 'office', 'markup']);
+    assert.deepEqual(file.engines.map((e) => e.name), ['image', 'media', 'pdf', 'pdfpages', 'data', 'office', 'markup']);
     assert.ok(loaded(cold.stderr).some((path) => HEAVY.test(path)), 'the cold run probed the engines');
 
     const warm = await spawnConv(['formats', '--json'], { env: env(home) });

@@ -146,7 +146,7 @@ describe('invalid values stop the start with exit 2, naming the setting', () => 
     { name: 'a misspelt key (file)', file: '{"prot": 8080, "plans": {"free": {"max_upload": 3}}}', expect: [/unknown setting "prot"/, /unknown setting "plans\.free\.max_upload"/] },
     { name: 'a file that is not JSON', file: '{"port": 8080,\n  "workers": }', expect: [/convd\.json:2:14: invalid JSON/] },
     { name: 'a misspelt nested variable', env: { CONVD_PLAN_FREE_MAX_UPLOD_MB: '5' }, expect: [/CONVD_PLAN_FREE_MAX_UPLOD_MB: no such setting/] },
-    { name: 'an unknown engine time limit (old variable name, new check)', env: { CONVD_ENGINE_TIMEOUT_MS_VIDEO: '5000' }, expect: [/CONVD_ENGINE_TIMEOUT_MS_VIDEO: no such setting.*IMAGE, PDF, DATA, MEDIA/] },
+    { name: 'an unknown engine time limit (old variable name, new check)', env: { CONVD_ENGINE_TIMEOUT_MS_VIDEO: '5000' }, expect: [/CONVD_ENGINE_TIMEOUT_MS_VIDEO: no such setting.*IMAGE, PDF, PDFPAGES, DATA, MEDIA/] },
     { name: 'a bad group flag', args: ['--credit-weight', 'video'], expect: [/--credit-weight "video": expected kind=n/] },
     { name: 'a schedule scale of 0', env: { CONVD_WEBHOOK_SCHEDULE_SCALE: '0' }, expect: [/CONVD_WEBHOOK_SCHEDULE_SCALE must be a number greater than 0 and at most 1/] },
     { name: 'a trusted proxy that is no address', args: ['--trusted-proxy', '127.0.0.1,300.1.1.1'], expect: [/--trusted-proxy must be a list of IP addresses or CIDR ranges.*"300\.1\.1\.1"/] },

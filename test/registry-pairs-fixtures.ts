@@ -1,9 +1,10 @@
 /**
  * Small fixtures for every source format the registry offers, made by the tests themselves
  * (sharp images, ffmpeg lavfi clips, pdf-lib documents, hand-written data and markup, pandoc-made
- * docx, odt and epub), and one decoder per engine that checks an output by reading it back: sharp
- * metadata for images, ffprobe for audio and video, pdf-lib for PDF, a parser of the target format
- * for data, the marker text in a document's text (helpers/markup.ts). Used by
+ * docx, odt and epub, LibreOffice-made office documents), and one decoder per engine that checks
+ * an output by reading it back: sharp metadata for images (rendered PDF pages too), ffprobe for
+ * audio and video, pdf-lib for PDF, the pages' text for PDF -> txt, a parser of the target format
+ * for data, the marker text in a document's text (helpers/markup.ts, helpers/office.ts). Used by
  * registry-pairs.test.ts and hostile-daemon.test.ts.
  */
 import assert from 'node:assert/strict';
@@ -27,6 +28,8 @@ const MEDIA_WIDTH = 160;
 const MEDIA_HEIGHT = 120;
 const MEDIA_SECONDS = 2;
 const PDF_PAGES = 2;
+/** The PDF fixture's pages are US Letter: at the pdfpages engine's default 150 dpi, 1275 x 1650 pixels. */
+const PDF_PAGE_PIXELS_AT_150_DPI = { width: 1275, height: 1650 };
 
 /** What is known of a fixture, so that an output can be checked against it. */
 export interface Fixture {
@@ -298,6 +301,15 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
     case 'markup': {
       await assertMarkupOutput(target, outputPath);
       return;
+    }
+    case 'pdfpages': {
+      if (target === 'txt') {
+        const pages = (await readFile(outputPath, 'utf8')).split('\f');
+        assert.deepEqual(pages.map((page) => page.trim()), Array.from({ length: fixture.pages ?? 1 }, (_, i) => `Page ${i + 1}`), 'one text per page, in order');
+        return;
+      }
+      assert.ok(target in SHARP_FORMAT, `no expectation for pdfpages target ${target}: add one`);
+      return assertImage(outputPath, target, PDF_PAGE_PIXELS_AT_150_DPI.width, PDF_PAGE_PIXELS_AT_150_DPI.height);
     }
     case 'data': {
       const text = await readFile(outputPath, 'utf8');

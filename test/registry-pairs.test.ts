@@ -22,6 +22,7 @@ import { createMediaEngine } from '../src/engines/media/media-engine.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { createOfficeEngine } from '../src/engines/office/office-engine.ts';
 import { createPdfEngine } from '../src/engines/pdf/pdf-engine.ts';
+import { createPdfPagesEngine } from '../src/engines/pdfpages/pdfpages-engine.ts';
 import type { Engine, EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
@@ -59,7 +60,7 @@ before(async () => {
 });
 
 after(async () => {
-  const bySuite = ['media', 'pdf', 'data', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
+  const bySuite = ['media', 'pdf', 'pdfpages', 'data', 'office', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
   console.log(
     `registry: ${pairs.length} pairs offered; ${provenHere.size} of ${imagePairs.length} image pairs proven here; ` +
     `the other ${pairs.length - imagePairs.length} by their generated suites (${bySuite}); ` +
@@ -252,6 +253,7 @@ describe('(a) decompression bomb', () => {
 const SUITES: Record<string, { file: string; factory: string; create: () => Engine }> = {
   media: { file: 'test/engines-media.test.ts', factory: 'createMediaEngine', create: () => createMediaEngine() },
   pdf: { file: 'test/engines-pdf.test.ts', factory: 'createPdfEngine', create: () => createPdfEngine() },
+  pdfpages: { file: 'test/engines-pdf-pages.test.ts', factory: 'createPdfPagesEngine', create: () => createPdfPagesEngine() },
   data: { file: 'test/engines-data.test.ts', factory: 'createDataEngine', create: () => createDataEngine() },
   office: { file: 'test/engines-office.test.ts', factory: 'createOfficeEngine', create: () => createOfficeEngine() },
   markup: { file: 'test/engines-markup.test.ts', factory: 'createMarkupEngine', create: () => createMarkupEngine() },
@@ -353,8 +355,7 @@ describe('(c) through a real daemon: listing, credit weights, one conversion per
       }
     }
     assert.equal(listed, pairs.length);
-    const documents = registry.statuses.some((status) => (status.name === 'office' || status.name === 'markup') && status.available);
-    assert.deepEqual([...kinds].sort(), ['audio', 'data', ...(documents ? ['document'] : []), 'image', 'pdf', 'video']);
+    assert.deepEqual([...kinds].sort(), ['audio', 'data', 'document', 'image', 'pdf', 'video']);
   });
 
   /** Every kind the registry offers a pair of. */

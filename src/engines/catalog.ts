@@ -26,8 +26,9 @@ export interface EngineSettings {
  * (jpg/png targets exist in both the image engine and the media engine's still frames, but for
  * different sources, so no pair is actually shared today). Each engine's module is imported
  * when it is first probed or used (lazy.ts), not when this module loads. `isolated` engines do
- * their work in JavaScript and run it in the engine host (host/); sharp (libvips on libuv's
- * threads), ffmpeg and pandoc (processes of their own) keep the event loop free by themselves.
+ * their work in JavaScript (or WebAssembly: PDFium for pdfpages, qpdf for pdf) and run it in the
+ * engine host (host/); sharp (libvips on libuv's threads), ffmpeg, LibreOffice and pandoc
+ * (processes of their own) keep the event loop free by themselves.
  */
 export function engineLoaders(settings: EngineSettings): EngineLoader[] {
   // One ffmpeg run uses every core: more at once only share them (media-engine.ts).
@@ -36,6 +37,7 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
     { name: 'image', load: async () => (await import('./image/sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels }) },
     { name: 'media', maxConcurrentRuns: mediaRuns, load: async () => (await import('./media/media-engine.ts')).createMediaEngine({ maxConcurrentRuns: mediaRuns }) },
     { name: 'pdf', isolated: true, load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
+    { name: 'pdfpages', isolated: true, load: async () => (await import('./pdfpages/pdfpages-engine.ts')).createPdfPagesEngine({ maxInputPixels: settings.maxInputPixels }) },
     { name: 'data', isolated: true, load: async () => (await import('./data/data-engine.ts')).createDataEngine({ inputCaps: settings.inputCaps }) },
     {
       // One document per LibreOffice instance: the runner waits for a free one before the time limit.

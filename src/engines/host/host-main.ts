@@ -1,9 +1,10 @@
 /**
  * The engine host: a child process of convd (or of `conv` in-process) that runs the engines
- * written in JavaScript (data formats, Markdown, pdf-lib), so that their work never runs on the
- * daemon's event loop. Its parent kills it (and with it the work) at a time limit, a cancel or a
- * memory limit; V8's heap limit (--max-old-space-size) ends it on a heap blow-up. Requests are
- * JSON lines on stdin, one at a time; answers are JSON lines on file descriptor 3 (HelperProcess).
+ * written in JavaScript or WebAssembly (data formats, Markdown, pdf-lib, PDFium), so that their
+ * work never runs on the daemon's event loop. Its parent kills it (and with it the work) at a time
+ * limit, a cancel or a memory limit; V8's heap limit (--max-old-space-size) ends it on a heap
+ * blow-up. Requests are JSON lines on stdin, one at a time; answers are JSON lines on file
+ * descriptor 3 (HelperProcess).
  */
 import { createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';

@@ -1,0 +1,204 @@
+import { access, open, rm, type FileHandle } from 'node:fs/promises';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
+import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import { DEFAULT_DPI, IMAGE_TARGETS, MAX_SIDE, PDF_PAGES_FORMATS, pageOptions, type ImageTarget } from './formats.ts';
+import { loadPdfium, pdfiumPackage, type PdfDocument } from './pdfium.ts';
+
+export interface PdfPagesEngineOptions {
+  /** The most pixels a render may have (the image engine's decompression-bomb limit). */
+  maxInputPixels?: number;
+}
+
+const DEFAULT_MAX_PIXELS = 100_000_000;
+/**
+ * libjpeg's Huffman optimisation keeps the whole image's coefficients in memory (about 6 bytes a
+ * pixel, measured: 570 MB for 100 million pixels, beside PDFium's 300 MB of pixels): past this
+ * many pixels a JPEG is written with the standard tables instead, larger (twice the size for a
+ * page of text on white, measured) but within the engine host's memory.
+ */
+const JPEG_OPTIMISE_MAX_PIXELS = 16_000_000;
+/** Text is written in pieces of about this many characters. */
+const TEXT_CHUNK = 64 * 1024;
+
+/** 10000 -> "10,000", without Intl (whose first use costs milliseconds). */
+export function grouped(value: number): string {
+  return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/**
+ * PDF pages -> png, jpg, webp (one page, rendered by PDFium) and PDF -> txt (the text of every
+ * page, pages separated by a form feed). PDFium is WebAssembly (@embedpdf/pdfium), loaded once
+ * per process with the first conversion; sharp encodes the rendered pixels.
+ */
+export function createPdfPagesEngine(settings: PdfPagesEngineOptions = {}): Engine {
+  const maxPixels = settings.maxInputPixels ?? DEFAULT_MAX_PIXELS;
+  return {
+    name: 'pdfpages',
+    /** Finds the package and its WebAssembly module without loading them (a daemon probes every engine at start). */
+    async probe(): Promise<EngineStatus> {
+      const { version, wasmPath } = pdfiumPackage();
+      await access(wasmPath);
+      return { name: 'pdfpages', available: true, binary: '@embedpdf/pdfium (PDFium, WebAssembly)', version, detail: `renders with sharp; at most ${grouped(maxPixels)} pixels a page` };
+    },
+    pairs(): ConversionPair[] {
+      const pairs: ConversionPair[] = IMAGE_TARGETS.map((target) => ({
+        source: 'pdf', target, engine: 'pdfpages', kind: 'document', options: pageOptions(target), variants: [],
+      }));
+      pairs.push({ source: 'pdf', target: 'txt', engine: 'pdfpages', kind: 'document', options: [], variants: [] });
+      return pairs;
+    },
+    formats: () => PDF_PAGES_FORMATS,
+    async convert(job: EngineJob): Promise<EngineOutput> {
+      job.signal.throwIfAborted();
+      job.onProgress(0);
+      const isImage = (IMAGE_TARGETS as readonly string[]).includes(job.target);
+      if (job.source !== 'pdf' || (!isImage && job.target !== 'txt')) {
+        throw new ConversionFailure('conversion_failed', `The pdfpages engine cannot convert ${job.source} to ${job.target}.`);
+      }
+      const pdfium = await loadPdfium();
+      return pdfium.exclusive(async () => {
+        job.signal.throwIfAborted();
+        const document = pdfium.open(job.inputPath);
+        try {
+          if (document.pageCount < 1) throw new ConversionFailure('input_invalid', 'The PDF has no pages.');
+          const output = isImage ? await renderPage(document, job, job.target as ImageTarget, maxPixels) : await extractText(document, job);
+          job.onProgress(100);
+          return output;
+        } finally {
+          document.close();
+        }
+      });
+    },
+  };
+}
+
+function integer(job: EngineJob, name: string): number | undefined {
+  const value = job.options[name];
+  return typeof value === 'number' && Number.isFinite(value) ? Math.floor(value) : undefined;
+}
+
+/** Pixel size of a page of `width` x `height` points: `width` pixels wide when given, else at `dpi`. */
+export function pixelSize(points: { width: number; height: number }, options: { dpi?: number; width?: number }): { width: number; height: number } {
+  if (options.width !== undefined) {
+    return { width: options.width, height: Math.max(1, Math.round((points.height * options.width) / points.width)) };
+  }
+  const scale = (options.dpi ?? DEFAULT_DPI) / 72;
+  return { width: Math.max(1, Math.round(points.width * scale)), height: Math.max(1, Math.round(points.height * scale)) };
+}
+
+async function renderPage(document: PdfDocument, job: EngineJob, target: ImageTarget, maxPixels: number): Promise<EngineOutput> {
+  const count = document.pageCount;
+  const number = integer(job, 'page') ?? 1;
+  if (number > count) {
+    throw new ConversionFailure('input_invalid', `The PDF has ${grouped(count)} page${count === 1 ? '' : 's'}; page ${grouped(number)} does not exist.`);
+  }
+  const page = document.page(number - 1);
+  try {
+    const size = pixelSize(page, { dpi: integer(job, 'dpi'), width: integer(job, 'width') });
+    const pixels = size.width * size.height;
+    if (pixels > maxPixels) {
+      throw new ConversionFailure(
+        'input_invalid',
+        `Page ${grouped(number)} would be ${grouped(size.width)} x ${grouped(size.height)} = ${grouped(pixels)} pixels, over the limit of ${grouped(maxPixels)} pixels: ask for a lower dpi or a width.`,
+      );
+    }
+    const side = MAX_SIDE[target];
+    if (Math.max(size.width, size.height) > side) {
+      throw new ConversionFailure(
+        'input_invalid',
+        `Page ${grouped(number)} would be ${grouped(size.width)} x ${grouped(size.height)} pixels; ${target.toUpperCase()} images have at most ${grouped(side)} pixels a side: ask for a lower dpi or a width.`,
+      );
+    }
+    job.signal.throwIfAborted();
+    const bitmap = page.render(size.width, size.height);
+    try {
+      job.onProgress(50);
+      job.signal.throwIfAborted();
+      const { default: sharp } = await import('../image/sharp-module.ts');
+      const quality = integer(job, 'quality');
+      const image = sharp(bitmap.pixels, { raw: { width: bitmap.width, height: bitmap.height, channels: 3 }, limitInputPixels: Math.max(pixels, 1) });
+      const encoded = target === 'png' ? image.png() : target === 'jpg' ? image.jpeg({ quality, optimiseCoding: pixels <= JPEG_OPTIMISE_MAX_PIXELS }) : image.webp({ quality });
+      const info = await encoded.toFile(job.outputPath);
+      checkOutputSize(info.size, job.maxOutputBytes);
+      return { size: info.size };
+    } finally {
+      bitmap.free();
+    }
+  } finally {
+    page.close();
+  }
+}
+
+/** Control characters other than tab and newline (a form feed among them: it separates the pages). */
+const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F]/g;
+
+/** Page text as a text file has it: LF line ends, no control characters. */
+export function cleanText(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replace(CONTROL, '');
+}
+
+/** Every page's text in order, pages separated by a form feed, a newline at the end; UTF-8. */
+async function extractText(document: PdfDocument, job: EngineJob): Promise<EngineOutput> {
+  const sink = await TextFile.create(job.outputPath, job.maxOutputBytes);
+  try {
+    const count = document.pageCount;
+    const step = Math.max(1, Math.floor(count / 100));
+    for (let index = 0; index < count; index++) {
+      await sink.write((index > 0 ? '\f' : '') + cleanText(document.text(index)));
+      if (index % step === step - 1) {
+        job.onProgress(Math.floor(((index + 1) / count) * 99));
+        // Lets an abort land between pages when the engine runs in this process.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        job.signal.throwIfAborted();
+      }
+    }
+    await sink.write('\n');
+    return { size: await sink.close() };
+  } catch (error) {
+    await sink.discard();
+    throw error;
+  }
+}
+
+/** A UTF-8 file written in chunks that stops at the output cap, and leaves nothing behind when discarded. */
+class TextFile {
+  private pending: string[] = [];
+  private pendingLength = 0;
+  private written = 0;
+
+  private constructor(private readonly path: string, private readonly handle: FileHandle, private readonly maxBytes: number | undefined) {}
+
+  static async create(path: string, maxBytes: number | undefined): Promise<TextFile> {
+    return new TextFile(path, await open(path, 'w'), maxBytes);
+  }
+
+  async write(text: string): Promise<void> {
+    this.written += Buffer.byteLength(text);
+    if (this.maxBytes !== undefined && this.written > this.maxBytes) throw outputCapFailure(this.maxBytes);
+    this.pending.push(text);
+    this.pendingLength += text.length;
+    if (this.pendingLength >= TEXT_CHUNK) await this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const chunk = this.pending.join('');
+    this.pending = [];
+    this.pendingLength = 0;
+    await this.handle.write(chunk, null, 'utf8');
+  }
+
+  /** Bytes written. */
+  async close(): Promise<number> {
+    await this.flush();
+    await this.handle.close();
+    return this.written;
+  }
+
+  async discard(): Promise<void> {
+    await this.handle.close().catch(() => undefined);
+    await rm(this.path, { force: true });
+  }
+}
