@@ -16,7 +16,9 @@ import sharp from 'sharp';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { findBinary } from '../src/engines/media/binaries.ts';
 import { findOffice } from '../src/engines/office/find-office.ts';
-import { assertOfficeOutput, makeOfficeFixtures } from './helpers/office.ts';
+import { OFFICE_MARKER, assertOfficeOutput, makeOfficeFixtures, zipMember } from './helpers/office.ts';
+import { pdfPageTexts } from './helpers/pdf-text.ts';
+import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
 import { DOCUMENT_MARKER, assertMarkupOutput, makeMarkupFixture } from './helpers/markup.ts';
@@ -322,8 +324,53 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
       assert.deepEqual(decodeData(target, text), ROWS);
       return;
     }
+    case CHAIN_ENGINE:
+      return assertChainOutput(pair, outputPath);
     default:
       assert.fail(`no decoder for outputs of engine ${pair.engine}: add one`);
+  }
+}
+
+// ------------------------------------------------------------------------- chains
+
+/** What the fixtures hold, by where they come from: the data rows, or the documents' marker. */
+const DATA_CELL = ROWS[0]!.city;
+const DOCUMENT_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp', 'md', 'html', 'epub', 'rst', 'org', 'latex', 'txt']);
+
+/**
+ * Decodes a chain's output as its target and finds in it what its source fixture holds. A target
+ * without a decoder here fails: add one.
+ */
+async function assertChainOutput(pair: Pick<ConversionPair, 'source' | 'target'>, output: string): Promise<void> {
+  const expected = DOCUMENT_SOURCES.has(pair.source) ? OFFICE_MARKER : DATA_CELL;
+  const office = await findOffice(process.env);
+  if (pair.target === 'pdf') {
+    const pdf = await PDFDocument.load(await readFile(output));
+    assert.ok(pdf.getPageCount() >= 1);
+    assert.ok((await pdfPageTexts(output)).join('\n').includes(expected), `the PDF's text holds ${expected}`);
+  } else if (['png', 'jpg', 'webp'].includes(pair.target)) {
+    // Page 1 of the intermediate PDF, at the default 150 dpi: a page, not a thumbnail of nothing.
+    const meta = await sharp(output).metadata();
+    assert.equal(meta.format, pair.target === 'jpg' ? 'jpeg' : pair.target);
+    assert.ok((meta.width ?? 0) > 300 && (meta.height ?? 0) > 300, `${meta.width}x${meta.height}`);
+    const { channels } = await sharp(output).stats();
+    assert.ok(channels.some((channel) => channel.min < 128), 'something is drawn on the page');
+  } else if (pair.target === 'xlsx' || pair.target === 'ods') {
+    assert.ok(office.ready);
+    assert.match(await zipMember(office.python, output, pair.target === 'xlsx' ? 'xl/sharedStrings.xml' : 'content.xml'), new RegExp(expected));
+  } else if (['json', 'ndjson', 'yaml', 'tsv'].includes(pair.target)) {
+    const rows = decodeData(pair.target, await readFile(output, 'utf8')) as Record<string, unknown>[];
+    assert.ok(rows.some((row) => Object.values(row).includes(expected)), `${expected} is in a record of ${JSON.stringify(rows)}`);
+  } else if (['epub', 'html', 'md', 'rst'].includes(pair.target)) {
+    await assertMarkupOutput(pair.target, output, expected);
+  } else if (pair.target === 'txt') {
+    assert.ok((await readFile(output, 'utf8')).includes(expected), `the text holds ${expected}`);
+  } else if (pair.target === 'rtf') {
+    const rtf = await readFile(output, 'latin1');
+    assert.match(rtf, /^\{\\rtf1/);
+    assert.ok(rtf.includes(expected), `the RTF holds ${expected}`);
+  } else {
+    assert.fail(`no decoder for chain target ${pair.target}: add one`);
   }
 }
 

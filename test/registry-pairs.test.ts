@@ -300,7 +300,9 @@ describe('(b) the registry offers exactly the pairs the generated suites prove',
     const text = await readFile(join(ROOT, 'test/engines-chains.test.ts'), 'utf8');
     assert.match(text, /const chains = registry\.allPairs\(\)\.filter\(\(pair\) => pair\.engine === CHAIN_ENGINE\);/, 'takes the chains from a registry of the default engines');
     assert.match(text, /for \(const pair of chains\) \{\s*it\(`\$\{pair\.source\} -> \$\{pair\.target\}`/, 'one test per chain');
-    assert.match(text, /add one/, 'a chain without a decoder fails');
+    assert.match(text, /await assertOutput\(pair, made\.outputPath, input, tools\);/, 'each output decoded');
+    const decoders = await readFile(join(ROOT, 'test/registry-pairs-fixtures.ts'), 'utf8');
+    assert.match(decoders, /no decoder for chain target \$\{pair\.target\}: add one/, 'a chain without a decoder fails');
     covered.set(CHAIN_ENGINE, new Set(pairs.filter((p) => p.engine === CHAIN_ENGINE).map(key)));
   });
 

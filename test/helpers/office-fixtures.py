@@ -48,9 +48,12 @@ PAGES = """<?xml version="1.0" encoding="UTF-8"?>
 </office:text></office:body></office:document>
 """ % OFFICE_NS
 
+# The first column wide enough for the marker: a PDF shows only what fits in a cell.
 SHEET = """<?xml version="1.0" encoding="UTF-8"?>
 <office:document %s office:mimetype="application/vnd.oasis.opendocument.spreadsheet">
+<office:automatic-styles><style:style style:name="Wide" style:family="table-column"><style:table-column-properties style:column-width="6cm"/></style:style></office:automatic-styles>
 <office:body><office:spreadsheet><table:table table:name="Data">
+<table:table-column table:style-name="Wide"/><table:table-column/>
 <table:table-row><table:table-cell office:value-type="string"><text:p>name</text:p></table:table-cell><table:table-cell office:value-type="string"><text:p>value</text:p></table:table-cell></table:table-row>
 <table:table-row><table:table-cell office:value-type="string"><text:p>%s</text:p></table:table-cell><table:table-cell office:value-type="float" office:value="42"><text:p>42</text:p></table:table-cell></table:table-row>
 <table:table-row><table:table-cell office:value-type="string"><text:p>Zürich</text:p></table:table-cell><table:table-cell office:value-type="float" office:value="7"><text:p>7</text:p></table:table-cell></table:table-row>

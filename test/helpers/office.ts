@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { pdfPageTexts } from './pdf-text.ts';
 import { PDFDocument } from 'pdf-lib';
 import type { OfficeInstall } from '../../src/engines/office/find-office.ts';
 
@@ -49,6 +50,7 @@ export async function assertOfficeOutput(office: ReadyOffice, source: string, ta
   if (target === 'pdf') {
     const pdf = await PDFDocument.load(bytes);
     assert.equal(pdf.getPageCount(), SLIDES.has(source) ? 2 : 1, 'one page per slide, one page of text or cells');
+    assert.match((await pdfPageTexts(output)).join('\n'), new RegExp(OFFICE_MARKER), 'the PDF\'s text holds the marker');
   } else if (ZIP_TEXT[target]) {
     assert.match(await zipMember(office.python, output, ZIP_TEXT[target]!), new RegExp(OFFICE_MARKER));
   } else {
