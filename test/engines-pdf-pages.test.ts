@@ -12,11 +12,12 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { degrees, PDFDocument, PDFName, PDFNumber, rgb, StandardFonts, type PDFRef } from 'pdf-lib';
+import { degrees, PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { ConversionFailure } from '../src/errors/api-error.ts';
 import { EngineHost } from '../src/engines/host/engine-host.ts';
 import { runQpdf } from '../src/engines/pdf/qpdf.ts';
+import { manyPagesPdf } from './helpers/hostile-files.ts';
 import { createPdfPagesEngine } from '../src/engines/pdfpages/pdfpages-engine.ts';
 import { loadPdfium, type ReadStats } from '../src/engines/pdfpages/pdfium.ts';
 import type { EngineJob } from '../src/engines/types.ts';
@@ -84,33 +85,6 @@ async function rotatedPdf(): Promise<Uint8Array> {
   return doc.save();
 }
 
-/**
- * 10,000 pages in about half a second: pdf-lib's page-by-page API takes seconds, so the page
- * dictionaries are written directly and share one content stream, except pages 1, 9,999 and
- * 10,000, which carry their own marker (9,999 also a red band). A classic cross-reference table
- * (no object streams), as most PDFs in the wild have.
- */
-async function bigPdf(): Promise<Uint8Array> {
-  const doc = await PDFDocument.create();
-  const context = doc.context;
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  const resources = context.register(context.obj({ Font: { F1: font.ref } }));
-  const text = (marker: string) => `BT /F1 24 Tf 50 700 Td (${marker}) Tj ET`;
-  const shared = context.register(context.stream(text('PAGE-MARKER')));
-  const pagesRef = doc.catalog.get(PDFName.of('Pages')) as PDFRef;
-  const kids: PDFRef[] = [];
-  for (let number = 1; number <= BIG_PAGES; number++) {
-    const own = number === 1 || number >= BIG_PAGES - 1;
-    const band = number === BIG_PAGES - 1 ? `${BANDS[0]!.map((c) => (c / 255).toFixed(3)).join(' ')} rg 0 742 612 50 re f ` : '';
-    const contents = own ? context.register(context.stream(band + text(`PAGE-${number}-MARKER`))) : shared;
-    kids.push(context.register(context.obj({ Type: 'Page', Parent: pagesRef, MediaBox: [0, 0, ...LETTER], Resources: resources, Contents: contents })));
-  }
-  const pages = doc.catalog.Pages();
-  pages.set(PDFName.of('Kids'), context.obj(kids));
-  pages.set(PDFName.of('Count'), PDFNumber.of(kids.length));
-  return doc.save({ useObjectStreams: false, addDefaultPage: false, updateFieldAppearances: false });
-}
-
 function defaults(pair: ConversionPair): ConversionOptions {
   const options: ConversionOptions = {};
   for (const d of pair.options) if (d.default !== null) options[d.name] = d.default;
@@ -172,7 +146,7 @@ before(async () => {
   files.image = await write('image.pdf', await imagePdf());
   files.photo = await write('photo.pdf', await photoPdf());
   files.rotated = await write('rotated.pdf', await rotatedPdf());
-  files.big = await write('big.pdf', await bigPdf());
+  files.big = await write('big.pdf', await manyPagesPdf(BIG_PAGES, { page: BIG_PAGES - 1, rgb: BANDS[0]! }));
   const pages = await readFile(files.pages);
   files.truncated = await write('truncated.pdf', pages.subarray(0, pages.length >> 1));
   // Everything but the last 60 bytes: the cross-reference stream's end, startxref and %%EOF.

@@ -1,10 +1,12 @@
 /**
  * Hostile files the suites feed to the engines and the daemon: a decompression bomb, a zip that
- * claims to be a video, a PDF with a broken cross-reference table, hours of sparse silence.
+ * claims to be a video, a PDF with a broken cross-reference table, hours of sparse silence, office
+ * documents that are not what they claim, a PDF of ten thousand pages.
  */
 import assert from 'node:assert/strict';
 import { truncate, writeFile } from 'node:fs/promises';
 import { crc32, deflateSync } from 'node:zlib';
+import { PDFDocument, PDFName, PDFNumber, StandardFonts, type PDFRef } from 'pdf-lib';
 
 /**
  * A decompression bomb: a valid PNG whose header declares `side` x `side` grey pixels (10^10 for
@@ -103,4 +105,52 @@ export async function silentWav(path: string, hours: number): Promise<void> {
   header.writeUInt32LE(bytes, 40);
   await writeFile(path, header);
   await truncate(path, 44 + bytes);
+}
+
+/** A minimal docx around `body` (the word/document.xml), with external image links if any. */
+export function docxOf(documentXml: string, links: string[] = []): Buffer {
+  const files: [string, Buffer | string][] = [
+    ['[Content_Types].xml', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'],
+    ['_rels/.rels', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>'],
+    ['word/document.xml', documentXml],
+  ];
+  if (links.length > 0) {
+    const relationships = links.map((target, i) => `<Relationship Id="rIdL${i}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="${target}" TargetMode="External"/>`).join('');
+    files.push(['word/_rels/document.xml.rels', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${relationships}</Relationships>`]);
+  }
+  return storedZipOf(files);
+}
+
+/** A docx whose text is a "billion laughs": nine levels of entities, each ten of the one below. */
+export function billionLaughsDocx(): Buffer {
+  const levels = Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i};`.repeat(10)}">`).join('');
+  return docxOf(`<?xml version="1.0"?><!DOCTYPE w:document [<!ENTITY lol0 "lol">${levels}]><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>`);
+}
+
+/**
+ * A PDF of `count` US-letter pages in about half a second for 10,000: pdf-lib's page-by-page API
+ * takes seconds, so the page dictionaries are written directly and share one content stream
+ * ("PAGE-MARKER"), except the first and the last two pages, which say `PAGE-<n>-MARKER`; `band`
+ * paints a coloured band across the top of one page. A classic cross-reference table (no object
+ * streams), as most PDFs in the wild have.
+ */
+export async function manyPagesPdf(count: number, band?: { page: number; rgb: [number, number, number] }): Promise<Uint8Array> {
+  const doc = await PDFDocument.create();
+  const context = doc.context;
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  const resources = context.register(context.obj({ Font: { F1: font.ref } }));
+  const text = (marker: string) => `BT /F1 24 Tf 50 700 Td (${marker}) Tj ET`;
+  const shared = context.register(context.stream(text('PAGE-MARKER')));
+  const pagesRef = doc.catalog.get(PDFName.of('Pages')) as PDFRef;
+  const kids: PDFRef[] = [];
+  for (let number = 1; number <= count; number++) {
+    const own = number === 1 || number >= count - 1;
+    const paint = band?.page === number ? `${band.rgb.map((c) => (c / 255).toFixed(3)).join(' ')} rg 0 742 612 50 re f ` : '';
+    const contents = own ? context.register(context.stream(paint + text(`PAGE-${number}-MARKER`))) : shared;
+    kids.push(context.register(context.obj({ Type: 'Page', Parent: pagesRef, MediaBox: [0, 0, 612, 792], Resources: resources, Contents: contents })));
+  }
+  const pages = doc.catalog.Pages();
+  pages.set(PDFName.of('Kids'), context.obj(kids));
+  pages.set(PDFName.of('Count'), PDFNumber.of(kids.length));
+  return doc.save({ useObjectStreams: false, addDefaultPage: false, updateFieldAppearances: false });
 }

@@ -1,6 +1,6 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdtemp, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
@@ -12,12 +12,13 @@ import { lastLines } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import {
   INPUT_FILTERS, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS, TEXT_SOURCES, TEXT_TARGETS,
-  PDF_VARIANTS, documentOptions, pdfOptions,
+  PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind,
 } from './formats.ts';
 import { findOffice, type OfficeInstall } from './find-office.ts';
 
 type ReadyOffice = Extract<OfficeInstall, { ready: true }>;
 import { pdfFilterData } from './pdf-options.ts';
+import { makeProfile, removeOrphanedProfiles } from './profiles.ts';
 
 export interface OfficeEngineOptions {
   /** LibreOffice instances kept running, each converting one document at a time; default the cores. */
@@ -83,6 +84,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
 
   const makePool = async (install: ReadyOffice): Promise<HelperPool> => {
     const setpriv = await findParentDeathWrapper();
+    await removeOrphanedProfiles();
     const made = new HelperPool({
       name: 'office',
       size: instances,
@@ -92,7 +94,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       onLifecycle: settings.onLifecycle,
       helper: async () => {
         // Each instance its own profile, made fresh at its start and removed when it ends.
-        const profile = await mkdtemp(join(tmpdir(), 'convd-office-'));
+        const profile = await makeProfile();
         return {
           name: 'office',
           command: {
@@ -137,25 +139,15 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       const output = OUTPUT_FILTERS[job.target];
       if (!input || !output) throw new ConversionFailure('conversion_failed', `The office engine cannot convert ${job.source} to ${job.target}.`);
       const { options: filterOptions, ...filters } = output;
-      const request = {
-        op: 'convert',
-        input: job.inputPath,
-        output: job.outputPath,
-        source: job.source,
-        target: job.target,
-        inputFilter: input.filter,
-        inputFilterOptions: input.options,
-        filters,
-        filterOptions,
-        filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
-        landscape: job.options.landscape === true,
-        password: typeof job.options.password === 'string' ? job.options.password : undefined,
-      };
+      // LibreOffice writes beside its output (lu*.tmp) and cannot clean up when its instance is
+      // killed at a time limit: it writes in a directory of this job's own, removed in any case.
+      const work = await mkdtemp(join(dirname(job.outputPath), `.${basename(job.outputPath)}.office-`));
+      const written = join(work, `result.${job.target}`);
       try {
-        await running.run(request, { signal: job.signal, onStart: job.startClock });
-      } catch (error) {
-        if (job.signal.aborted) throw job.signal.reason;
-        throw failureOf(error, memoryLimitMb);
+        await convertIn(running, job, written, input, filters, filterOptions);
+        await rename(written, job.outputPath);
+      } finally {
+        await rm(work, { recursive: true, force: true });
       }
       const size = await stat(job.outputPath).then((info) => info.size, () => 0);
       if (size === 0) throw new ConversionFailure('conversion_failed', `LibreOffice wrote no ${job.target} file.`);
@@ -166,6 +158,33 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       await (await pool)?.close(2000);
     },
   };
+
+  /** One document through a LibreOffice instance of the pool, written to `output`. */
+  async function convertIn(
+    running: HelperPool, job: EngineJob, output: string,
+    input: { filter: string; options?: string }, filters: Partial<Record<OfficeDocumentKind, string>>, filterOptions: string | undefined,
+  ): Promise<void> {
+    const request = {
+      op: 'convert',
+      input: job.inputPath,
+      output,
+      source: job.source,
+      target: job.target,
+      inputFilter: input.filter,
+      inputFilterOptions: input.options,
+      filters,
+      filterOptions,
+      filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
+      landscape: job.options.landscape === true,
+      password: typeof job.options.password === 'string' ? job.options.password : undefined,
+    };
+    try {
+      await running.run(request, { signal: job.signal, onStart: job.startClock });
+    } catch (error) {
+      if (job.signal.aborted) throw job.signal.reason;
+      throw failureOf(error, memoryLimitMb);
+    }
+  }
 }
 
 function failureOf(error: unknown, memoryLimitMb: number): Error {
