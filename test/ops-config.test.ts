@@ -229,8 +229,9 @@ describe('SIGHUP reloads the config file where that is safe', () => {
 });
 
 describe('CONVD_ variables of the engines', () => {
-  it('CONVD_PANDOC_PATH (where the markup engine finds pandoc) is not warned about; an unknown CONVD_ variable is', () => {
-    const loaded = loadConfig({ flags: {}, env: { CONVD_PANDOC_PATH: '/usr/bin/pandoc', CONVD_NO_SUCH_THING: '1' } });
+  it('CONVD_PANDOC_PATH, CONVD_SOFFICE_PATH and CONVD_OFFICE_PYTHON (where engines find their programs) are not warned about; an unknown CONVD_ variable is', () => {
+    const engines = { CONVD_PANDOC_PATH: '/usr/bin/pandoc', CONVD_SOFFICE_PATH: '/usr/bin/soffice', CONVD_OFFICE_PYTHON: '/usr/bin/python3' };
+    const loaded = loadConfig({ flags: {}, env: { ...engines, CONVD_NO_SUCH_THING: '1' } });
     assert.deepEqual(loaded.warnings, ['CONVD_NO_SUCH_THING is not a convd setting and is ignored']);
   });
 });
