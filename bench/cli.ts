@@ -54,7 +54,7 @@ async function benchStartup(id: string, title: string, convArgs: string[], expec
   const home = await tempDir(`cli-${id}`);
   try {
     const env = isolatedEnv(home);
-    // The first run of `formats` probes the engines and caches the registry (format-cache.ts):
+    // The first run of `formats` probes the engines and caches the registry (engines/findings-cache.ts):
     // what every later run, the case that matters in a CI loop, starts from.
     const firstMs = timeRun(process.execPath, [CONV, ...convArgs], env, expectOutput);
     for (let i = 0; i < 3; i++) {

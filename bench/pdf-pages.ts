@@ -15,17 +15,16 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface, type Interface } from 'node:readline';
 import { PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
-import { ENGINE_NICENESS, lowerSessionPriority, wrapped } from '../src/engines/process/group.ts';
+import { startBaseline } from './lib/baseline-process.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { ROOT, startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection } from './lib/http-wire.ts';
 import { photoPng } from './lib/images.ts';
 import type { DirectPlan, DirectRound } from './lib/pdf-pages-direct.ts';
-import { removeDir, spawnTracked, stopChild, tempDir } from './lib/processes.ts';
+import { removeDir, tempDir } from './lib/processes.ts';
 import type { BenchResult } from './types.ts';
 
 const COUNT = 50;
@@ -57,29 +56,15 @@ async function samplePdf(): Promise<Uint8Array> {
 
 /** The baseline process (bench/lib/pdf-pages-direct.ts), started at the engine host's priority. */
 async function startDirect(plan: DirectPlan): Promise<{ round(k: number): Promise<DirectRound>; loadMs: number; stop(): Promise<void> }> {
-  const [command, args] = wrapped(null, process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'lib', 'pdf-pages-direct.ts'), JSON.stringify(plan)], ENGINE_NICENESS);
-  // A session of its own, as the engine host has: its autogroup gets the same lower priority.
-  const child = spawnTracked(command, args, { cwd: ROOT, detached: true, stdio: ['pipe', 'pipe', 'inherit'] });
-  lowerSessionPriority(child.pid!, ENGINE_NICENESS);
-  const lines: Interface = createInterface({ input: child.stdout! });
-  const iterator = lines[Symbol.asyncIterator]();
-  const next = async <T>(): Promise<T> => {
-    const line = await iterator.next();
-    if (line.done) throw new Error('the direct baseline process ended early');
-    return JSON.parse(line.value) as T;
-  };
-  const ready = await next<{ ready: boolean; loadMs: number }>();
+  const baseline = startBaseline(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'lib', 'pdf-pages-direct.ts'), JSON.stringify(plan)], 'the direct baseline process');
+  const ready = await baseline.next<{ ready: boolean; loadMs: number }>();
   return {
     loadMs: ready.loadMs,
     round: async (k) => {
-      child.stdin!.write(`round ${k}\n`);
-      return next<DirectRound>();
+      baseline.send(`round ${k}`);
+      return baseline.next<DirectRound>();
     },
-    stop: async () => {
-      child.stdin!.end();
-      lines.close();
-      await stopChild(child);
-    },
+    stop: () => baseline.stop(),
   };
 }
 

@@ -1,3 +1,4 @@
+import { conversionJson } from './conversion-json.ts';
 import { ClientError, type ConvClient, type CreateConversionRequest } from '../src/client/types.ts';
 import type { ConversionOptions, PublicConversion } from '../src/model/conversion.ts';
 import type { Context } from './context.ts';
@@ -126,7 +127,10 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
   progress?.clear();
 
   if (out.mode.json) {
-    const conversions = outcomes.map((o) => o.conversion).filter((c): c is PublicConversion => c !== null);
+    const local = ctx.isLocal();
+    const conversions = outcomes
+      .filter((o): o is Outcome & { conversion: PublicConversion } => o.conversion !== null)
+      .map((o) => conversionJson(o.conversion, { local, savedTo: o.path }));
     if (inputs.length === 1) {
       if (conversions[0]) out.json(conversions[0]);
     } else {

@@ -263,6 +263,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     creditWeights: leaves('credit_weights') as unknown as CreditWeights,
     engineTimeoutMs: leaves('engine_timeout_ms') as Record<string, number>,
     engineMemoryMb: get('engine_memory_mb')!,
+    maxInputPixels: get('max_input_pixels')!,
     office: { instances: get('office_instances')!, recycleAfter: get('office_recycle_after')!, memoryLimitMb: get('office_memory_mb')!, warmAtStart: get('office_warm')! },
     inputCapsMb: leaves('input_cap_mb') as DaemonConfig['inputCapsMb'],
     outputCapRatio: get('output_cap_ratio')!,

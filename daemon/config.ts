@@ -48,6 +48,8 @@ export interface DaemonConfig {
   engineTimeoutMs: Record<string, number>;
   /** Memory of one engine host process, MiB. */
   engineMemoryMb: number;
+  /** The largest image an engine decodes, in pixels. */
+  maxInputPixels: number;
   office: { instances: number; recycleAfter: number; memoryLimitMb: number; warmAtStart: boolean };
   /** The data engine's input caps per format, MiB. */
   inputCapsMb: Record<keyof InputCaps, number>;

@@ -21,6 +21,7 @@ import { ProxyTrust } from './ops/proxy-trust.ts';
 import { Readiness } from './ops/readiness.ts';
 import { ROUTES } from './routes/table.ts';
 import type { SubmissionRefusal } from './http/refusal.ts';
+import { ACTIVE_STATUSES } from '../src/model/status.ts';
 
 export const VERSION = '0.1.0';
 
@@ -63,6 +64,7 @@ function serviceConfigOf(config: DaemonConfig): ServiceConfig {
     retentionDays: config.retentionDays,
     sweepIntervalMs: config.sweepIntervalMs,
     engineMemoryMb: config.engineMemoryMb,
+    maxInputPixels: config.maxInputPixels,
     office: { ...config.office },
     inputCaps: {
       md: config.inputCapsMb.md * BYTES_PER_MB,
@@ -99,7 +101,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     diskRoom: disk,
     workers: config.workers,
     allowInsecureCallbacks: config.allowInsecureCallbacks,
-    longLived: true,
+    // What the engines' probes found, kept for the next start (a second start probes nothing).
+    findingsCache: join(config.dataDir, 'cache', 'engines.json'),
     log: (event, fields) => logger.log(levelOfEvent(event), event, fields),
     observer: {
       onTransition(record, from) {
@@ -122,7 +125,9 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     queueDepth: () => running.queue.size,
     async runningEngines() {
       const records = await Promise.all(running.pool.activeIds().map((id) => running.store.getConversion(id)));
-      return records.filter((r) => r !== undefined).map((r) => engineOf(r));
+      // A worker lets go of a conversion a moment after it ended (its files are tidied first):
+      // an ended one is not running, whatever the pool still holds.
+      return records.filter((r): r is NonNullable<typeof r> => r !== undefined && ACTIVE_STATUSES.has(r.status)).map((r) => engineOf(r));
     },
     diskFreeBytes: () => disk.free,
   });

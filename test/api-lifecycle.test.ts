@@ -190,11 +190,20 @@ describe('conversion lifecycle over HTTP', () => {
     assert.equal(done.body.status, 'succeeded');
     const file = join(daemon.dataDir, 'blobs', 'results', done.body.id);
     assert.equal(await exists(file), true);
+    assert.ok(Date.parse(done.body.result!.expires_at) > Date.now() + 3_600_000, 'a result expires hours from now');
+    const asked = Date.now();
     const deleted = await call(daemon, `/conversions/${done.body.id}`, { method: 'DELETE' });
     assert.equal(deleted.status, 200);
     assert.equal(deleted.body.status, 'expired');
     assert.equal(await exists(file), false, 'the file is gone');
-    assert.equal((await call(daemon, `/conversions/${done.body.id}`)).body.status, 'expired');
+    // It does not look downloadable: it expired when it was deleted (GET and the list say the same).
+    const expiredAt = Date.parse(deleted.body.result!.expires_at);
+    assert.ok(expiredAt >= asked - 1000 && expiredAt <= Date.now(), `expires_at is the deletion time: ${deleted.body.result!.expires_at}`);
+    const got = (await call(daemon, `/conversions/${done.body.id}`)).body;
+    assert.equal(got.status, 'expired');
+    assert.equal(got.result!.expires_at, deleted.body.result!.expires_at);
+    const listed = (await call<{ data: PublicConversion[] }>(daemon, '/conversions')).body.data.find((c) => c.id === done.body.id);
+    assert.equal(listed?.result?.expires_at, deleted.body.result!.expires_at);
     const error = assertError(await call(daemon, `/conversions/${done.body.id}/download`), 410, 'expired');
     assert.match(error.message, /expired/);
     assertError(await call(daemon, `/conversions/${done.body.id}`, { method: 'DELETE' }), 409, 'invalid_state');

@@ -90,7 +90,9 @@ describe('conv against convd', () => {
     assert.equal(image.format, 'webp');
     assert.equal(image.width, 40);
     assert.equal(image.height, 30);
-    assert.deepEqual(converted, await apiGet(`/conversions/${converted.id}`), '--json prints the API object unchanged');
+    const { path, ...apiObject } = converted as typeof converted & { path?: string };
+    assert.deepEqual(apiObject, await apiGet(`/conversions/${converted.id}`), '--json prints the API object unchanged');
+    assert.equal(path, join(dir.path, 'red.webp'), 'and where it saved the result');
     assert.equal((converted as { status?: string }).status, 'succeeded');
     const names = await readdir(dir.path);
     assert.ok(!names.some((name) => name.endsWith('.part')), 'no temporary file left');

@@ -24,10 +24,15 @@ describe('in-process conv', () => {
   it('convert writes the result into the current directory when no -o is given', async () => {
     const result = await conv(['convert', 'green.png', '--to', 'webp', '-O', 'quality=70', '--json']);
     assert.equal(result.code, 0, result.stderr);
-    const conversion = JSON.parse(result.stdout) as { status: string; options: { quality: number } };
+    const conversion = JSON.parse(result.stdout) as { status: string; options: { quality: number }; path: string; result: Record<string, unknown>; links?: unknown };
     assert.equal(conversion.status, 'succeeded');
     assert.equal(conversion.options.quality, 70);
-    const image = await sharp(join(dir.path, 'green.webp')).metadata();
+    // Where the file went, and nothing that points at a server there is none of.
+    assert.equal(conversion.path, join(dir.path, 'green.webp'));
+    assert.doesNotMatch(result.stdout, /local:/);
+    assert.equal(conversion.links, undefined);
+    assert.deepEqual(Object.keys(conversion.result).sort(), ['filename', 'mime', 'size']);
+    const image = await sharp(conversion.path).metadata();
     assert.deepEqual([image.format, image.width, image.height], ['webp', 24, 16]);
     assert.ok(!(await readdir(dir.path)).some((name) => name.endsWith('.part')));
   });

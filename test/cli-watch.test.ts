@@ -78,6 +78,7 @@ describe('conv watch, in-process', () => {
     await writeFile(join(base, 'in', 'sub', 'late.png'), late);
     await writeFile(join(base, 'in', 'broken.png'), 'not a png, whatever the name says');
     await writeFile(join(base, 'in', 'notes.txt'), 'no image here');
+    await writeFile(join(base, 'in', 'notes.qqq'), 'a format nobody converts');
     await writeFile(join(base, 'in', '.hidden.png'), await png(5, 5, '#ffffff'));
     await watch.waitFor(succeeded(watch, 'late.png'), 'late.png converted');
     await watch.waitFor(() => /error: input_invalid: in\/broken\.png: /.test(watch.stderr()), 'the corrupt file reported');
@@ -102,6 +103,8 @@ describe('conv watch, in-process', () => {
     assert.deepEqual(lines.filter((c) => c.status === 'succeeded').map((c) => c.original_name).sort(), ['after.png', 'early.png', 'early.png', 'late.png']);
     assert.equal(lines.filter((c) => c.original_name === 'late.png').length, 1, 'the half-written file was not converted');
     assert.match(watch.stderr(), /skipped in\/notes\.txt: /);
+    // In-process there is no server to blame.
+    assert.match(watch.stderr(), /skipped in\/notes\.qqq: qqq is not a format conv converts/);
     assert.equal(await readdir(join(base, 'out')).then((names) => names.sort().join(' ')), 'after.webp done.webp early.webp stray.png sub');
     assert.equal((await stat(join(base, 'out', 'done.webp'))).size, 'an older run wrote this'.length);
   });

@@ -204,9 +204,11 @@ describe('malformed data fails with input_invalid and points at the line', () =>
     await fails(convert('csv', 'json', await input('dup.csv', 'a,b,a\n1,2,3\n')), 'input_invalid', /"a" twice/);
   });
 
-  it('tsv: bytes that are not UTF-8', async () => {
+  it('tsv: bytes that are not UTF-8 fail when UTF-8 is asked for, and read as Windows-1252 by default', async () => {
     const bytes = Buffer.concat([Buffer.from('a\tb\n1\t2\n'), Buffer.from([0x33, 0x09, 0xff, 0xfe, 0x0a])]);
-    await fails(convert('tsv', 'json', await input('latin.tsv', bytes)), 'input_invalid', /UTF-8.*line 3/);
+    await fails(convert('tsv', 'json', await input('latin.tsv', bytes), { encoding: 'utf-8' }), 'input_invalid', /UTF-8.*line 3/);
+    const read = JSON.parse(await convert('tsv', 'json', await input('latin-auto.tsv', bytes))) as Record<string, string>[];
+    assert.deepEqual(read[1], { a: '3', b: 'ÿþ' });
   });
 
   it('json: a syntax error on line 3', async () => {

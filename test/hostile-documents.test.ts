@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { findOffice } from '../src/engines/office/find-office.ts';
+import { pipeFilesOf } from '../src/engines/office/profiles.ts';
 import type { PublicConversion } from '../src/model/conversion.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { billionLaughsDocx, manyPagesPdf, storedZip } from './helpers/hostile-files.ts';
@@ -65,6 +66,11 @@ function profilesOf(pid: number): string[] {
   return readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-office-${pid}-`));
 }
 
+/** The socket files in /tmp of the instances with these profiles (a killed soffice leaves them). */
+function pipeFilesLeft(profiles: string[]): string[] {
+  return profiles.flatMap((profile) => pipeFilesOf(join(tmpdir(), profile))).filter((path) => existsSync(path));
+}
+
 async function submit(path: string, name: string, fields: Record<string, string>): Promise<PublicConversion> {
   const created = await uploadFile(client, { wait: '30', ...fields }, path, name);
   assert.ok(created.status === 200 || created.status === 202, `${created.status} ${JSON.stringify(created.body)}`);
@@ -112,8 +118,25 @@ describe('hostile documents through the daemon', { skip }, () => {
   it('a spreadsheet of 1,000,000 rows runs into the time limit; the instance is replaced, the next document converts', async () => {
     const rows = join(dir, 'rows.csv');
     await writeFile(rows, `name,value\n${Array.from({ length: 1_000_000 }, (_, i) => `row ${i},${i}`).join('\n')}\n`);
-    await expectFailure(rows, 'rows.csv', { target: 'pdf' }, 'timeout');
-    await waitUntil(() => sofficeOf(daemon.process.pid!).length <= INSTANCES, 5000, 'the hung instance to be gone');
+    // Every instance seen while the spreadsheet hangs, and whether its pipe files were there.
+    const pid = daemon.process.pid!;
+    const seen = new Set<string>();
+    let pipesSeen = 0;
+    const watch = setInterval(() => {
+      for (const profile of profilesOf(pid)) seen.add(profile);
+      pipesSeen = Math.max(pipesSeen, pipeFilesLeft([...seen]).length);
+    }, 100);
+    try {
+      await expectFailure(rows, 'rows.csv', { target: 'pdf' }, 'timeout');
+    } finally {
+      clearInterval(watch);
+    }
+    await waitUntil(() => sofficeOf(pid).length <= INSTANCES, 5000, 'the hung instance to be gone');
+    const gone = () => [...seen].filter((profile) => !profilesOf(pid).includes(profile));
+    await waitUntil(() => gone().length >= 1, 5000, 'the hung instance\'s profile to be removed');
+    const replaced = gone();
+    assert.ok(pipesSeen >= 2, 'a running instance has its two pipe files (else the check below proves nothing)');
+    await waitUntil(() => pipeFilesLeft(replaced).length === 0, 3000, `the killed instance's pipe files to be removed (${pipeFilesLeft(replaced).join(', ')})`);
     await expectSmallDocumentConverts();
     assert.ok(sofficeOf(daemon.process.pid!).length <= INSTANCES, 'never more instances than configured');
   });
@@ -153,9 +176,11 @@ describe('no soffice outlives the daemon', { skip }, () => {
     await daemon.kill();
     await waitUntil(() => sofficeOf(killed).length === 0, 5000, 'every soffice to die with the daemon');
     assert.ok(left.every((profile) => existsSync(join(tmpdir(), profile))), 'a killed daemon cannot remove its profiles');
+    assert.ok(pipeFilesLeft(left).length > 0, 'nor the pipe files of its killed instances');
     daemon = await daemon.restart();
     client = await meteredClient(daemon, 'pro');
     await expectSmallDocumentConverts();
     assert.deepEqual(profilesOf(killed), [], 'the next pool removed them');
+    assert.deepEqual(pipeFilesLeft(left), [], 'and their pipe files');
   });
 });

@@ -98,7 +98,8 @@ describe('SIGTERM with conversions running', () => {
     await waitUntil('the slow one to run', async () => ((await statusOf(daemon, slow)) === 'processing' ? true : undefined));
     // Waiting for a conversion that will not run before the exit: answered with its state.
     const waiting = call(daemon, `/v1/conversions/${queued[0]}?wait=25`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Long enough for the request to reach the daemon on a loaded machine (50 ms was not, once).
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const signalled = Date.now();
     daemon.signal('SIGTERM');
     const answer = await waiting;

@@ -228,8 +228,8 @@ export async function makeFixture(dir: string, source: string, tools: MediaTools
 
 /** What sharp's metadata calls each image target (AVIF is a HEIF container with AV1). */
 const SHARP_FORMAT: Record<string, string> = { jpg: 'jpeg', png: 'png', webp: 'webp', avif: 'heif', gif: 'gif', tiff: 'tiff' };
-/** Targets that keep every frame of an animation (the image engine's ANIMATED_TARGETS). */
-const ANIMATED = new Set(['gif', 'webp']);
+/** Image targets that keep every page or frame of their input (the image engine's MULTI_PAGE_TARGETS). */
+const ANIMATED = new Set(['gif', 'webp', 'tiff']);
 
 /** Codec of the first video and audio stream ffprobe must find in each media target. */
 const MEDIA_EXPECTED: Record<string, { video?: string; audio?: string }> = {

@@ -50,7 +50,7 @@ const looking: Engine = {
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'convd-durable-start-'));
-  system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig(), workers: 1, engines: [looking], longLived: true });
+  system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig(), workers: 1, engines: [looking] });
   await system.start();
 });
 after(async () => {

@@ -210,7 +210,7 @@ export class WatchSession {
       const source = extensionOf(basename(path));
       if (!source) return this.skip(path, 'no extension to tell its format');
       const details = await this.formatFor(source);
-      if (!details) return this.skip(path, `${source} is not a format this server converts`);
+      if (!details) return this.skip(path, `${source} is not a format ${this.settings.local ? 'conv converts' : 'the server converts'}`);
       if (!details.data.some((entry) => entry.target === target)) return this.skip(path, `${details.source} cannot be converted to ${target}`);
       if (outputPathFor(path, dir, outDir, target) === path) return this.skip(path, `it is already ${target} and its result would replace it (use --out)`);
       const options = await this.optionsFor(source);

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { AccountService } from '../../src/service/accounts.ts';
 import { defaultServiceConfig } from '../../src/service/config.ts';
@@ -7,13 +7,31 @@ import { LowdbStore } from '../../src/store/lowdb-store.ts';
 import { ADMIN_OPERATIONS, AdminError } from './operations.ts';
 import { callAdminSocket } from './socket.ts';
 
+/** What to do when the data dir looked in is not the daemon's. */
+const DATA_DIR_HINT = 'a daemon started with another data dir keeps its accounts there: name it with --data-dir DIR, CONVD_DATA_DIR=DIR or --config FILE';
+
 /**
  * Runs an admin operation through the running daemon's socket, or straight on the store when no
  * daemon holds the data dir (taking the lock meanwhile, so the JSON files never have two writers).
+ * It never creates a data dir: one that no daemon ever used is almost always the wrong one (the
+ * default, where the daemon was started with another), and an empty store made there would only
+ * answer "no account" and leave a stray directory behind.
  */
 export async function runAdminOperation(dataDir: string, op: string, args: Record<string, unknown>): Promise<unknown> {
+  try {
+    return await runIn(dataDir, op, args);
+  } catch (error) {
+    // "no account acc_…": say where it was looked for.
+    if (error instanceof AdminError && error.exitCode === 4) throw new AdminError(`${error.message} in the data dir ${dataDir} (${DATA_DIR_HINT})`, 4);
+    throw error;
+  }
+}
+
+async function runIn(dataDir: string, op: string, args: Record<string, unknown>): Promise<unknown> {
   if (await lockOwner(dataDir)) return callAdminSocket(dataDir, op, args);
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  if (!existsSync(join(dataDir, 'store'))) {
+    throw new AdminError(`no convd data dir at ${dataDir} (no daemon has run with it): ${DATA_DIR_HINT}`, 4);
+  }
   let release: () => Promise<void>;
   try {
     release = await acquireDataDirLock(dataDir);

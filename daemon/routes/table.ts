@@ -98,7 +98,7 @@ export const ROUTES = [
   {
     method: 'DELETE', path: '/v1/conversions/:id', operationId: 'deleteConversion', scope: 'delete', tag: 'Conversions',
     summary: 'Cancel a conversion or delete its result',
-    description: 'Queued, fetching or processing: cancelled. Succeeded: the result is deleted and the status becomes `expired`. Otherwise 409 `invalid_state`.',
+    description: 'Queued, fetching or processing: cancelled. Succeeded: the result is deleted, the status becomes `expired` and `result.expires_at` the time of the deletion (the download answers 410 `expired`, as for a result that ran out). Otherwise 409 `invalid_state`.',
     parameters: [idParameter],
     responses: { 200: { description: 'The conversion after the change.', schema: 'Conversion' } },
     errors: ['not_found', 'invalid_state'],

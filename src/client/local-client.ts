@@ -6,14 +6,14 @@ import { basename } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { defaultEngines } from '../engines/catalog.ts';
-import type { KnownEngine, LazyEngine } from '../engines/lazy.ts';
+import type { KnownEngine } from '../engines/lazy.ts';
 import { FormatRegistry } from '../formats/registry.ts';
 import type { AccountRecord } from '../model/account.ts';
 import type { PublicConversion } from '../model/conversion.ts';
 import { defaultServiceConfig, type ServiceConfig } from '../service/config.ts';
 import type { SpooledFile } from '../service/create-request.ts';
 import type { ConversionSystem } from '../service/system.ts';
-import { formatFingerprint, readFormatCache, writeFormatCache } from './format-cache.ts';
+import { enginesFromFindings, formatCachePath, formatFingerprint, type FoundEngines } from '../engines/findings-cache.ts';
 import type { LocalDataDir } from './local-data-dir.ts';
 import {
   ClientError, type AccountView, type ConvClient, type CreateConversionRequest, type DownloadResult, type FormatDetails,
@@ -38,7 +38,7 @@ export interface LocalClientOptions {
  * URL inputs may reach private addresses: this is the user's own machine, not a shared server.
  *
  * Nothing is opened here. The store and the worker pool open on the first call that needs them.
- * The engines' probe findings are cached between runs (format-cache.ts): with a current cache,
+ * The engines' probe findings are cached between runs (engines/findings-cache.ts): with a current cache,
  * `listFormats` and `getFormat` cost a few file reads, and a conversion loads only the engine it
  * needs (sharp for images; never pdf-lib or ffmpeg for a PNG batch). Without one, every engine is
  * probed once and the findings written for the next run.
@@ -75,7 +75,7 @@ class LocalClient implements ConvClient {
   private readonly env: NodeJS.ProcessEnv;
   private opening: Promise<OpenSystem> | null = null;
   private registryPromise: Promise<FormatRegistry> | null = null;
-  private enginesPromise: Promise<{ engines: LazyEngine[]; save: (() => Promise<void>) | null }> | null = null;
+  private enginesPromise: Promise<FoundEngines> | null = null;
   private closed = false;
   private closing: Promise<void> | null = null;
 
@@ -108,7 +108,7 @@ class LocalClient implements ConvClient {
    * The engines, built once: from the cached findings when they are current (nothing loaded),
    * else plain lazy engines, which the registry's probe loads; their findings are then cached.
    */
-  private engines(): Promise<{ engines: LazyEngine[]; save: (() => Promise<void>) | null }> {
+  private engines(): Promise<FoundEngines> {
     return (this.enginesPromise ??= (async () => {
       const workers = this.options.workers ?? availableParallelism();
       const settings = { maxInputPixels: this.config.maxInputPixels, inputCaps: this.config.inputCaps, office: { ...this.config.office, instances: workers } };
@@ -116,26 +116,9 @@ class LocalClient implements ConvClient {
       // time limit ends that process, not the user's `conv`. Started only by a conversion.
       const { EngineHost } = await import('../engines/host/engine-host.ts');
       const host = new EngineHost({ processes: workers, memoryLimitMb: this.config.engineMemoryMb });
-      let fingerprint: string | null = null;
-      try {
-        if (this.options.formatCache !== false) fingerprint = formatFingerprint(this.env);
-      } catch {
-        // No fingerprint, no cache: the engines are probed.
-      }
-      const cached = fingerprint ? await readFormatCache(this.env, fingerprint) : null;
-      const known = new Map((cached ?? []).map((engine) => [engine.name, engine]));
-      const engines = defaultEngines(settings, known, host);
-      if (cached && engines.every((engine) => known.has(engine.name))) return { engines, save: null };
-      const fresh = defaultEngines(settings, undefined, host);
-      let saved: Promise<void> | null = null;
-      // Once every engine has been probed (by whichever registry came first), and only once.
-      const save = fingerprint
-        ? () => (saved ??= (async () => {
-          const found = fresh.map((engine) => engine.known()).filter((k): k is KnownEngine => k !== undefined);
-          if (found.length === fresh.length) await writeFormatCache(this.env, fingerprint, found);
-        })())
-        : null;
-      return { engines: fresh, save };
+      const make = (known: ReadonlyMap<string, KnownEngine>) => defaultEngines(settings, known, host);
+      if (this.options.formatCache === false) return { engines: make(new Map()), save: null };
+      return enginesFromFindings({ path: formatCachePath(this.env), fingerprint: () => formatFingerprint(this.env), make });
     })());
   }
 

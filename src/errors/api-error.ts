@@ -29,7 +29,8 @@ export class ApiError extends Error {
 
 /** A conversion that ended in failure carries one of these (DESIGN.md), never an ApiError. */
 export class ConversionFailure extends Error {
-  constructor(readonly code: import('./codes.ts').ConversionErrorCode, message: string) {
+  /** `details`: figures a client can act on (e.g. an image's size and the pixel limit), beside the words. */
+  constructor(readonly code: import('./codes.ts').ConversionErrorCode, message: string, readonly details?: Readonly<Record<string, number | string>>) {
     super(message);
     this.name = 'ConversionFailure';
   }

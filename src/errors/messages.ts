@@ -13,7 +13,7 @@ const MESSAGES: Record<Language, Catalog> = {
     forbidden: 'This API key is not allowed to {action}.',
     not_found: 'No {resource} with this identifier exists.',
     validation_failed: 'Request parameters missing or invalid.{hint}',
-    unsupported_conversion: 'Converting {source} to {target} is not supported.',
+    unsupported_conversion: 'Converting {source}{named} to {target} is not supported.',
     file_too_large: 'The file is larger than the maximum of {max_upload_mb} MB for your plan.',
     insufficient_credits: 'This conversion costs {cost} credits but only {remaining} remain.',
     free_quota_exhausted:
@@ -34,7 +34,7 @@ const MESSAGES: Record<Language, Catalog> = {
     forbidden: 'Dieser API-Schlüssel darf nicht {action}.',
     not_found: 'Es gibt {resource} mit dieser Kennung.',
     validation_failed: 'Anfrageparameter fehlen oder sind ungültig.{hint}',
-    unsupported_conversion: 'Die Umwandlung von {source} nach {target} wird nicht unterstützt.',
+    unsupported_conversion: 'Die Umwandlung von {source}{named} nach {target} wird nicht unterstützt.',
     file_too_large: 'Die Datei ist größer als die für Ihren Tarif erlaubten {max_upload_mb} MB.',
     insufficient_credits: 'Diese Umwandlung kostet {cost} Credits, es sind aber nur noch {remaining} übrig.',
     free_quota_exhausted:
@@ -88,10 +88,18 @@ const REASONS: Record<Language, Record<string, string>> = {
   },
 };
 
+/** After the source format, when the file's content decided it against the file's name. */
+const NAMED: Record<Language, string> = {
+  en: " (the file's content; its name says .{named})",
+  de: ' (der Inhalt der Datei; ihr Name sagt .{named})',
+};
+
 export function renderMessage(code: ApiErrorCode, params: MessageParams, language: Language): string {
   return MESSAGES[language][code].replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = params[name];
     if (name === 'reason') return value === undefined ? '' : (REASONS[language][String(value)] ?? '');
+    // A file whose content is not what its name says: both are named.
+    if (name === 'named') return value === undefined ? '' : NAMED[language].replace('{named}', String(value));
     if (value === undefined) return name === 'hint' ? '' : '?';
     // A fraction is written as the language writes it (1.5 s is "1,5 Sekunden" in German).
     const text = typeof value === 'number' && !Number.isInteger(value) ? value.toLocaleString(language) : String(value);
@@ -104,7 +112,8 @@ export function renderMessage(code: ApiErrorCode, params: MessageParams, languag
 /** Reasons a single field fails validation; used in `details.fields`. */
 export type FieldReason =
   | 'required' | 'invalid_type' | 'out_of_range' | 'not_allowed' | 'unknown_option' | 'too_long'
-  | 'invalid_url' | 'https_only' | 'conflict' | 'invalid_value' | 'pattern_mismatch';
+  | 'invalid_url' | 'https_only' | 'conflict' | 'invalid_value' | 'pattern_mismatch'
+  | 'must_precede' | 'must_follow' | 'backward_range';
 
 const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
   en: {
@@ -119,6 +128,9 @@ const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
     conflict: 'send exactly one of file and url',
     invalid_value: '{text}',
     pattern_mismatch: 'must match {pattern}',
+    must_precede: 'must be less than {other} ({value})',
+    must_follow: 'must be greater than {other} ({value})',
+    backward_range: 'has a range that starts at 0 or runs backwards: {range}',
   },
   de: {
     required: 'ist erforderlich',
@@ -132,6 +144,9 @@ const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
     conflict: 'senden Sie genau eines von file und url',
     invalid_value: '{text}',
     pattern_mismatch: 'muss dem Muster {pattern} entsprechen',
+    must_precede: 'muss kleiner als {other} ({value}) sein',
+    must_follow: 'muss größer als {other} ({value}) sein',
+    backward_range: 'enthält einen Bereich, der bei 0 beginnt oder rückwärts läuft: {range}',
   },
 };
 

@@ -62,6 +62,35 @@ export function splitSecretOptions(pair: ConversionPair, options: ConversionOpti
   return { shown, secret };
 }
 
+/** Options of which the second, when both are given, must be greater than the first. */
+const ORDERED: readonly [string, string][] = [['trim_start', 'trim_end']];
+/** Options holding page ranges (`1-3,5`): every range from a page to a later one, from page 1. */
+const PAGE_RANGES: readonly string[] = ['pages'];
+
+/**
+ * Options that each pass but contradict each other (a clip ending before it starts, pages 5-3):
+ * refused at submission, naming both, rather than accepted and failed by the engine later.
+ */
+function contradictions(options: ConversionOptions): Record<string, FieldProblem> {
+  const problems: Record<string, FieldProblem> = {};
+  for (const [first, second] of ORDERED) {
+    const [a, b] = [options[first], options[second]];
+    if (typeof a !== 'number' || typeof b !== 'number' || b > a) continue;
+    problems[`options.${first}`] = { reason: 'must_precede', params: { other: second, value: b } };
+    problems[`options.${second}`] = { reason: 'must_follow', params: { other: first, value: a } };
+  }
+  for (const name of PAGE_RANGES) {
+    const value = options[name];
+    if (typeof value !== 'string') continue;
+    const backward = value.split(',').find((range) => {
+      const [from, to = from] = range.split('-').map(Number);
+      return !(from! >= 1 && to! >= from!);
+    });
+    if (backward !== undefined) problems[`options.${name}`] = { reason: 'backward_range', params: { range: backward } };
+  }
+  return problems;
+}
+
 /**
  * Checks raw options (strings from forms, typed values from JSON) against the pair's descriptors
  * and returns them typed, with every default applied: the options a conversion shows are the ones
@@ -84,6 +113,7 @@ export function validateOptions(pair: ConversionPair, raw: Record<string, unknow
     if ('problem' in outcome) problems[`options.${name}`] = outcome.problem;
     else options[name] = outcome.value;
   }
+  Object.assign(problems, contradictions(options));
   if (Object.keys(problems).length > 0) return { ok: false, problems };
   for (const descriptor of pair.options) {
     if (!(descriptor.name in options) && descriptor.default !== null) options[descriptor.name] = descriptor.default;

@@ -1,22 +1,54 @@
 import { open } from 'node:fs/promises';
 
+/** What an upload's first bytes tell. */
+export interface SniffedContent {
+  /** A file extension (`png`, `mp4`, `svg`), or undefined. */
+  format: string | undefined;
+  /** The head as UTF-8 text, for the callers' text checks (looksLikeTable). */
+  head: string;
+}
+
 /**
- * Guesses a file's format from its content: magic numbers through file-type, plus SVG, which is
- * text and has none. Returns a file extension (`png`, `mp4`, `svg`), or undefined.
+ * Bytes read from the start of an upload. file-type is given this buffer, not the file: reading
+ * the file itself it may walk a zip's entries or skip tags through the whole file, on the
+ * daemon's event loop, for every upload. A format it cannot tell from these bytes goes by the
+ * file's name instead.
  */
-export async function sniffFormat(path: string): Promise<string | undefined> {
-  // Imported here: file-type is needed only for uploads whose name says nothing.
-  const { fileTypeFromFile } = await import('file-type');
-  const detected = await fileTypeFromFile(path).catch(() => undefined);
-  // file-type calls any XML document `xml`, an SVG that opens with `<?xml ...?>` too: look closer.
-  if (detected && detected.ext !== 'xml') return detected.ext;
+const HEAD_BYTES = 64 * 1024;
+/** What the text checks look at. */
+const TEXT_BYTES = 4096;
+const SVG = /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]/i;
+
+/**
+ * Guesses a file's format from its first bytes (one read): magic numbers through file-type, plus
+ * SVG, which is text and has none.
+ */
+export async function sniffContent(path: string): Promise<SniffedContent> {
   const handle = await open(path, 'r');
+  let bytes: Buffer;
   try {
-    const { buffer, bytesRead } = await handle.read(Buffer.alloc(2048), 0, 2048, 0);
-    const head = buffer.subarray(0, bytesRead).toString('utf8');
-    if (/^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]/i.test(head)) return 'svg';
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(HEAD_BYTES), 0, HEAD_BYTES, 0);
+    bytes = buffer.subarray(0, bytesRead);
   } finally {
     await handle.close();
   }
-  return detected?.ext;
+  // Imported here, with the first upload: the daemon's start and the CLI's commands do without it.
+  const { fileTypeFromBuffer } = await import('file-type');
+  const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);
+  const head = bytes.subarray(0, TEXT_BYTES).toString('utf8');
+  // file-type calls any XML document `xml`, an SVG that opens with `<?xml ...?>` too: look closer.
+  if (detected && detected.ext !== 'xml') return { format: detected.ext, head };
+  return { format: SVG.test(head) ? 'svg' : detected?.ext, head };
+}
+
+/**
+ * Whether a text file's head (named .json) is plainly a table, not JSON: its first character
+ * opens no JSON value, and its first line holds a delimiter (`,`, `;`, tab). Text formats have no
+ * magic number; this one guess is made because a CSV saved as .json is a common mistake and
+ * JSON's first character is so telling.
+ */
+export function looksLikeTable(head: string): boolean {
+  const text = head.replace(/^\ufeff/, '').trimStart();
+  if (text === '' || /^(?:[[{"\-0-9]|true\b|false\b|null\b)/.test(text)) return false;
+  return /[,;\t]/.test(text.split(/\r?\n/, 1)[0]!);
 }

@@ -6,6 +6,8 @@ export type ConversionOptions = Record<string, OptionValue>;
 export interface ConversionError {
   code: string;
   message: string;
+  /** Figures behind the message, where there are any (an extension of the interface's error object). */
+  details?: Record<string, number | string>;
 }
 
 export interface ConversionResult {

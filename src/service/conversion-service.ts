@@ -241,7 +241,7 @@ export class ConversionService {
     };
   }
 
-  /** DELETE: cancels active work, or deletes a succeeded result (-> expired); 409 otherwise. */
+  /** DELETE: cancels active work, or deletes a succeeded result (-> expired, expires_at now); 409 otherwise. */
   async delete(account: AccountRecord, id: string): Promise<ConversionRecord> {
     const owned = await this.get(account, id);
     let abortRunning = false;
@@ -253,7 +253,10 @@ export class ConversionService {
       }
       if (record.status === 'succeeded') {
         await this.blobs.delete('results', record.id);
-        const expired = await this.store.updateConversion(record.id, { status: 'expired' });
+        // Deleted is expired early: the result says when it stopped being there, as one that ran
+        // out does, and never again a future expires_at beside a download that answers 410.
+        const result = record.result ? { ...record.result, expires_at: this.now().toISOString() } : null;
+        const expired = await this.store.updateConversion(record.id, { status: 'expired', result });
         return expired!;
       }
       throw new ApiError('invalid_state', { params: { status: record.status }, details: { status: record.status } });

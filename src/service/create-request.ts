@@ -7,7 +7,7 @@ import type { ConversionPair } from '../formats/types.ts';
 import type { ConversionOptions } from '../model/conversion.ts';
 import { cleanFileName, extensionOf } from '../inputs/file-name.ts';
 import { nameFromUrl } from '../inputs/url-name.ts';
-import { sniffFormat } from '../inputs/sniff.ts';
+import { looksLikeTable, sniffContent } from '../inputs/sniff.ts';
 import { checkCallbackUrl } from '../webhooks/callback-url.ts';
 
 /** An upload already streamed to disk by the face that received it. */
@@ -144,7 +144,7 @@ export async function validateCreateRequest(
     ? cleanFileName(file.filename, 'upload')
     : cleanFileName(filenameField ?? nameFromUrl(url!.toString()), 'download');
 
-  const source = await resolveSource(registry, sourceField, originalName, url, file);
+  const { source, named } = await resolveSource(registry, sourceField, originalName, url, file);
   const targetKey = registry.normalize(target!) ?? target!.toLowerCase();
   if (!source) {
     throw validationError(
@@ -153,7 +153,12 @@ export async function validateCreateRequest(
     );
   }
   const pair = registry.pair(source, targetKey);
-  if (!pair) throw new ApiError('unsupported_conversion', { params: { source, target: targetKey } });
+  if (!pair) {
+    throw new ApiError('unsupported_conversion', {
+      params: { source, target: targetKey, ...(named ? { named } : {}) },
+      ...(named ? { details: { source, target: targetKey, named } } : {}),
+    });
+  }
 
   let variant: string | null = null;
   if (variantField !== undefined) {
@@ -191,23 +196,47 @@ export async function validateCreateRequest(
   };
 }
 
+/** The source format, and what the file's name said where its content said otherwise. */
+interface ResolvedSource {
+  source: string | undefined;
+  /** The name's extension, when the content decided against it. */
+  named?: string;
+}
+
+/**
+ * The source: the `source` field, else the file's content where it has a signature (a PDF, a
+ * PNG, an MPEG-TS: file-type's magic numbers) that names a format the registry knows, or that the
+ * name does not name at all; else the file name, the URL path, the content. A PDF named .png is
+ * converted as the PDF it is, and the conversion's `source` says so. Text formats have no
+ * signature; of them only a .json file that is plainly no JSON but a table is taken as CSV.
+ */
 async function resolveSource(
   registry: FormatRegistry,
   sourceField: string | undefined,
   originalName: string,
   url: URL | undefined,
   file: SpooledFile | undefined,
-): Promise<string | undefined> {
-  if (sourceField) return registry.normalize(sourceField) ?? sourceField.toLowerCase();
-  const fromName = extensionOf(originalName);
-  if (fromName && registry.normalize(fromName)) return registry.normalize(fromName);
+): Promise<ResolvedSource> {
+  if (sourceField) return { source: registry.normalize(sourceField) ?? sourceField.toLowerCase() };
+  const extension = extensionOf(originalName)?.toLowerCase();
+  const fromName = extension ? registry.normalize(extension) : undefined;
+  if (file) {
+    const sniffed = await sniffContent(file.path);
+    const sniffedFormat = sniffed.format ?? (fromName === 'json' && looksLikeTable(sniffed.head) ? 'csv' : undefined);
+    const known = sniffedFormat ? registry.normalize(sniffedFormat) : undefined;
+    const content = known ?? sniffedFormat;
+    if (content && content !== fromName && (known || (extension && !fromName))) {
+      return { source: content, ...(extension ? { named: extension } : {}) };
+    }
+    if (fromName) return { source: fromName };
+    if (content) return { source: content };
+    return { source: extension };
+  }
+  if (fromName) return { source: fromName };
   if (url) {
     const fromPath = extensionOf(nameFromUrl(url.toString()));
-    if (fromPath && registry.normalize(fromPath)) return registry.normalize(fromPath);
+    const source = fromPath ? registry.normalize(fromPath) : undefined;
+    if (source) return { source };
   }
-  if (file) {
-    const sniffed = await sniffFormat(file.path);
-    if (sniffed) return registry.normalize(sniffed) ?? sniffed;
-  }
-  return fromName;
+  return { source: extension };
 }

@@ -10,6 +10,7 @@ import { JobCancelled } from '../queue/worker-pool.ts';
 import { conversionCost, balanceOf } from './credits.ts';
 import { explainOutputCap, outputLimit, outputLimitFailure, withinRoom } from './output-limit.ts';
 import { withTimeLimit } from './time-limit.ts';
+import { withoutServerPaths } from './user-message.ts';
 import type { ConversionService } from './conversion-service.ts';
 
 /** Progress is kept in memory on every change but written at most this often per conversion. */
@@ -46,11 +47,13 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       return record ? update(record) : null;
     });
 
-  const fail = (id: string, code: string, message: string) =>
+  const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>) =>
     transition(id, async (record) => {
       if (record.status !== 'fetching' && record.status !== 'processing' && record.status !== 'queued') return null;
-      log('conversion.failed', { id, code });
-      return service.finish(record, { status: 'failed', credits: 0, error: { code, message } });
+      // The engines' messages name the files they were given: the server's paths, never shown.
+      const shown = withoutServerPaths(message, { [blobs.inputPath(id)]: 'the input file' });
+      log('conversion.failed', { id, code, ...(shown !== message ? { engine_message: message } : {}) });
+      return service.finish(record, { status: 'failed', credits: 0, error: { code, message: shown, ...(details ? { details: { ...details } } : {}) } });
     });
 
   /** `releaseSlot`: see JobHandler; called once the engine has ended, whichever way. */
@@ -151,7 +154,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         if (why === 'shutdown') await requeue(id);
         return;
       }
-      if (error instanceof ConversionFailure) await fail(id, error.code, error.message);
+      if (error instanceof ConversionFailure) await fail(id, error.code, error.message, error.details);
       else {
         log('conversion.internal_error', { id, error: error instanceof Error ? error.stack : String(error) });
         await fail(id, 'internal_error', 'The conversion failed because of an internal error.');

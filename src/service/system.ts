@@ -2,7 +2,9 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { defaultEngines } from '../engines/catalog.ts';
+import { enginesFromFindings, formatFingerprint, type FoundEngines } from '../engines/findings-cache.ts';
 import { EngineHost } from '../engines/host/engine-host.ts';
+import type { KnownEngine } from '../engines/lazy.ts';
 import type { Engine } from '../engines/types.ts';
 import { FormatRegistry } from '../formats/registry.ts';
 import { MemoryJobSource, type JobSource } from '../queue/job-source.ts';
@@ -29,12 +31,16 @@ export interface SystemOptions {
   log?: RunnerLog;
   /** Told of every conversion state change and webhook attempt (the daemon's logs and metrics). */
   observer?: StoreObserver;
-  /** A long-lived store (the daemon): its files are all made at the first start (see LowdbStoreOptions). */
-  longLived?: boolean;
   /** A store in memory only, gone with the process (the CLI's in-process runs). */
   ephemeralStore?: boolean;
   /** The room left above the data dir's disk floor (the daemon's DiskSpace); none kept when unset. */
   diskRoom?: DiskRoom;
+  /**
+   * A file that keeps what the engines' probes found between starts (engines/findings-cache.ts):
+   * with current findings the engines are not probed, and each loads with its first conversion.
+   * Unset: every engine is probed at every start.
+   */
+  findingsCache?: string;
 }
 
 /**
@@ -66,22 +72,16 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const lowdb = await LowdbStore.open({
     dir: options.ephemeralStore ? null : join(options.dataDir, 'store'),
-    createShardFiles: options.longLived ?? false,
   });
   const store: Store = options.observer ? observeStore(lowdb, options.observer) : lowdb;
   const blobs = await LocalBlobStore.open(join(options.dataDir, 'blobs'));
   const workers = options.workers ?? availableParallelism();
   const log = options.log ?? (() => undefined);
-  const registry = await FormatRegistry.create(
-    options.engines ?? defaultEngines({ maxInputPixels: config.maxInputPixels, inputCaps: config.inputCaps, office: config.office }, undefined, new EngineHost({
-      processes: workers,
-      memoryLimitMb: config.engineMemoryMb,
-      onLifecycle: (event) => log(`engine_host.${event.type}`, event.type === 'started'
-        ? { pid: event.pid, ms: event.ms }
-        : { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal }),
-    })),
-    config.creditWeights,
-  );
+  const { engines, save } = options.engines
+    ? { engines: options.engines, save: null }
+    : await catalogEngines(options, workers, log);
+  const registry = await FormatRegistry.create(engines, config.creditWeights);
+  await save?.();
   const accounts = new AccountService(store, config);
   const queue = new MemoryJobSource();
   const conversions = new ConversionService(store, blobs, registry, accounts, config, queue, {
@@ -180,4 +180,30 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
       await store.close();
     },
   };
+}
+
+/**
+ * The catalog's engines, from the findings of an earlier start when `findingsCache` holds current
+ * ones (nothing probed, nothing loaded), else probed by the registry; their findings are then
+ * written for the next start. The office engine is always probed when it is to be warmed at start
+ * (its probe starts the pool).
+ */
+async function catalogEngines(options: SystemOptions, workers: number, log: RunnerLog): Promise<FoundEngines> {
+  const { config } = options;
+  const settings = { maxInputPixels: config.maxInputPixels, inputCaps: config.inputCaps, office: config.office };
+  const host = new EngineHost({
+    processes: workers,
+    memoryLimitMb: config.engineMemoryMb,
+    onLifecycle: (event) => log(`engine_host.${event.type}`, event.type === 'started'
+      ? { pid: event.pid, ms: event.ms }
+      : { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal }),
+  });
+  const make = (known: ReadonlyMap<string, KnownEngine>) => defaultEngines(settings, known, host);
+  if (!options.findingsCache) return { engines: make(new Map()), save: null };
+  return enginesFromFindings({
+    path: options.findingsCache,
+    fingerprint: () => formatFingerprint(process.env, JSON.stringify({ settings, engineMemoryMb: config.engineMemoryMb, workers })),
+    make,
+    probeAlways: config.office.warmAtStart ? ['office'] : [],
+  });
 }

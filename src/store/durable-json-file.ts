@@ -71,6 +71,9 @@ export class DurableJsonFile<T> implements Adapter<T> {
     return SLOTS.map((slot) => `${base}.${slot}.json`);
   }
 
+  /** After read(): neither copy holds a byte (missing, or made empty ahead of time by `create`). */
+  neverWritten = true;
+
   async read(): Promise<T | null> {
     let newest: { seq: number; data: T } | null = null;
     const problems: string[] = [];
@@ -81,6 +84,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
       // Missing or empty (made ahead by `create`): never written, not damaged.
       if (bytes === null || bytes.length === 0) continue;
       written++;
+      this.neverWritten = false;
       slot.length = bytes.length;
       const copy = decodeCopy<T>(bytes);
       if (!copy.valid) {

@@ -34,12 +34,6 @@ export interface LowdbStoreOptions {
    * the whole history (lowdb rewrites a file whole on every write).
    */
   shards?: number;
-  /**
-   * Create every shard's files at the first start (empty), instead of with their first write:
-   * a long-lived daemon then never creates a file to store a change. Off for short-lived stores
-   * (the CLI's in-process runs), where making 2048 files would cost more than it saves.
-   */
-  createShardFiles?: boolean;
 }
 
 
@@ -57,7 +51,6 @@ const DEFERRED_FLUSH_MS = 1000;
 export class LowdbStore implements Store {
   private readonly flushDelayMs: number;
   private readonly shardCount: number;
-  private readonly createShardFiles: boolean;
   private main!: Low<MainData>;
   private shards: Low<ShardData>[] = [];
   private readonly dirty = new Set<number>();
@@ -81,7 +74,6 @@ export class LowdbStore implements Store {
   private constructor(options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
     this.shardCount = options.shards ?? 1024;
-    this.createShardFiles = options.createShardFiles ?? false;
   }
 
   static async open(options: LowdbStoreOptions): Promise<LowdbStore> {
@@ -119,19 +111,23 @@ export class LowdbStore implements Store {
     // shard count, or of the older one-file-per-shard layout (`NNN.json`), are redistributed
     // and removed, once.
     const names = new Set(await readdir(conversionsDir));
-    if (this.createShardFiles) await this.createMissingShardFiles(conversionsDir, names);
     const currentBases = new Set<string>();
     const found: { base: string; data: ShardData }[] = [];
+    const unwritten: string[] = [];
     this.shards = await Promise.all(Array.from({ length: this.shardCount }, async (_, index) => {
       const base = shardBase(index);
       currentBases.add(base);
       const adapter = new DurableJsonFile<ShardData>(join(conversionsDir, base));
       const shard = new Low<ShardData>(adapter, { conversions: [] });
-      const onDisk = DurableJsonFile.paths(base).some((path) => names.has(basename(path)));
-      const data = onDisk ? await adapter.read() : null;
+      const present = DurableJsonFile.paths(base).filter((path) => names.has(basename(path)));
+      const data = present.length > 0 ? await adapter.read() : null;
       if (data) found.push({ base, data });
+      // A shard's files are made by its first write (an administrator's `ls` shows what holds
+      // something); earlier versions made all 2,048 at the first start, empty: those go.
+      else if (present.length > 0 && adapter.neverWritten) unwritten.push(...present);
       return shard;
     }));
+    await this.removeFiles(conversionsDir, unwritten, names);
     const strayFiles: string[] = [];
     for (const name of names) {
       const copy = /^([0-9a-f]+)\.[ab]\.json$/.exec(name);
@@ -182,17 +178,13 @@ export class LowdbStore implements Store {
     }
   }
 
-  private async createMissingShardFiles(conversionsDir: string, names: Set<string>): Promise<void> {
-    const missing: string[] = [];
-    for (let index = 0; index < this.shardCount; index++) {
-      const base = shardBase(index);
-      if (DurableJsonFile.paths(base).some((path) => !names.has(path))) missing.push(base);
+  /** Removes `files` of the conversions dir (and from `names`), the removal made durable. */
+  private async removeFiles(conversionsDir: string, files: string[], names: Set<string>): Promise<void> {
+    if (files.length === 0) return;
+    for (let at = 0; at < files.length; at += 64) {
+      await Promise.all(files.slice(at, at + 64).map((name) => unlink(join(conversionsDir, name)).catch(() => undefined)));
     }
-    if (missing.length === 0) return;
-    // A few at a time: thousands of opens at once would queue behind each other anyway.
-    for (let at = 0; at < missing.length; at += 64) {
-      await Promise.all(missing.slice(at, at + 64).map((base) => DurableJsonFile.create(join(conversionsDir, base))));
-    }
+    for (const name of files) names.delete(name);
     await fsyncDirectory(conversionsDir);
   }
 

@@ -8,6 +8,7 @@ import { checkOutputSize } from '../output-cap.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import { DATA_FORMATS, DELIMITERS, MARKDOWN_OPTIONS, TABULAR, dataOptions, type Tabular } from './formats.ts';
 import { checkInputCap, DEFAULT_INPUT_CAPS, type InputCaps } from './input-caps.ts';
+import type { TextEncoding } from './read.ts';
 import type { Row } from './read.ts';
 import { decodeUtf8 } from './utf8.ts';
 
@@ -33,7 +34,8 @@ export function createDataEngine(settings: DataEngineOptions = {}): Engine {
       const pairs: ConversionPair[] = [];
       for (const source of TABULAR) {
         for (const target of TABULAR) {
-          if (source !== target) {
+          // csv -> csv and json -> json reformat (delimiter, indent); the other formats have nothing to change.
+          if (source !== target || source === 'csv' || source === 'json') {
             // A table as CSV is a step chains go on from (to a spreadsheet, say).
             pairs.push({ source, target, engine: 'data', kind: 'data', options: dataOptions(source, target), variants: [], ...(target === 'csv' ? { intermediate: true } : {}) });
           }
@@ -93,7 +95,7 @@ function option<T extends string | number | boolean>(job: EngineJob, name: strin
 }
 
 async function convertTabular(job: EngineJob, source: Tabular, target: Tabular): Promise<void> {
-  const [{ detectDelimiter, readCsv, readJson, readNdjson, readYaml }, write] = await Promise.all([import('./read.ts'), import('./write.ts')]);
+  const [{ detectDelimiter, readCsv, readJson, readNdjson, readYaml, resolveEncoding }, write] = await Promise.all([import('./read.ts'), import('./write.ts')]);
   const { checkedRows, collectColumns, TextSink, writeCsv, writeJsonArray, writeNdjson, writeYamlSequence, yamlDocument } = write;
   const header = option(job, 'header', true);
   let rows: RowSource | undefined;
@@ -102,9 +104,13 @@ async function convertTabular(job: EngineJob, source: Tabular, target: Tabular):
 
   if (source === 'csv' || source === 'tsv') {
     const named = option(job, 'delimiter', 'auto');
-    const delimiter = source === 'tsv' ? '\t' : named === 'auto' ? await detectDelimiter(job.inputPath) : DELIMITERS[named] ?? ',';
+    const commentOption = option(job, 'comment', 'none');
+    const comment = commentOption === 'none' ? null : commentOption;
+    const delimiter = source === 'tsv' ? '\t' : named === 'auto' ? await detectDelimiter(job.inputPath, comment) : DELIMITERS[named] ?? ',';
     const what = source === 'tsv' ? 'TSV file' : 'CSV file';
-    rows = () => readCsv(job.inputPath, delimiter, header, what);
+    const encoding = await resolveEncoding(job.inputPath, option<TextEncoding>(job, 'encoding', 'auto'));
+    const relaxColumnCount = option(job, 'relax_column_count', false);
+    rows = () => readCsv(job.inputPath, { delimiter, header, what, relaxColumnCount, comment, encoding });
   } else if (source === 'ndjson') {
     rows = () => checkedRows(readNdjson(job.inputPath), target);
   } else {
@@ -127,7 +133,9 @@ async function convertTabular(job: EngineJob, source: Tabular, target: Tabular):
     } else if (rows) {
       const aborting = abortable(rows, job.signal);
       if (target === 'csv' || target === 'tsv') {
-        const delimiter = target === 'tsv' ? '\t' : DELIMITERS[option(job, 'delimiter', 'comma')] ?? ',';
+        // csv -> csv: `delimiter` is the input's, `output_delimiter` the output's.
+        const named = source === 'csv' && target === 'csv' ? option(job, 'output_delimiter', 'comma') : option(job, 'delimiter', 'comma');
+        const delimiter = target === 'tsv' ? '\t' : DELIMITERS[named] ?? ',';
         const columns = await collectColumns(aborting());
         await writeCsv(sink, aborting(), columns.length > 0 ? columns : null, delimiter, header);
       } else if (target === 'json') {

@@ -17,22 +17,38 @@ export const DATA_FORMATS: FormatInfo[] = [
 /** Names of the `delimiter` option's values and the character each stands for. */
 export const DELIMITERS: Record<string, string> = { comma: ',', semicolon: ';', tab: '\t', pipe: '|' };
 
+/** Line prefixes the `comment` option offers (none: no line is a comment). */
+export const COMMENT_PREFIXES = ['none', '#', '//', ';'] as const;
+/** Text encodings of CSV/TSV input; auto: UTF-8 when the file is valid UTF-8, else Windows-1252. */
+export const TEXT_ENCODINGS = ['auto', 'utf-8', 'windows-1252', 'latin1'] as const;
+
 /**
  * Options of one pair. `delimiter` belongs to the CSV side (the input's for csv -> *, the
- * output's for * -> csv); `header` says whether the CSV/TSV side has a header row.
+ * output's for * -> csv; csv -> csv has `output_delimiter` for its output); `header` says whether
+ * the CSV/TSV side has a header row. CSV and TSV as they come out of real spreadsheets and
+ * scripts: rows of uneven length, comment lines, Latin-1 text (a BOM is always dropped).
  */
 export function dataOptions(source: Tabular, target: Tabular): OptionDescriptor[] {
   const options: OptionDescriptor[] = [];
   if (source === 'csv') {
     options.push({
       name: 'delimiter', type: 'enum', values: ['auto', ...Object.keys(DELIMITERS)], default: 'auto',
-      label: 'Field delimiter of the input (auto: detected from the first line)',
+      label: 'Field delimiter of the input (auto: the most frequent of , ; tab | on the first line that holds data)',
     });
   } else if (target === 'csv') {
     options.push({ name: 'delimiter', type: 'enum', values: Object.keys(DELIMITERS), default: 'comma', label: 'Field delimiter of the output' });
   }
+  if (source === 'csv' && target === 'csv') {
+    options.push({ name: 'output_delimiter', type: 'enum', values: Object.keys(DELIMITERS), default: 'comma', label: 'Field delimiter of the output' });
+  }
   if (source === 'csv' || source === 'tsv') {
     options.push({ name: 'header', type: 'bool', values: [], default: true, label: 'The first row holds the column names (else rows become arrays)' });
+    options.push({
+      name: 'relax_column_count', type: 'bool', values: [], default: false,
+      label: 'Accept rows with more or fewer fields than the first (missing fields are left out, extra ones dropped)',
+    });
+    options.push({ name: 'comment', type: 'enum', values: [...COMMENT_PREFIXES], default: 'none', label: 'Lines starting with this are comments, skipped' });
+    options.push({ name: 'encoding', type: 'enum', values: [...TEXT_ENCODINGS], default: 'auto', label: 'Text encoding of the input (auto: UTF-8 if valid, else Windows-1252)' });
   } else if (target === 'csv' || target === 'tsv') {
     options.push({ name: 'header', type: 'bool', values: [], default: true, label: 'Write a header row with the column names' });
   }

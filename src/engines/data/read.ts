@@ -6,8 +6,10 @@ import { CsvError, parse as parseCsv } from 'csv-parse';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { isAlias, isMap, isScalar, isSeq, parseAllDocuments, type Document } from 'yaml';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import { DELIMITERS } from './formats.ts';
-import { decodeUtf8, lineAndColumn, readUtf8Chunks } from './utf8.ts';
+import { DELIMITERS, type TEXT_ENCODINGS } from './formats.ts';
+
+export type TextEncoding = (typeof TEXT_ENCODINGS)[number];
+import { decodeUtf8, isUtf8File, lineAndColumn, readSingleByteChunks, readUtf8Chunks } from './utf8.ts';
 
 /** One record: an object (CSV with a header, JSON objects) or an array (CSV without one). */
 export type Row = Record<string, unknown> | unknown[];
@@ -26,18 +28,22 @@ function invalid(message: string): ConversionFailure {
   return new ConversionFailure('input_invalid', message);
 }
 
-/** Picks the delimiter that occurs most often on the first line (quoted parts ignored). */
-export async function detectDelimiter(path: string): Promise<string> {
+/**
+ * Picks the delimiter that occurs most often on the first line that holds data (quoted parts
+ * ignored): not a comment line (`comment`), not an empty one, not the BOM.
+ */
+export async function detectDelimiter(path: string, comment: string | null = null): Promise<string> {
   const handle = await open(path, 'r');
   try {
     const buffer = Buffer.alloc(64 * 1024);
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    const text = buffer.subarray(0, bytesRead).toString('utf8');
+    // The delimiters are ASCII, the same bytes in UTF-8 and Windows-1252.
+    const lines = buffer.subarray(0, bytesRead).toString('latin1').replace(/^\u00ef\u00bb\u00bf/, '').split(/\r?\n/);
+    const text = lines.find((line) => line.trim() !== '' && !(comment && line.startsWith(comment))) ?? '';
     const counts = new Map<string, number>();
     let quoted = false;
     for (const char of text) {
       if (char === '"') quoted = !quoted;
-      else if (!quoted && (char === '\n' || char === '\r')) break;
       else if (!quoted && Object.values(DELIMITERS).includes(char)) counts.set(char, (counts.get(char) ?? 0) + 1);
     }
     let best = ',';
@@ -51,18 +57,37 @@ export async function detectDelimiter(path: string): Promise<string> {
   }
 }
 
+/** How to read a CSV/TSV file (the pair's options, resolved). */
+export interface CsvReading {
+  delimiter: string;
+  header: boolean;
+  /** "CSV file" or "TSV file", for messages. */
+  what: string;
+  /** Rows with more or fewer fields than the first are read (missing fields left out, extra ones dropped). */
+  relaxColumnCount?: boolean;
+  /** Lines starting with this are skipped; null: none. */
+  comment?: string | null;
+  /** Resolved (resolveEncoding): a CSV is read twice for a CSV target, its bytes checked once. */
+  encoding?: Exclude<TextEncoding, 'auto'>;
+}
+
 /** CSV/TSV records, streamed. Malformed input fails with the line csv-parse stopped at. */
-export async function* readCsv(path: string, delimiter: string, header: boolean, what: string): AsyncGenerator<Row> {
+export async function* readCsv(path: string, reading: CsvReading): AsyncGenerator<Row> {
+  const { delimiter, header, what } = reading;
   const parser = parseCsv({
     delimiter,
     bom: true,
     skip_empty_lines: true,
     max_record_size: MAX_RECORD_CHARS,
     columns: header ? (names: string[]) => uniqueColumns(names, what) : false,
+    relax_column_count: reading.relaxColumnCount === true,
+    // A comment only at the start of a line: "Item #3" in a field stays whole.
+    ...(reading.comment ? { comment: reading.comment, comment_no_infix: true } : {}),
     // Each record comes with the line it ended on, so an error can name where the next one began.
     info: true,
   });
-  const text = Readable.from(readUtf8Chunks(createReadStream(path), what));
+  const encoding = reading.encoding ?? 'utf-8';
+  const text = Readable.from(encoding === 'utf-8' ? readUtf8Chunks(createReadStream(path), what) : readSingleByteChunks(createReadStream(path), encoding));
   text.on('error', (error) => parser.destroy(error));
   text.pipe(parser);
   let lastLine = header ? 1 : 0;
@@ -81,12 +106,20 @@ export async function* readCsv(path: string, delimiter: string, header: boolean,
       }
       const line = typeof error.lines === 'number' ? error.lines : undefined;
       const message = error.message.replace(/\.$/, '');
-      throw invalid(`The ${what} is malformed${line !== undefined && !/line \d+/.test(message) ? ` at line ${line}` : ''}: ${message}.`);
+      // Rows of uneven length are common in real files: say how to read them anyway.
+      const hint = /INCONSISTENT/.test(error.code) ? ' Send relax_column_count=true to read rows of uneven length.' : '';
+      throw invalid(`The ${what} is malformed${line !== undefined && !/line \d+/.test(message) ? ` at line ${line}` : ''}: ${message}.${hint}`);
     }
     throw error;
   } finally {
     text.destroy();
   }
+}
+
+/** `auto`: UTF-8 when the whole file is valid UTF-8 (most are), else Windows-1252 (Excel's). */
+export async function resolveEncoding(path: string, encoding: TextEncoding): Promise<Exclude<TextEncoding, 'auto'>> {
+  if (encoding !== 'auto') return encoding;
+  return (await isUtf8File(path)) ? 'utf-8' : 'windows-1252';
 }
 
 function tooManyColumns(what: string, count: number, line: number): ConversionFailure {

@@ -1,3 +1,4 @@
+import { createReadStream } from 'node:fs';
 import { ConversionFailure } from '../../errors/api-error.ts';
 
 const strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
@@ -85,4 +86,34 @@ export async function* readUtf8Chunks(chunks: AsyncIterable<Buffer>, what: strin
   } catch {
     throw new ConversionFailure('input_invalid', `The ${what} is not valid UTF-8 text: it ends inside a multi-byte character (line ${line}).`);
   }
+}
+
+/** Whether a file is valid UTF-8 throughout (read in chunks, nothing kept). */
+export async function isUtf8File(path: string): Promise<boolean> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  try {
+    for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) decoder.decode(chunk, { stream: true });
+    decoder.decode();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Reads a file in a single-byte encoding (Windows-1252, Latin-1): every byte is a character, so
+ * nothing can be invalid. A UTF-8 BOM at the start is dropped as a BOM would be.
+ */
+export async function* readSingleByteChunks(chunks: AsyncIterable<Buffer>, encoding: 'windows-1252' | 'latin1'): AsyncGenerator<string> {
+  const decoder = new TextDecoder(encoding);
+  let first = true;
+  for await (const chunk of chunks) {
+    let bytes: Buffer = chunk;
+    if (first && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+    first = false;
+    const text = decoder.decode(bytes, { stream: true });
+    if (text) yield text;
+  }
+  const rest = decoder.decode();
+  if (rest) yield rest;
 }

@@ -115,7 +115,7 @@ export class EngineHost {
     if (error instanceof HelperTaskError) {
       const failure = error.error as HostFailure;
       if (failure.kind === 'conversion' && (CONVERSION_ERROR_CODES as readonly string[]).includes(failure.code)) {
-        return new ConversionFailure(failure.code as ConversionErrorCode, failure.message);
+        return new ConversionFailure(failure.code as ConversionErrorCode, failure.message, failure.details);
       }
       return new Error(`engine host: ${failure.message}`);
     }

@@ -14,5 +14,3 @@ export const IMAGE_FORMATS: FormatInfo[] = [
 export const IMAGE_TARGETS = ['jpg', 'png', 'webp', 'avif', 'gif', 'tiff'] as const;
 export type ImageTarget = (typeof IMAGE_TARGETS)[number];
 
-/** Targets that can hold an animation: an animated input keeps all its frames only there. */
-export const ANIMATED_TARGETS: ReadonlySet<string> = new Set(['gif', 'webp']);

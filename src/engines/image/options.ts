@@ -17,9 +17,19 @@ const quality: OptionDescriptor = {
   name: 'quality', type: 'range', values: [], min: 1, max: 100, default: 80, label: 'Quality',
 };
 
-const LOSSY_TARGETS: ReadonlySet<ImageTarget> = new Set(['jpg', 'webp', 'avif']);
+const page: OptionDescriptor = {
+  name: 'page', type: 'number', values: [], min: 1, max: 100_000, default: null,
+  label: 'Only this page (frame) of a multi-page input, 1 the first (default: every page where the target holds pages, else the first)',
+};
 
-/** Lossless targets (png, gif, tiff with LZW) have no quality setting. */
-export function imageOptions(target: ImageTarget): OptionDescriptor[] {
-  return LOSSY_TARGETS.has(target) ? [quality, ...common] : [...common];
+const LOSSY_TARGETS: ReadonlySet<ImageTarget> = new Set(['jpg', 'webp', 'avif']);
+/** Sources that may hold several pages or frames (a multi-page TIFF, an animated GIF or WebP). */
+export const MULTI_PAGE_SOURCES: ReadonlySet<string> = new Set(['tiff', 'gif', 'webp']);
+/** Targets that hold several pages or frames. */
+export const MULTI_PAGE_TARGETS: ReadonlySet<string> = new Set(['tiff', 'gif', 'webp']);
+
+/** Lossless targets (png, gif, tiff with LZW) have no quality setting; multi-page sources have `page`. */
+export function imageOptions(source: string, target: ImageTarget): OptionDescriptor[] {
+  const options = LOSSY_TARGETS.has(target) ? [quality, ...common] : [...common];
+  return MULTI_PAGE_SOURCES.has(source) ? [...options, page] : options;
 }

@@ -3,8 +3,8 @@ import sharp from './sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
-import { ANIMATED_TARGETS, IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
-import { imageOptions } from './options.ts';
+import { IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
+import { imageOptions, MULTI_PAGE_SOURCES, MULTI_PAGE_TARGETS } from './options.ts';
 
 export interface ImageEngineOptions {
   /** Decompression-bomb guard: images with more pixels than this fail with input_invalid. */
@@ -35,7 +35,7 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
     pairs(): ConversionPair[] {
       return sources.flatMap((source) =>
         IMAGE_TARGETS.map((target) => ({
-          source, target, engine: 'image', kind: 'image' as const, options: imageOptions(target), variants: [],
+          source, target, engine: 'image', kind: 'image' as const, options: imageOptions(source, target), variants: [],
         })),
       );
     },
@@ -46,11 +46,15 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
 
 async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<EngineOutput> {
   const target = job.target as ImageTarget;
-  const animated = ANIMATED_TARGETS.has(target) && (job.source === 'gif' || job.source === 'webp');
+  // Every page where the target holds pages (a multi-page TIFF to TIFF, GIF or WebP keeps them
+  // all); else one: `page`, or the first.
+  const page = typeof job.options.page === 'number' ? Math.round(job.options.page) : null;
+  if (page !== null) await checkPageExists(job, page);
+  const allPages = page === null && MULTI_PAGE_TARGETS.has(target) && MULTI_PAGE_SOURCES.has(job.source);
   job.onProgress(0);
   let pipeline: Sharp = sharp(job.inputPath, {
     limitInputPixels: settings.maxInputPixels,
-    animated,
+    ...(allPages ? { pages: -1 } : page !== null ? { page: page - 1 } : {}),
     failOn: 'error',
     sequentialRead: true,
   });
@@ -72,6 +76,7 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
     // Checked first: a full disk shows in a writer's message ("tiff2vips: ... write error"), which
     // the input patterns would take for the input's fault.
     if (WRITE_ERROR.test(message)) throw new ConversionFailure('conversion_failed', `The result could not be written: ${message}`);
+    if (PIXEL_LIMIT.test(message)) throw await pixelLimitFailure(job, settings.maxInputPixels);
     if (INPUT_ERROR.test(message)) throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${message}`);
     throw new ConversionFailure('conversion_failed', `Image conversion failed: ${message}`);
   }
@@ -101,6 +106,41 @@ function encode(pipeline: Sharp, target: ImageTarget, rawQuality: unknown): Shar
     case 'gif': return pipeline.gif();
     case 'tiff': return pipeline.tiff({ compression: 'lzw' });
   }
+}
+
+const PIXEL_LIMIT = /exceeds pixel limit/i;
+
+/** A page past the last fails in words, with the count (from the header: nothing decoded). */
+async function checkPageExists(job: EngineJob, page: number): Promise<void> {
+  const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
+  if (!meta) return; // not readable at all: the conversion says why
+  const pages = meta.pages ?? 1;
+  if (page > pages) {
+    const held = pages === 1 ? 'one page' : `${pages.toLocaleString('en-US')} pages`;
+    throw new ConversionFailure('input_invalid', `The ${job.source.toUpperCase()} image has ${held}; page ${page.toLocaleString('en-US')} does not exist.`, { pages, page });
+  }
+}
+
+/**
+ * libvips refuses an image over the pixel limit before decoding it ("Input image exceeds pixel
+ * limit"), and says neither the image's size nor the limit. Its header tells the size (read
+ * without the limit: only the header is parsed), and the message says both, in words and in
+ * `details`. A resize does not help: the image would have to be decoded whole first.
+ */
+async function pixelLimitFailure(job: EngineJob, limit: number | false | undefined): Promise<ConversionFailure> {
+  const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
+  const width = meta?.width;
+  const height = meta?.pageHeight ?? meta?.height;
+  const format = (n: number) => n.toLocaleString('en-US');
+  const max = typeof limit === 'number' ? limit : 0;
+  const resized = job.options.width !== undefined || job.options.height !== undefined;
+  const size = width && height ? `${format(width)} x ${format(height)} pixels (${format(width * height)})` : 'larger than the limit';
+  const message = `The image is ${size}; images of at most ${format(max)} pixels are converted here`
+    + (resized ? ': it is too large to decode at all, so it cannot be resized either.' : '.');
+  return new ConversionFailure('input_invalid', message, {
+    ...(width && height ? { width, height, pixels: width * height } : {}),
+    limit: max,
+  });
 }
 
 function describe(error: unknown): string {

@@ -13,6 +13,7 @@ time limit or a cancel kills both at once.
 Usage: bridge.py SOFFICE_BIN PROFILE_DIR [SETPRIV]
 """
 
+import hashlib
 import json
 import os
 import subprocess
@@ -85,7 +86,9 @@ def start_office(soffice, profile, setpriv):
     os.makedirs(os.path.join(profile, "user"), exist_ok=True)
     with open(os.path.join(profile, "user", "registrymodifications.xcu"), "w") as settings:
         settings.write(PROFILE_SETTINGS)
-    pipe = "convd_%d" % os.getpid()
+    # Named after the profile (src/engines/office/profiles.ts computes the same name), so that
+    # convd can remove the pipe's file in /tmp when this instance is killed.
+    pipe = "convd_" + hashlib.sha1(profile.encode()).hexdigest()[:16]
     command = [
         soffice, "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
         "--nofirststartwizard", "-env:UserInstallation=" + uno.systemPathToFileUrl(profile),
@@ -112,6 +115,18 @@ def start_office(soffice, profile, setpriv):
             time.sleep(0.05)
     desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
     return office, desktop
+
+
+def stop_office(office, desktop):
+    """Ends soffice cleanly (it removes its pipe files then), killing it after 10 s."""
+    try:
+        desktop.terminate()
+    except Exception:
+        pass
+    try:
+        office.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        office.kill()
 
 
 def set_landscape(document):
@@ -248,14 +263,7 @@ def main():
             end_if_office_died(office, error)
             send({"type": "result", "ok": False, "error": {"kind": "internal", "message": traceback.format_exc(limit=3)}})
     # stdin closed: convd wants this instance to end.
-    try:
-        desktop.terminate()
-    except Exception:
-        pass
-    try:
-        office.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        office.kill()
+    stop_office(office, desktop)
 
 
 if __name__ == "__main__":

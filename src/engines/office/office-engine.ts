@@ -18,7 +18,7 @@ import { findOffice, type OfficeInstall } from './find-office.ts';
 
 type ReadyOffice = Extract<OfficeInstall, { ready: true }>;
 import { pdfFilterData } from './pdf-options.ts';
-import { makeProfile, removeOrphanedProfiles } from './profiles.ts';
+import { makeProfile, removeOrphanedProfiles, removeProfile } from './profiles.ts';
 
 export interface OfficeEngineOptions {
   /** LibreOffice instances kept running, each converting one document at a time; default the cores. */
@@ -107,7 +107,8 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
           // The bridge starts soffice.bin: that is where the memory is.
           measureChildren: true,
           niceness: ENGINE_NICENESS,
-          cleanup: () => rm(profile, { recursive: true, force: true }),
+          // A killed instance leaves its pipe files in /tmp as well.
+          cleanup: () => removeProfile(profile),
         };
       },
     });

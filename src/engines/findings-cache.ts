@@ -4,13 +4,16 @@ import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { KnownEngine } from '../engines/lazy.ts';
+import type { KnownEngine, LazyEngine } from './lazy.ts';
 
 /**
  * A cache of what the engines' probes found (their status, formats and pairs), so the in-process
  * CLI builds its format registry without loading sharp, pdf-lib or the data libraries and
  * without running ffmpeg: `conv formats` and the option check of `conv convert` cost a few file
- * reads, and a conversion loads only the engine it needs (engines/lazy.ts). The file lives in `$XDG_CACHE_HOME/conv/formats.json` and is
+ * reads, and a conversion loads only the engine it needs (engines/lazy.ts). The daemon keeps one
+ * too, in its data dir: probing LibreOffice and pandoc (whose sandboxed writers are tried on a
+ * sample) took most of a second at every start. The CLI's file lives in
+ * `$XDG_CACHE_HOME/conv/formats.json` (the daemon's: DATA_DIR/cache/engines.json) and is
  * valid for one fingerprint of everything the engines' probes depend on: the package version,
  * the engine and format code, node, the installed dependencies and the ffmpeg binaries. Any
  * change there makes a new fingerprint, and the next run probes again and rewrites the file.
@@ -110,8 +113,12 @@ function binaryLines(env: NodeJS.ProcessEnv, modules: string): string[] {
   });
 }
 
-/** A hash of everything the engines' probes depend on (a hundred stat calls, no imports). */
-export function formatFingerprint(env: NodeJS.ProcessEnv): string {
+/**
+ * A hash of everything the engines' probes depend on (a hundred stat calls, no imports), and of
+ * `settings`: what the caller configures its engines with (the daemon's limits show in the
+ * engines' details).
+ */
+export function formatFingerprint(env: NodeJS.ProcessEnv, settings = ''): string {
   const pkg = packageRoot();
   const modules = join(pkg?.root ?? here, 'node_modules');
   const parts = [
@@ -122,6 +129,7 @@ export function formatFingerprint(env: NodeJS.ProcessEnv): string {
     statLine(join(modules, 'sharp', 'package.json')),
     ...binaryLines(env, modules),
     ...CODE_DIRS.flatMap(treeLines),
+    `settings ${settings}`,
   ];
   return createHash('sha256').update(parts.join('\n')).digest('hex');
 }
@@ -132,9 +140,9 @@ function isKnownEngines(value: unknown): value is KnownEngine[] {
 }
 
 /** The cached findings for `fingerprint`, or null (missing, stale or unreadable). */
-export async function readFormatCache(env: NodeJS.ProcessEnv, fingerprint: string): Promise<KnownEngine[] | null> {
+export async function readFormatCache(path: string, fingerprint: string): Promise<KnownEngine[] | null> {
   try {
-    const file = JSON.parse(readFileSync(formatCachePath(env), 'utf8')) as Partial<CacheFile>;
+    const file = JSON.parse(readFileSync(path, 'utf8')) as Partial<CacheFile>;
     if (file.fingerprint !== fingerprint || !isKnownEngines(file.engines)) return null;
     const degraded = file.engines.some((engine) => !engine.status.available);
     if (degraded && !(typeof file.written === 'number' && Date.now() - file.written < DEGRADED_TTL_MS)) return null;
@@ -145,8 +153,7 @@ export async function readFormatCache(env: NodeJS.ProcessEnv, fingerprint: strin
 }
 
 /** Writes the findings atomically (temp file + rename): concurrent runs never read half a file. */
-export async function writeFormatCache(env: NodeJS.ProcessEnv, fingerprint: string, engines: KnownEngine[]): Promise<void> {
-  const path = formatCachePath(env);
+export async function writeFormatCache(path: string, fingerprint: string, engines: KnownEngine[]): Promise<void> {
   const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
   try {
     await mkdir(dirname(path), { recursive: true, mode: 0o700 });
@@ -155,4 +162,45 @@ export async function writeFormatCache(env: NodeJS.ProcessEnv, fingerprint: stri
   } catch {
     await unlink(temp).catch(() => undefined);
   }
+}
+
+/** Engines built from cached findings where they hold, and how to cache the findings after a probe. */
+export interface FoundEngines {
+  engines: LazyEngine[];
+  /** Writes the findings once every engine has been probed (once, whoever calls); null: nothing to write. */
+  save: (() => Promise<void>) | null;
+}
+
+/**
+ * The catalog's engines (`make`, given the findings it may skip probes with), from the findings
+ * cached at `path` when they hold for `fingerprint()` (which may throw: then nothing is cached),
+ * else probed by the registry and their findings written back. `probeAlways`: engines probed
+ * whatever the cache says (an office pool warmed at start starts with its probe). The daemon and
+ * the in-process CLI both build their engines this way.
+ */
+export async function enginesFromFindings(options: {
+  path: string;
+  fingerprint: () => string;
+  make: (known: ReadonlyMap<string, KnownEngine>) => LazyEngine[];
+  probeAlways?: readonly string[];
+}): Promise<FoundEngines> {
+  let fingerprint: string;
+  try {
+    fingerprint = options.fingerprint();
+  } catch {
+    return { engines: options.make(new Map()), save: null };
+  }
+  const cached = await readFormatCache(options.path, fingerprint);
+  const known = new Map((cached ?? []).map((engine) => [engine.name, engine]));
+  for (const name of options.probeAlways ?? []) known.delete(name);
+  const engines = options.make(known);
+  if (engines.every((engine) => known.has(engine.name))) return { engines, save: null };
+  let saved: Promise<void> | null = null;
+  return {
+    engines,
+    save: () => (saved ??= (async () => {
+      const found = engines.map((engine) => engine.known()).filter((k): k is KnownEngine => k !== undefined);
+      if (found.length === engines.length) await writeFormatCache(options.path, fingerprint, found);
+    })()),
+  };
 }
