@@ -8,6 +8,7 @@ import { silentWav, storedZip } from './helpers/hostile-files.ts';
 import { findBinary } from '../src/engines/media/binaries.ts';
 import { createMediaEngine } from '../src/engines/media/media-engine.ts';
 import { ProgressReader } from '../src/engines/media/progress.ts';
+import { readsMpegTs } from '../src/engines/media/probe.ts';
 import { liveChildPids, runProcess } from '../src/engines/subprocess.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
@@ -152,6 +153,34 @@ describe('media engine', () => {
     }
     const keys = new Set(engine.formats().map((f) => f.key));
     for (const pair of pairs) assert.ok(keys.has(pair.source) && keys.has(pair.target));
+  });
+
+  it('reads the formats people have: aiff/aifc and au audio; mpg, 3gp, flv, wmv and ogv video (ts where ffprobe reads it)', async () => {
+    const has = (source: string, target: string) => pairs.some((p) => p.source === source && p.target === target);
+    for (const source of ['aiff', 'au']) assert.ok(has(source, 'mp3') && !has(source, 'mp4'), source);
+    for (const source of ['mpg', '3gp', 'flv', 'wmv', 'ogv']) assert.ok(has(source, 'mp4') && has(source, 'mp3') && has(source, 'png'), source);
+    const byExtension = new Map(engine.formats().flatMap((format) => format.extensions.map((extension) => [extension, format.key] as const)));
+    for (const [extension, key] of [['aif', 'aiff'], ['aifc', 'aiff'], ['mpeg', 'mpg'], ['m2ts', 'ts'], ['mts', 'ts'], ['m4v', 'mp4'], ['asf', 'wmv']]) {
+      assert.equal(byExtension.get(extension), key, extension);
+    }
+    assert.equal(has('ts', 'mp4'), await readsMpegTs(ffmpeg!, ffprobe!), 'ts offered exactly where ffprobe reads it');
+  });
+
+  it('an ffprobe that crashes on MPEG-TS (as the npm build does) means no ts pairs; one that reads it, ts offered', async () => {
+    const crashing = join(dir, 'ffprobe-crashing');
+    // Answers -version; crashes on a file, as the npm build does on any MPEG-TS.
+    await writeFile(crashing, '#!/bin/sh\ncase "$*" in *-version*) echo "ffprobe version test";; *) kill -SEGV $$;; esac\n', { mode: 0o755 });
+    assert.equal(await readsMpegTs(ffmpeg!, crashing), false);
+    const reading = join(dir, 'ffprobe-reading');
+    await writeFile(reading, '#!/bin/sh\necho "{}"\n', { mode: 0o755 });
+    assert.equal(await readsMpegTs(ffmpeg!, reading), true);
+    const withTs = createMediaEngine({ env: { ...process.env, FFPROBE_PATH: reading } });
+    assert.ok((await withTs.probe()).available);
+    assert.ok(withTs.pairs().some((p) => p.source === 'ts' && p.target === 'mp4'));
+    const withoutTs = createMediaEngine({ env: { ...process.env, FFPROBE_PATH: crashing } });
+    const crashed = await withoutTs.probe();
+    assert.ok(!withoutTs.pairs().some((p) => p.source === 'ts'));
+    assert.match(crashed.detail ?? '', /MPEG-TS .* not offered: this ffprobe crashes/);
   });
 });
 

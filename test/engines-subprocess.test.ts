@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,6 +134,15 @@ describe('runProcess', () => {
     const pid = await run.started;
     await assert.rejects(run.promise, (error) => error instanceof ConversionFailure && error.code === 'timeout');
     await assertGroupGone(pid);
+  });
+
+  it('memoryLimitMb caps what the process may map (prlimit): an allocation past it fails, one within passes', { skip: !existsSync('/usr/bin/prlimit') && 'needs util-linux prlimit' }, async () => {
+    // python3 maps a 300 MB buffer: refused under 200 MB, fine under 1000 MB.
+    const script = 'import sys\ntry:\n  b = bytearray(300 * 1024 * 1024)\nexcept MemoryError:\n  sys.exit(3)';
+    assert.equal((await runProcess('python3', ['-c', script], { memoryLimitMb: 200 })).code, 3);
+    assert.equal((await runProcess('python3', ['-c', script], { memoryLimitMb: 1000 })).code, 0);
+    assert.equal((await runProcess('python3', ['-c', script], { memoryLimitMb: 200, niceness: 5, dieWithParent: true })).code, 3, 'with the other wrappers too');
+    await assert.rejects(runProcess('/nonexistent/engine', [], { memoryLimitMb: 200 }), { code: 'ENOENT' });
   });
 
   it('kills its children when the parent process exits', async () => {

@@ -18,6 +18,7 @@ import { findBinary } from '../src/engines/media/binaries.ts';
 import { findOffice } from '../src/engines/office/find-office.ts';
 import { OFFICE_MARKER, assertOfficeOutput, makeOfficeFixtures, zipMember } from './helpers/office.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
+import { postscriptFixture } from './helpers/postscript.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
@@ -117,6 +118,37 @@ export async function animatedImage(format: 'gif' | 'webp'): Promise<Buffer> {
 }
 
 
+// ------------------------------------------------------------------------- BMP, ICO, Netpbm
+
+/** ffmpeg's arguments that write the PNG fixture as each still format the raster engine reads. */
+export const RASTER_RECIPES: Record<string, string[]> = {
+  bmp: ['-c:v', 'bmp', '-f', 'image2'],
+  ico: ['-c:v', 'png', '-pix_fmt', 'rgba', '-f', 'ico'],
+  ppm: ['-c:v', 'ppm', '-pix_fmt', 'rgb24', '-f', 'image2'],
+  pgm: ['-c:v', 'pgm', '-pix_fmt', 'gray', '-f', 'image2'],
+  pbm: ['-c:v', 'pbm', '-pix_fmt', 'monob', '-f', 'image2'],
+};
+
+/** What ffprobe calls the image inside each raster target (an icon holds a PNG). */
+const RASTER_CODEC: Record<string, string> = { bmp: 'bmp', ico: 'png', ppm: 'ppm', pgm: 'pgm', pbm: 'pbm' };
+
+async function rasterFixture(tools: MediaTools, source: string, path: string): Promise<Fixture> {
+  const png = `${path}.png`;
+  await writeFile(png, await stillImage('png'));
+  await ffmpegRun(tools, ['-i', png, '-frames:v', '1', ...RASTER_RECIPES[source]!, '-update', '1', path]);
+  return { path, width: IMAGE_WIDTH, height: IMAGE_HEIGHT, frames: 1 };
+}
+
+/** Decodes a still image of any target (sharp's formats by sharp, the raster ones by ffprobe). */
+export async function assertAnyImage(tools: MediaTools, output: string, target: string, width: number, height: number): Promise<void> {
+  const codec = RASTER_CODEC[target];
+  if (!codec) return assertImage(output, target, width, height);
+  const probed = await ffprobe(tools, output);
+  const images = probed.streams.filter((stream) => stream.codec_type === 'video');
+  assert.equal(images.length, 1, 'one image');
+  assert.deepEqual([images[0]!.codec_name, images[0]!.width, images[0]!.height], [codec, width, height], `decodes as ${target}`);
+}
+
 // ------------------------------------------------------------------------- audio and video
 
 const VIDEO = `testsrc2=size=${MEDIA_WIDTH}x${MEDIA_HEIGHT}:rate=10:duration=${MEDIA_SECONDS}`;
@@ -136,6 +168,15 @@ export const MEDIA_RECIPES: Record<string, string[]> = {
   aac: ['-vn', '-c:a', 'aac', '-f', 'adts'],
   m4a: ['-vn', '-c:a', 'aac', '-f', 'ipod'],
   opus: ['-vn', '-c:a', 'libopus', '-ar', '48000', '-f', 'opus'],
+  aiff: ['-vn', '-c:a', 'pcm_s16be', '-f', 'aiff'],
+  au: ['-vn', '-c:a', 'pcm_s16be', '-f', 'au'],
+  // MPEG-1 knows only the broadcast frame rates.
+  mpg: ['-r', '25', '-c:v', 'mpeg1video', '-c:a', 'mp2', '-f', 'mpeg'],
+  ts: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-f', 'mpegts'],
+  '3gp': ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-f', '3gp'],
+  flv: ['-c:v', 'flv', '-c:a', 'libmp3lame', '-ar', '44100', '-f', 'flv'],
+  wmv: ['-c:v', 'wmv2', '-c:a', 'wmav2', '-f', 'asf'],
+  ogv: ['-c:v', 'libtheora', '-c:a', 'libvorbis', '-f', 'ogg'],
 };
 
 async function mediaFixture(tools: MediaTools, source: string, path: string): Promise<Fixture> {
@@ -205,6 +246,11 @@ export async function makeFixture(dir: string, source: string, tools: MediaTools
     return { path, width: IMAGE_WIDTH, height: IMAGE_HEIGHT, frames: 1 };
   }
   if (source in MEDIA_RECIPES) return mediaFixture(tools, source, path);
+  if (source in RASTER_RECIPES) return rasterFixture(tools, source, path);
+  if (source === 'eps' || source === 'ps' || source === 'ai') {
+    await writeFile(path, postscriptFixture(source));
+    return { path };
+  }
   if (source === 'pdf') {
     await writeFile(path, await samplePdf());
     return { path, pages: PDF_PAGES };
@@ -324,8 +370,16 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
       assert.deepEqual(decodeData(target, text), ROWS);
       return;
     }
+    case 'raster':
+      return assertAnyImage(tools, outputPath, target, fixture.width!, fixture.height!);
+    case 'postscript': {
+      assert.equal(target, 'pdf');
+      assert.ok((await PDFDocument.load(await readFile(outputPath))).getPageCount() >= 1);
+      assert.ok((await pdfPageTexts(outputPath)).join('\n').includes(OFFICE_MARKER), `the PDF's text holds ${OFFICE_MARKER}`);
+      return;
+    }
     case CHAIN_ENGINE:
-      return assertChainOutput(pair, outputPath);
+      return assertChainOutput(pair, outputPath, fixture, tools);
     default:
       assert.fail(`no decoder for outputs of engine ${pair.engine}: add one`);
   }
@@ -335,13 +389,14 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
 
 /** What the fixtures hold, by where they come from: the data rows, or the documents' marker. */
 const DATA_CELL = ROWS[0]!.city;
-const DOCUMENT_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp', 'md', 'html', 'epub', 'rst', 'org', 'latex', 'txt']);
+const DOCUMENT_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp', 'md', 'html', 'epub', 'rst', 'org', 'latex', 'txt', 'eps', 'ps', 'ai']);
 
 /**
  * Decodes a chain's output as its target and finds in it what its source fixture holds. A target
  * without a decoder here fails: add one.
  */
-async function assertChainOutput(pair: Pick<ConversionPair, 'source' | 'target'>, output: string): Promise<void> {
+async function assertChainOutput(pair: Pick<ConversionPair, 'source' | 'target'>, output: string, fixture: Fixture, tools: MediaTools): Promise<void> {
+  if (IMAGE_SOURCES.has(pair.source) || pair.source in RASTER_RECIPES) return assertImageChainOutput(pair, output, fixture, tools);
   const expected = DOCUMENT_SOURCES.has(pair.source) ? OFFICE_MARKER : DATA_CELL;
   const office = await findOffice(process.env);
   if (pair.target === 'pdf') {
@@ -374,7 +429,17 @@ async function assertChainOutput(pair: Pick<ConversionPair, 'source' | 'target'>
   }
 }
 
+/**
+ * An image through PNG into another engine's format: the picture's size kept, or, into a PDF, one
+ * page of the picture's size (at 72 dpi, a pixel a point).
+ */
+async function assertImageChainOutput(pair: Pick<ConversionPair, 'source' | 'target'>, output: string, fixture: Fixture, tools: MediaTools): Promise<void> {
+  if (pair.target !== 'pdf') return assertAnyImage(tools, output, pair.target, fixture.width!, fixture.height!);
+  const pdf = await PDFDocument.load(await readFile(output));
+  assert.equal(pdf.getPageCount(), 1);
+  const { width, height } = pdf.getPage(0).getSize();
+  assert.deepEqual([Math.round(width), Math.round(height)], [fixture.width, fixture.height], 'a page the size of the picture');
+}
+
 // ------------------------------------------------------------------------- hostile inputs
-
-
 

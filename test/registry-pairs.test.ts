@@ -23,6 +23,8 @@ import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { createOfficeEngine } from '../src/engines/office/office-engine.ts';
 import { createPdfEngine } from '../src/engines/pdf/pdf-engine.ts';
 import { createPdfPagesEngine } from '../src/engines/pdfpages/pdfpages-engine.ts';
+import { createGhostscriptEngine } from '../src/engines/postscript/ghostscript-engine.ts';
+import { createRasterEngine } from '../src/engines/raster/raster-engine.ts';
 import type { Engine, EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
@@ -60,7 +62,7 @@ before(async () => {
 });
 
 after(async () => {
-  const bySuite = ['media', 'pdf', 'pdfpages', 'data', 'office', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
+  const bySuite = ['media', 'raster', 'pdf', 'pdfpages', 'postscript', 'data', 'office', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
   console.log(
     `registry: ${pairs.length} pairs offered; ${provenHere.size} of ${imagePairs.length} image pairs proven here; ` +
     `the other ${pairs.length - imagePairs.length} by their generated suites (${bySuite}); ` +
@@ -297,6 +299,8 @@ describe('(a) decompression bomb', () => {
 /** The generated suite of each engine, and how it makes its engine (as it runs in that suite). */
 const SUITES: Record<string, { file: string; factory: string; create: () => Engine }> = {
   media: { file: 'test/engines-media.test.ts', factory: 'createMediaEngine', create: () => createMediaEngine() },
+  raster: { file: 'test/engines-raster.test.ts', factory: 'createRasterEngine', create: () => createRasterEngine() },
+  postscript: { file: 'test/engines-postscript.test.ts', factory: 'createGhostscriptEngine', create: () => createGhostscriptEngine() },
   pdf: { file: 'test/engines-pdf.test.ts', factory: 'createPdfEngine', create: () => createPdfEngine() },
   pdfpages: { file: 'test/engines-pdf-pages.test.ts', factory: 'createPdfPagesEngine', create: () => createPdfPagesEngine() },
   data: { file: 'test/engines-data.test.ts', factory: 'createDataEngine', create: () => createDataEngine() },
@@ -305,10 +309,10 @@ const SUITES: Record<string, { file: string; factory: string; create: () => Engi
 };
 
 /**
- * Engines that need a system package (LibreOffice, pandoc): where it is missing they offer no pairs
+ * Engines that need a system package (LibreOffice, pandoc, Ghostscript): where it is missing they offer no pairs
  * and their suite skips, except under CI (CI=true), which installs them and must prove them.
  */
-const SYSTEM_ENGINES = new Set(['office', 'markup']);
+const SYSTEM_ENGINES = new Set(['office', 'markup', 'postscript']);
 const mayBeMissing = (engine: string) => SYSTEM_ENGINES.has(engine) && process.env.CI !== 'true';
 
 describe('(b) the registry offers exactly the pairs the generated suites prove', () => {

@@ -15,6 +15,11 @@ export interface OfficeSettings {
 /** What the engines are made with; plain data, so that the engine host gets the same. */
 export interface EngineSettings {
   maxInputPixels: number;
+  /**
+   * Memory of one engine process that is not pooled (libheif's decoder, ffmpeg for still images,
+   * Ghostscript), MiB: engine_memory_mb. None when unset.
+   */
+  processMemoryMb?: number;
   /** The data engine's per-format caps; its defaults when unset. */
   inputCaps?: InputCaps;
   /** The office engine's pool; one instance per core, on demand, when unset. */
@@ -34,7 +39,9 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
   // One ffmpeg run uses every core: more at once only share them (media-engine.ts).
   const mediaRuns = availableParallelism();
   return [
-    { name: 'image', load: async () => (await import('./image/sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels }) },
+    { name: 'image', load: async () => (await import('./image/sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }) },
+    // ffmpeg for the still formats libvips lacks (BMP, ICO, Netpbm), to and from PNG.
+    { name: 'raster', load: async () => (await import('./raster/raster-engine.ts')).createRasterEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }) },
     { name: 'media', maxConcurrentRuns: mediaRuns, load: async () => (await import('./media/media-engine.ts')).createMediaEngine({ maxConcurrentRuns: mediaRuns }) },
     { name: 'pdf', isolated: true, load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
     { name: 'pdfpages', isolated: true, load: async () => (await import('./pdfpages/pdfpages-engine.ts')).createPdfPagesEngine({ maxInputPixels: settings.maxInputPixels }) },
@@ -46,6 +53,8 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
       startsClock: true,
       load: async () => (await import('./office/office-engine.ts')).createOfficeEngine(settings.office),
     },
+    // Ghostscript for EPS, PostScript and Illustrator files (to PDF, then on through the PDF engines).
+    { name: 'postscript', load: async () => (await import('./postscript/ghostscript-engine.ts')).createGhostscriptEngine({ processMemoryMb: settings.processMemoryMb }) },
     // pandoc, a process of its own (sandboxed, heap-limited): after data, which keeps md -> html.
     { name: 'markup', maxConcurrentRuns: availableParallelism(), load: async () => (await import('./markup/markup-engine.ts')).createMarkupEngine() },
   ];

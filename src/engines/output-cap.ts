@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { ConversionFailure } from '../errors/api-error.ts';
 import { formatMegabytes } from './units.ts';
 
@@ -19,4 +20,20 @@ export function isOutputCapFailure(error: unknown): boolean {
 /** Throws outputCapFailure when `bytes` is over the job's cap (if it has one). */
 export function checkOutputSize(bytes: number, maxBytes: number | undefined): void {
   if (maxBytes !== undefined && bytes > maxBytes) throw outputCapFailure(maxBytes);
+}
+
+/**
+ * For an engine process that writes its result itself, with no size limit of its own (pandoc,
+ * Ghostscript): the file is measured every `everyMs`, and past the cap the returned signal aborts
+ * with outputCapFailure (the process group is then killed like on any abort). `stop` ends the polling.
+ */
+export function watchOutputCap(path: string, maxBytes: number | undefined, signal: AbortSignal, everyMs = 250): { signal: AbortSignal; stop: () => void } {
+  if (maxBytes === undefined) return { signal, stop: () => undefined };
+  const capped = new AbortController();
+  const poll = setInterval(() => {
+    stat(path).then((info) => {
+      if (info.size > maxBytes) capped.abort(outputCapFailure(maxBytes));
+    }, () => undefined);
+  }, everyMs);
+  return { signal: AbortSignal.any([signal, capped.signal]), stop: () => clearInterval(poll) };
 }

@@ -28,6 +28,11 @@ export interface RunOptions {
   dieWithParent?: boolean;
   /** Run at this niceness (a lower priority than the caller's: group.ts `wrapped`). */
   niceness?: number;
+  /**
+   * The most memory (address space, MiB) the process may map, through prlimit (group.ts
+   * `findPrlimit`): past it its allocations fail and it exits, as engines do when out of memory.
+   */
+  memoryLimitMb?: number;
 }
 
 export interface RunResult {
@@ -123,7 +128,7 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
   const wrapper = options.dieWithParent ? await findParentDeathWrapper() : null;
   if (signal?.aborted) throw signal.reason;
   // setpriv sets the signal and then execs the command: same pid, same process group.
-  const [file, argv] = wrapped(wrapper, cmd, args, options.niceness);
+  const [file, argv] = wrapped(wrapper, cmd, args, options.niceness, options.memoryLimitMb);
 
   return new Promise<RunResult>((resolve, reject) => {
     let child: ChildProcess;

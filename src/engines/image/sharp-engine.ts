@@ -5,10 +5,14 @@ import type { ConversionPair } from '../../formats/types.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
 import { imageOptions, MULTI_PAGE_SOURCES, MULTI_PAGE_TARGETS } from './options.ts';
+import { decodeHevcToPng, findHeifDecoder, HEVC_INSTALL_HINT, removeWorkDir } from './heif-hevc.ts';
+import { asksForResize, pixelLimitFailure } from './pixel-limit.ts';
 
 export interface ImageEngineOptions {
   /** Decompression-bomb guard: images with more pixels than this fail with input_invalid. */
   maxInputPixels: number;
+  /** Memory of a helper process (libheif's HEVC decoder), MiB; none when unset. */
+  processMemoryMb?: number;
 }
 
 const FIT_VALUES = new Set(['inside', 'cover', 'contain', 'fill', 'outside']);
@@ -30,12 +34,18 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
       sources = ['jpg', 'png', 'webp', 'gif', 'tiff', 'svg'];
       // AVIF and HEIF decoding depend on how libvips was built; offer them only when present.
       if (heif?.input?.file) sources.push('avif', 'heif');
-      return { name: 'image', available: true, binary: 'sharp/libvips', version: `${sharp.versions.sharp} / ${sharp.versions.vips}` };
+      const hevc = await findHeifDecoder();
+      return {
+        name: 'image', available: true, binary: 'sharp/libvips', version: `${sharp.versions.sharp} / ${sharp.versions.vips}`,
+        detail: hevc ? `HEVC HEIC photos decoded by ${hevc}` : `HEVC HEIC photos fail: ${HEVC_INSTALL_HINT}`,
+      };
     },
     pairs(): ConversionPair[] {
       return sources.flatMap((source) =>
         IMAGE_TARGETS.map((target) => ({
           source, target, engine: 'image', kind: 'image' as const, options: imageOptions(source, target), variants: [],
+          // PNG is lossless: the step to the formats only another engine writes (BMP, ICO, PDF).
+          ...(target === 'png' ? { intermediate: true } : {}),
         })),
       );
     },
@@ -45,6 +55,39 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
 }
 
 async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<EngineOutput> {
+  if (job.source !== 'heif') return convertWithSharp(job, settings, job.inputPath);
+  const hevc = await hevcInput(job, settings);
+  if (!hevc) return convertWithSharp(job, settings, job.inputPath);
+  const workDir = `${job.outputPath}.heif`;
+  try {
+    const decoded = await decodeHevcToPng(hevc, {
+      inputPath: job.inputPath, workDir, signal: job.signal, timeLimitMs: job.timeLimitMs, memoryLimitMb: settings.processMemoryMb,
+    });
+    return await convertWithSharp(job, settings, decoded);
+  } finally {
+    await removeWorkDir(workDir);
+  }
+}
+
+/**
+ * For a HEIF whose header says HEVC (an iPhone's HEIC): the decoder to run first, after the pixel
+ * limit is checked from the header. Undefined where sharp decodes it itself (AV1), and where no
+ * decoder is installed and sharp's libheif has no HEVC either: a failure naming what to install.
+ */
+async function hevcInput(job: EngineJob, settings: ImageEngineOptions): Promise<string | undefined> {
+  const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
+  if (meta?.compression !== 'hevc') return undefined;
+  const width = meta.width ?? 0;
+  const height = meta.height ?? 0;
+  if (settings.maxInputPixels > 0 && width * height > settings.maxInputPixels) {
+    throw pixelLimitFailure({ width, height }, settings.maxInputPixels, asksForResize(job.options));
+  }
+  const decoder = await findHeifDecoder();
+  if (decoder) return decoder;
+  throw new ConversionFailure('conversion_failed', `This HEIC image is compressed with HEVC (as iPhones save photos), which this server cannot decode yet: ${HEVC_INSTALL_HINT}.`);
+}
+
+async function convertWithSharp(job: EngineJob, settings: ImageEngineOptions, inputPath: string): Promise<EngineOutput> {
   const target = job.target as ImageTarget;
   // Every page where the target holds pages (a multi-page TIFF to TIFF, GIF or WebP keeps them
   // all); else one: `page`, or the first.
@@ -52,7 +95,7 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
   if (page !== null) await checkPageExists(job, page);
   const allPages = page === null && MULTI_PAGE_TARGETS.has(target) && MULTI_PAGE_SOURCES.has(job.source);
   job.onProgress(0);
-  let pipeline: Sharp = sharp(job.inputPath, {
+  let pipeline: Sharp = sharp(inputPath, {
     limitInputPixels: settings.maxInputPixels,
     ...(allPages ? { pages: -1 } : page !== null ? { page: page - 1 } : {}),
     failOn: 'error',
@@ -76,7 +119,7 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
     // Checked first: a full disk shows in a writer's message ("tiff2vips: ... write error"), which
     // the input patterns would take for the input's fault.
     if (WRITE_ERROR.test(message)) throw new ConversionFailure('conversion_failed', `The result could not be written: ${message}`);
-    if (PIXEL_LIMIT.test(message)) throw await pixelLimitFailure(job, settings.maxInputPixels);
+    if (PIXEL_LIMIT.test(message)) throw await pixelLimitOf(job, settings.maxInputPixels);
     if (INPUT_ERROR.test(message)) throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${message}`);
     throw new ConversionFailure('conversion_failed', `Image conversion failed: ${message}`);
   }
@@ -124,23 +167,11 @@ async function checkPageExists(job: EngineJob, page: number): Promise<void> {
 /**
  * libvips refuses an image over the pixel limit before decoding it ("Input image exceeds pixel
  * limit"), and says neither the image's size nor the limit. Its header tells the size (read
- * without the limit: only the header is parsed), and the message says both, in words and in
- * `details`. A resize does not help: the image would have to be decoded whole first.
+ * without the limit: only the header is parsed).
  */
-async function pixelLimitFailure(job: EngineJob, limit: number | false | undefined): Promise<ConversionFailure> {
+async function pixelLimitOf(job: EngineJob, limit: number | false | undefined): Promise<ConversionFailure> {
   const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
-  const width = meta?.width;
-  const height = meta?.pageHeight ?? meta?.height;
-  const format = (n: number) => n.toLocaleString('en-US');
-  const max = typeof limit === 'number' ? limit : 0;
-  const resized = job.options.width !== undefined || job.options.height !== undefined;
-  const size = width && height ? `${format(width)} x ${format(height)} pixels (${format(width * height)})` : 'larger than the limit';
-  const message = `The image is ${size}; images of at most ${format(max)} pixels are converted here`
-    + (resized ? ': it is too large to decode at all, so it cannot be resized either.' : '.');
-  return new ConversionFailure('input_invalid', message, {
-    ...(width && height ? { width, height, pixels: width * height } : {}),
-    limit: max,
-  });
+  return pixelLimitFailure(meta && { width: meta.width, height: meta.pageHeight ?? meta.height }, limit, asksForResize(job.options));
 }
 
 function describe(error: unknown): string {

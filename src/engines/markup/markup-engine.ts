@@ -3,7 +3,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
-import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
+import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess, type RunResult } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
@@ -263,15 +263,9 @@ async function writeDataFiles(work: string, files: ReadonlyMap<string, Buffer>):
  */
 async function runPandoc(tools: Toolchain, job: EngineJob, work: string, args: string[], limits: RunLimits): Promise<void> {
   const outputPath = join(work, args.find((arg) => arg.startsWith('--output='))!.slice('--output='.length));
-  const capped = new AbortController();
-  const signal = job.maxOutputBytes === undefined ? job.signal : AbortSignal.any([job.signal, capped.signal]);
   // pandoc writes its result at the end, in one go: a result past the cap is stopped while it is
   // written (its heap limit bounds how large it can get), and measured again afterwards.
-  const poll = job.maxOutputBytes === undefined ? undefined : setInterval(() => {
-    stat(outputPath).then((info) => {
-      if (info.size > job.maxOutputBytes!) capped.abort(outputCapFailure(job.maxOutputBytes!));
-    }, () => undefined);
-  }, OUTPUT_POLL_MS);
+  const { signal, stop } = watchOutputCap(outputPath, job.maxOutputBytes, job.signal, OUTPUT_POLL_MS);
   let result: RunResult;
   try {
     result = await runProcess(tools.pandoc, args, {
@@ -283,7 +277,7 @@ async function runPandoc(tools: Toolchain, job: EngineJob, work: string, args: s
       niceness: ENGINE_NICENESS,
     });
   } finally {
-    clearInterval(poll);
+    stop();
   }
   if (result.code === 0) return;
   const message = readable(result.stderrTail, work, job);

@@ -8,11 +8,13 @@ import { lastLines, runProcess } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import { buildPlan, REQUIRED_ENCODERS } from './args.ts';
 import { findBinary, type FindOptions } from './binaries.ts';
+import { firstLine } from '../process/first-line.ts';
+import { listEncoders } from './ffmpeg-info.ts';
 import {
   AUDIO_SOURCES, AUDIO_TARGETS, FRAME_TARGETS, MEDIA_FORMATS, VIDEO_SOURCES, VIDEO_TARGETS,
 } from './formats.ts';
 import { audioOptions, frameOptions, videoOptions, videoVariants } from './options.ts';
-import { probeMedia } from './probe.ts';
+import { probeMedia, readsMpegTs } from './probe.ts';
 import { ProgressReader } from './progress.ts';
 
 export interface MediaEngineOptions extends FindOptions {
@@ -34,6 +36,8 @@ interface Toolchain {
   ffprobe: string;
   version: string;
   encoders: Set<string>;
+  /** ffprobe reads MPEG-TS (probe.ts readsMpegTs): .ts is offered only then. */
+  mpegts: boolean;
 }
 
 /**
@@ -44,8 +48,6 @@ interface Toolchain {
 const DAMAGED_INPUT = /partial file|corrupt input packet|^file:.*: (Invalid data found when processing input|End of file)$/;
 /** ffmpeg errors that say the input, not the engine, is at fault. */
 const INPUT_ERROR = /Invalid data found|moov atom not found|could not find codec parameters|partial file|does not contain any stream|matches no streams|not on whitelist|Error while decoding|Invalid NAL|corrupt/i;
-
-const VERSION_TIME_LIMIT_MS = 15_000;
 
 /** Audio and video with the ffmpeg binary (driven directly: own process group, -progress pipe). */
 export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
@@ -68,7 +70,8 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
         const version = await firstLine(ffmpeg.path, ['-hide_banner', '-version']);
         await firstLine(ffprobe.path, ['-hide_banner', '-version']);
         const encoders = await listEncoders(ffmpeg.path);
-        tools = { ffmpeg: ffmpeg.path, ffprobe: ffprobe.path, version: version.replace(/^ffmpeg version\s+/, '').split(' ')[0] ?? version, encoders };
+        const mpegts = await readsMpegTs(ffmpeg.path, ffprobe.path);
+        tools = { ffmpeg: ffmpeg.path, ffprobe: ffprobe.path, version: version.replace(/^ffmpeg version\s+/, '').split(' ')[0] ?? version, encoders, mpegts };
         const missing = Object.entries(REQUIRED_ENCODERS)
           .filter(([, needed]) => needed.some((encoder) => !encoders.has(encoder)))
           .map(([target]) => target);
@@ -78,6 +81,7 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
             `ffprobe ${ffprobe.path} (${ffprobe.origin})`,
             encoders.has('libx265') ? 'h265 available' : 'no libx265: h265 variants not offered',
             missing.length > 0 ? `targets without an encoder: ${missing.join(', ')}` : 'all targets available',
+            ...(mpegts ? [] : ['MPEG-TS (.ts, .mts, .m2ts) not offered: this ffprobe crashes reading it (set FFPROBE_PATH to another build, e.g. Debian\'s ffmpeg package)']),
           ].join('; '),
         };
       } catch (error) {
@@ -87,7 +91,7 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
         };
       }
     },
-    pairs: () => (tools ? mediaPairs(tools.encoders) : []),
+    pairs: () => (tools ? mediaPairs(tools.encoders, tools.mpegts) : []),
     formats: () => MEDIA_FORMATS,
     async convert(job: EngineJob): Promise<void> {
       if (!tools) throw new ConversionFailure('internal_error', 'The media engine was not probed or ffmpeg is unavailable.');
@@ -96,16 +100,17 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
   };
 }
 
-function mediaPairs(encoders: Set<string>): ConversionPair[] {
+function mediaPairs(encoders: Set<string>, mpegts: boolean): ConversionPair[] {
   const has = (target: keyof typeof REQUIRED_ENCODERS): boolean => REQUIRED_ENCODERS[target].every((e) => encoders.has(e));
   const h265 = encoders.has('libx265');
   const pairs: ConversionPair[] = [];
-  for (const source of [...AUDIO_SOURCES, ...VIDEO_SOURCES]) {
+  const videoSources = VIDEO_SOURCES.filter((source) => source !== 'ts' || mpegts);
+  for (const source of [...AUDIO_SOURCES, ...videoSources]) {
     for (const target of AUDIO_TARGETS) {
       if (has(target)) pairs.push({ source, target, engine: 'media', kind: 'audio', options: audioOptions(target), variants: [] });
     }
   }
-  for (const source of VIDEO_SOURCES) {
+  for (const source of videoSources) {
     for (const target of VIDEO_TARGETS) {
       if (!has(target)) continue;
       pairs.push({ source, target, engine: 'media', kind: 'video', options: videoOptions(target), variants: videoVariants(target, h265) });
@@ -150,30 +155,4 @@ async function convertMedia(tools: Toolchain, job: EngineJob, timeLimitMs: numbe
   if (size === 0) throw new ConversionFailure('conversion_failed', `ffmpeg wrote no output${stderr ? `: ${stderr}` : ''}.`);
   checkOutputSize(size, job.maxOutputBytes);
   job.onProgress(100);
-}
-
-async function firstLine(binary: string, args: string[]): Promise<string> {
-  let first: string | undefined;
-  const result = await runProcess(binary, args, {
-    timeoutMs: VERSION_TIME_LIMIT_MS,
-    onStdoutLine: (line) => {
-      first ??= line;
-    },
-  });
-  if (result.code !== 0 || !first) throw new Error(`${binary} ${args.join(' ')} exited with ${result.code}: ${lastLines(result.stderrTail)}`);
-  return first;
-}
-
-/** Encoder names from `ffmpeg -encoders` (lines like ` A..... libopus  libopus Opus`). */
-async function listEncoders(ffmpeg: string): Promise<Set<string>> {
-  const encoders = new Set<string>();
-  const result = await runProcess(ffmpeg, ['-hide_banner', '-encoders'], {
-    timeoutMs: VERSION_TIME_LIMIT_MS,
-    onStdoutLine: (line) => {
-      const match = /^\s*[VAS][A-Z.]{5}\s+(\S+)/.exec(line);
-      if (match?.[1]) encoders.add(match[1]);
-    },
-  });
-  if (result.code !== 0) throw new Error(`ffmpeg -encoders exited with ${result.code}`);
-  return encoders;
 }

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import { INPUT_DEMUXERS } from './formats.ts';
@@ -83,4 +86,24 @@ function positive(text: string | undefined): number | null {
 function describeProbeError(stderr: string, inputPath: string): string {
   const text = lastLines(stderr, 2).split(`file:${inputPath}`).join('input').split(inputPath).join('input');
   return text || 'ffprobe could not read it';
+}
+
+/**
+ * Whether this ffprobe reads an MPEG transport stream: some static builds (the npm package's
+ * among them) crash on every one (SIGSEGV right after probing the format). Tried once, on a
+ * stream of one frame this ffmpeg writes, so that .ts is offered only where it converts.
+ */
+export async function readsMpegTs(ffmpeg: string, ffprobe: string): Promise<boolean> {
+  const dir = await mkdtemp(join(tmpdir(), 'convd-ts-probe-'));
+  try {
+    const file = join(dir, 'probe.ts');
+    const made = await runProcess(ffmpeg, ['-hide_banner', '-v', 'error', '-nostdin', '-f', 'lavfi', '-i', 'color=size=16x16:duration=0.04', '-c:v', 'mpeg2video', '-f', 'mpegts', '-y', file], { timeoutMs: PROBE_TIME_LIMIT_MS });
+    if (made.code !== 0) return false;
+    const read = await runProcess(ffprobe, ['-hide_banner', '-v', 'error', ...inputGuardArgs(), '-show_entries', 'format=format_name', '-of', 'json', `file:${file}`], { timeoutMs: PROBE_TIME_LIMIT_MS });
+    return read.code === 0;
+  } catch {
+    return false;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }

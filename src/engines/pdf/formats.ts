@@ -1,7 +1,10 @@
 import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
 
-/** Image sources: JPEG and PNG are embedded as they are; the others are re-encoded by sharp first. */
-export const IMAGE_SOURCES = ['jpg', 'png', 'webp', 'gif', 'tiff', 'avif'] as const;
+/**
+ * Image sources: JPEG and PNG are embedded as they are; the others are re-encoded by sharp first
+ * (SVG drawn at up to 300 dpi: a page of pixels, not of vectors).
+ */
+export const IMAGE_SOURCES = ['jpg', 'png', 'webp', 'gif', 'tiff', 'avif', 'svg'] as const;
 
 export const PDF_FORMATS: FormatInfo[] = [
   { key: 'pdf', extensions: ['pdf'], mime: 'application/pdf' },
@@ -13,6 +16,7 @@ export const PDF_FORMATS: FormatInfo[] = [
   { key: 'gif', extensions: ['gif'], mime: 'image/gif' },
   { key: 'tiff', extensions: ['tiff', 'tif'], mime: 'image/tiff' },
   { key: 'avif', extensions: ['avif'], mime: 'image/avif' },
+  { key: 'svg', extensions: ['svg'], mime: 'image/svg+xml' },
 ];
 
 /** The font text is set in, shipped with the project (npm package dejavu-fonts-ttf): monospace, as text files expect. */

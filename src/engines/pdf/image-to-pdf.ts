@@ -28,8 +28,10 @@ export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): 
   job.onProgress(0);
   const input = await readFile(job.inputPath);
   let meta: Metadata;
+  let svg: SvgDrawing | undefined;
   try {
-    meta = await sharp(input, { limitInputPixels: settings.maxInputPixels }).metadata();
+    if (job.source === 'svg') svg = await svgDrawing(input, settings.maxInputPixels);
+    meta = await sharp(input, { limitInputPixels: settings.maxInputPixels, ...(svg ? { density: svg.density } : {}) }).metadata();
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${describe(error)}`);
   }
@@ -41,7 +43,7 @@ export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): 
 
   for (let page = 0; page < pageCount; page++) {
     job.signal.throwIfAborted();
-    const encoded = await encode(input, job.source, meta, page, settings);
+    const encoded = await encode(input, job.source, meta, page, settings, svg?.density);
     let image: PDFImage;
     try {
       image = encoded.kind === 'jpg' ? await pdf.embedJpg(encoded.bytes) : await pdf.embedPng(encoded.bytes);
@@ -49,10 +51,10 @@ export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): 
       throw new ConversionFailure('input_invalid', `The image cannot be embedded: ${describe(error)}`);
     }
     // Physical size from the image's resolution (72 dpi when it states none): a 300 dpi A4 scan
-    // lands on A4 exactly.
+    // lands on A4 exactly. An SVG keeps its own size, whatever it was drawn at.
     const density = meta.density && meta.density > 0 ? meta.density : 72;
-    const naturalWidth = (encoded.width * 72) / density;
-    const naturalHeight = (encoded.height * 72) / density;
+    const naturalWidth = svg?.width ?? (encoded.width * 72) / density;
+    const naturalHeight = svg?.height ?? (encoded.height * 72) / density;
     let pageWidth: number;
     let pageHeight: number;
     if (variant === 'fit') {
@@ -81,12 +83,12 @@ export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): 
   job.onProgress(100);
 }
 
-async function encode(input: Buffer, source: string, meta: Metadata, page: number, settings: ImageToPdfSettings): Promise<Encoded> {
+async function encode(input: Buffer, source: string, meta: Metadata, page: number, settings: ImageToPdfSettings, density?: number): Promise<Encoded> {
   const upright = !meta.orientation || meta.orientation === 1;
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;
   // 'truncated' fails on a cut-off file yet tolerates the benign warnings many camera JPEGs raise.
-  const decode = { limitInputPixels: settings.maxInputPixels, failOn: 'truncated' as const };
+  const decode = { limitInputPixels: settings.maxInputPixels, failOn: 'truncated' as const, ...(density ? { density } : {}) };
   try {
     const passJpeg = source === 'jpg' && meta.format === 'jpeg' && upright && (meta.space === 'srgb' || meta.space === 'b-w');
     const passPng = source === 'png' && meta.format === 'png' && (meta.pages ?? 1) === 1;
@@ -106,6 +108,26 @@ async function encode(input: Buffer, source: string, meta: Metadata, page: numbe
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${source}: ${describe(error)}`);
   }
+}
+
+/** An SVG is drawn at 300 dpi, or less where that would pass this many pixels. */
+const SVG_PIXEL_BUDGET = 40_000_000;
+const SVG_DPI = 300;
+
+/** An SVG's own size in points (at 72 dpi, a pixel a point) and the density it is drawn at. */
+interface SvgDrawing {
+  width: number;
+  height: number;
+  density: number;
+}
+
+/** 300 dpi prints sharp; less where that would pass the pixel budget or the pixel limit. */
+async function svgDrawing(input: Buffer, maxInputPixels: number | false | undefined): Promise<SvgDrawing> {
+  const natural = await sharp(input, { limitInputPixels: false }).metadata();
+  const width = Math.max(1, natural.width ?? 1);
+  const height = Math.max(1, natural.height ?? 1);
+  const budget = Math.min(SVG_PIXEL_BUDGET, typeof maxInputPixels === 'number' && maxInputPixels > 0 ? maxInputPixels : SVG_PIXEL_BUDGET);
+  return { width, height, density: Math.max(1, Math.min(SVG_DPI, Math.floor(72 * Math.sqrt(budget / (width * height))))) };
 }
 
 function describe(error: unknown): string {

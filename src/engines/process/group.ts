@@ -97,10 +97,28 @@ function findNice(): string | null {
  * the command makes has it (a setpriority on Linux reaches one thread only). Engines run niced:
  * when they and the daemon want the same cores, the daemon's event loop goes first.
  */
-export function wrapped(wrapper: string | null, cmd: string, args: readonly string[], niceness = 0): [string, string[]] {
+export function wrapped(wrapper: string | null, cmd: string, args: readonly string[], niceness = 0, memoryLimitMb?: number): [string, string[]] {
+  const limiter = memoryLimitMb !== undefined ? findPrlimit() : null;
+  const [limitedFile, limitedArgv] = limiter
+    ? [limiter, [`--as=${Math.floor(memoryLimitMb! * 1024 * 1024)}`, '--', cmd, ...args]]
+    : [cmd, [...args]];
   const nice = niceness > 0 ? findNice() : null;
-  const [file, argv] = nice ? [nice, ['-n', String(niceness), cmd, ...args]] : [cmd, [...args]];
+  const [file, argv] = nice ? [nice, ['-n', String(niceness), limitedFile, ...limitedArgv]] : [limitedFile, limitedArgv];
   return wrapper ? [wrapper, ['--pdeathsig', 'KILL', '--', file, ...argv]] : [file, argv];
+}
+
+/** util-linux's `prlimit` paths tried. */
+const PRLIMIT_PATHS = ['/usr/bin/prlimit', '/bin/prlimit'];
+let prlimitBinary: string | null | undefined;
+
+/**
+ * prlimit sets the address-space limit (RLIMIT_AS) and execs the command: an allocation past it
+ * fails inside the engine, which then exits with its own out-of-memory message. Where there is no
+ * prlimit (not Linux), the process runs without one; the OOM killer still takes it first.
+ */
+export function findPrlimit(): string | null {
+  if (prlimitBinary === undefined) prlimitBinary = process.platform === 'linux' ? PRLIMIT_PATHS.find((candidate) => existsSync(candidate)) ?? null : null;
+  return prlimitBinary;
 }
 
 /** The niceness engines run with (a lower priority than the daemon's). */
@@ -158,7 +176,7 @@ export function lowerSessionPriority(pid: number, niceness: number): void {
  * reads the same with the wrappers as without them.
  */
 export function execFailure(cmd: string, code: number | null, stderr: string): NodeJS.ErrnoException | null {
-  if ((code !== 127 && code !== 126) || !/^(?:\S*\/)?(setpriv: failed to execute|nice: )/m.test(stderr)) return null;
+  if ((code !== 127 && code !== 126) || !/^(?:\S*\/)?(setpriv: failed to execute|prlimit: failed to execute|nice: )/m.test(stderr)) return null;
   const errno = code === 127 ? 'ENOENT' : 'EACCES';
   const error: NodeJS.ErrnoException = new Error(`spawn ${cmd} ${errno}`);
   error.code = errno;

@@ -1,0 +1,46 @@
+import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
+
+/**
+ * Still-image formats libvips (as sharp ships it) does not read or write: BMP, ICO and the
+ * Netpbm family. ffmpeg's image decoders and encoders convert them to and from PNG; the image
+ * engine does the rest (the registry chains through PNG, a lossless step).
+ */
+export const RASTER_FORMATS: FormatInfo[] = [
+  { key: 'bmp', extensions: ['bmp', 'dib'], mime: 'image/bmp' },
+  { key: 'ico', extensions: ['ico'], mime: 'image/vnd.microsoft.icon' },
+  { key: 'ppm', extensions: ['ppm', 'pnm'], mime: 'image/x-portable-pixmap' },
+  { key: 'pgm', extensions: ['pgm'], mime: 'image/x-portable-graymap' },
+  { key: 'pbm', extensions: ['pbm'], mime: 'image/x-portable-bitmap' },
+  { key: 'png', extensions: ['png'], mime: 'image/png' },
+];
+
+export type RasterFormat = 'bmp' | 'ico' | 'ppm' | 'pgm' | 'pbm';
+export const RASTER_KEYS: readonly RasterFormat[] = ['bmp', 'ico', 'ppm', 'pgm', 'pbm'];
+
+/**
+ * The one demuxer ffmpeg may open each source with (-f and -format_whitelist): no probing by
+ * content, so nothing but an image decoder ever reads the file.
+ */
+export const SOURCE_DEMUXER: Record<RasterFormat | 'png', string> = {
+  bmp: 'bmp_pipe', ico: 'ico', ppm: 'ppm_pipe', pgm: 'pgm_pipe', pbm: 'pbm_pipe', png: 'png_pipe',
+};
+
+/** Encoder, pixel format and muxer of each target. */
+export const TARGET_ENCODING: Record<RasterFormat, { codec: string; pixelFormat?: string; muxer: string }> = {
+  bmp: { codec: 'bmp', muxer: 'image2' },
+  // PNG inside the icon: what every browser and Windows since Vista read, alpha included.
+  ico: { codec: 'png', pixelFormat: 'rgba', muxer: 'ico' },
+  ppm: { codec: 'ppm', pixelFormat: 'rgb24', muxer: 'image2' },
+  pgm: { codec: 'pgm', pixelFormat: 'gray', muxer: 'image2' },
+  pbm: { codec: 'pbm', pixelFormat: 'monob', muxer: 'image2' },
+};
+
+/** An icon is at most 256 pixels a side (the ICO directory stores a side in one byte). */
+export const ICON_MAX_SIDE = 256;
+
+export const ICON_OPTIONS: OptionDescriptor[] = [
+  {
+    name: 'size', type: 'number', values: [], min: 16, max: ICON_MAX_SIDE, default: null,
+    label: 'Longest side of the icon in pixels (default: the image\'s own, at most 256)',
+  },
+];
