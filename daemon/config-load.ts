@@ -35,7 +35,7 @@ export interface ConfigInput {
 }
 
 /** CONVD_ variables that are no setting of the daemon but read by an engine where it finds its binary. */
-const ENGINE_VARIABLES = new Set(['CONVD_PANDOC_PATH', 'CONVD_SOFFICE_PATH', 'CONVD_OFFICE_PYTHON']);
+const ENGINE_VARIABLES = new Set(['CONVD_PANDOC_PATH', 'CONVD_SOFFICE_PATH', 'CONVD_OFFICE_PYTHON', 'CONVD_GHOSTSCRIPT_PATH', 'CONVD_HEIF_DECODER_PATH']);
 
 const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 const flagAttribute = (flag: string) => camel(flag.replace(/^--/, '').split(' ')[0]!.replace(/-/g, '_'));

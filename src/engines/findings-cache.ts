@@ -43,6 +43,9 @@ const BINARIES: { name: string; env: string; npm?: string }[] = [
   { name: 'ffprobe', env: 'FFPROBE_PATH', npm: '@ffprobe-installer' },
   { name: 'soffice', env: 'CONVD_SOFFICE_PATH' },
   { name: 'pandoc', env: 'CONVD_PANDOC_PATH' },
+  { name: 'gs', env: 'CONVD_GHOSTSCRIPT_PATH' },
+  { name: 'heif-dec', env: 'CONVD_HEIF_DECODER_PATH' },
+  { name: 'heif-convert', env: 'CONVD_HEIF_DECODER_PATH' },
 ];
 
 export function formatCachePath(env: NodeJS.ProcessEnv): string {

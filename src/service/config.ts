@@ -45,7 +45,7 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     retentionDays: 30,
     allowPrivateUrls: false,
     urlFetchTimeoutMs: 60_000,
-    engineTimeoutMs: { image: 120_000, pdf: 300_000, pdfpages: 120_000, data: 120_000, media: 1_800_000, office: 300_000, markup: 120_000 },
+    engineTimeoutMs: { image: 120_000, pdf: 300_000, pdfpages: 120_000, data: 120_000, media: 1_800_000, office: 300_000, markup: 120_000, raster: 120_000, postscript: 120_000 },
     defaultEngineTimeoutMs: 600_000,
     engineMemoryMb: 1024,
     inputCaps: { ...DEFAULT_INPUT_CAPS },
