@@ -38,10 +38,18 @@ export const SCHEMAS = {
     expires_at: dateTime,
     download_url: { ...uri, description: 'The download endpoint of the conversion.' },
   }, 'The result of a conversion that succeeded (spec 2.2).'),
-  ConversionError: closed({
-    code: { type: 'string', enum: [...CONVERSION_ERROR_CODES] },
-    message: { type: 'string' },
-  }, 'Why a conversion failed (or was lost in a crash).'),
+  ConversionError: {
+    ...closed({
+      code: { type: 'string', enum: [...CONVERSION_ERROR_CODES] },
+      message: { type: 'string' },
+      details: {
+        type: 'object',
+        additionalProperties: { type: ['string', 'number'] },
+        description: 'Optional, this service\'s own: figures of the failure where they help a program, e.g. `width`, `height`, `pixels` and `limit` for an image over the pixel limit, `pages` and `page` for a page that does not exist.',
+      },
+    }, 'Why a conversion failed (or was lost in a crash).'),
+    required: ['code', 'message'],
+  },
   Conversion: closed({
     id: { type: 'string', pattern: '^cnv_[0-9a-z]+$' },
     object: { const: 'conversion' },
