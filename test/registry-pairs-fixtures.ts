@@ -18,6 +18,7 @@ import { findBinary } from '../src/engines/media/binaries.ts';
 import { findOffice } from '../src/engines/office/find-office.ts';
 import { OFFICE_MARKER, assertOfficeOutput, makeOfficeFixtures, zipMember } from './helpers/office.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
+import { htmlSiteZip } from './helpers/html.ts';
 import { postscriptFixture } from './helpers/postscript.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
@@ -247,6 +248,10 @@ export async function makeFixture(dir: string, source: string, tools: MediaTools
   }
   if (source in MEDIA_RECIPES) return mediaFixture(tools, source, path);
   if (source in RASTER_RECIPES) return rasterFixture(tools, source, path);
+  if (source === 'zip') {
+    await writeFile(path, htmlSiteZip());
+    return { path };
+  }
   if (source === 'eps' || source === 'ps' || source === 'ai') {
     await writeFile(path, postscriptFixture(source));
     return { path };
@@ -372,6 +377,8 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
     }
     case 'raster':
       return assertAnyImage(tools, outputPath, target, fixture.width!, fixture.height!);
+    case 'html':
+      return assertHtmlOutput(target, outputPath);
     case 'postscript': {
       assert.equal(target, 'pdf');
       assert.ok((await PDFDocument.load(await readFile(outputPath))).getPageCount() >= 1);
@@ -427,6 +434,29 @@ async function assertChainOutput(pair: Pick<ConversionPair, 'source' | 'target'>
   } else {
     assert.fail(`no decoder for chain target ${pair.target}: add one`);
   }
+}
+
+/**
+ * A page Chromium drew: a PDF (A4 by default) whose text holds the marker, or an image of the
+ * default window's width, at least its height (the whole page).
+ */
+export async function assertHtmlOutput(target: string, output: string): Promise<void> {
+  if (target === 'pdf') {
+    const pdf = await PDFDocument.load(await readFile(output));
+    assert.ok(pdf.getPageCount() >= 1);
+    // Chromium lays the page out in whole CSS pixels: A4 comes out within a point.
+    const { width, height } = pdf.getPage(0).getSize();
+    assert.ok(Math.abs(width - 595.3) <= 1.5 && Math.abs(height - 841.9) <= 1.5, `A4: ${width} x ${height}`);
+    assert.ok((await pdfPageTexts(output)).join('\n').includes(OFFICE_MARKER), `the PDF's text holds ${OFFICE_MARKER}`);
+    return;
+  }
+  assert.ok(['png', 'jpg', 'webp'].includes(target), `no expectation for html target ${target}: add one`);
+  const meta = await sharp(output).metadata();
+  assert.equal(meta.format, SHARP_FORMAT[target]);
+  assert.equal(meta.width, 1280, 'the window\'s width');
+  assert.ok((meta.height ?? 0) >= 800, `the whole page, at least the window's height: ${meta.height}`);
+  const { channels } = await sharp(output).stats();
+  assert.ok(channels.some((channel) => channel.min < 128), 'something is drawn');
 }
 
 /**

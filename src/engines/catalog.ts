@@ -12,6 +12,12 @@ export interface OfficeSettings {
   warmAtStart: boolean;
 }
 
+/** The Chromium of the HTML engine. */
+export interface HtmlSettings {
+  pages: number;
+  recycleAfter: number;
+}
+
 /** What the engines are made with; plain data, so that the engine host gets the same. */
 export interface EngineSettings {
   maxInputPixels: number;
@@ -24,6 +30,8 @@ export interface EngineSettings {
   inputCaps?: InputCaps;
   /** The office engine's pool; one instance per core, on demand, when unset. */
   office?: OfficeSettings;
+  /** The HTML engine's browser; pages at once per core, replaced after 200 conversions, when unset. */
+  html?: HtmlSettings;
 }
 
 /**
@@ -46,6 +54,13 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
     { name: 'pdf', isolated: true, load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
     { name: 'pdfpages', isolated: true, load: async () => (await import('./pdfpages/pdfpages-engine.ts')).createPdfPagesEngine({ maxInputPixels: settings.maxInputPixels }) },
     { name: 'data', isolated: true, load: async () => (await import('./data/data-engine.ts')).createDataEngine({ inputCaps: settings.inputCaps }) },
+    {
+      // Chromium: one warm browser, a context per conversion, this many pages at once.
+      name: 'html',
+      maxConcurrentRuns: settings.html?.pages ?? availableParallelism(),
+      startsClock: true,
+      load: async () => (await import('./html/html-engine.ts')).createHtmlEngine({ ...settings.html, maxInputPixels: settings.maxInputPixels }),
+    },
     {
       // One document per LibreOffice instance: the runner waits for a free one before the time limit.
       name: 'office',

@@ -113,7 +113,7 @@ export function renderMessage(code: ApiErrorCode, params: MessageParams, languag
 export type FieldReason =
   | 'required' | 'invalid_type' | 'out_of_range' | 'not_allowed' | 'unknown_option' | 'too_long'
   | 'invalid_url' | 'https_only' | 'conflict' | 'invalid_value' | 'pattern_mismatch'
-  | 'must_precede' | 'must_follow' | 'backward_range';
+  | 'must_precede' | 'must_follow' | 'backward_range' | 'requires_other';
 
 const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
   en: {
@@ -131,6 +131,7 @@ const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
     must_precede: 'must be less than {other} ({value})',
     must_follow: 'must be greater than {other} ({value})',
     backward_range: 'has a range that starts at 0 or runs backwards: {range}',
+    requires_other: 'must be given together with {other}',
   },
   de: {
     required: 'ist erforderlich',
@@ -147,6 +148,7 @@ const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
     must_precede: 'muss kleiner als {other} ({value}) sein',
     must_follow: 'muss größer als {other} ({value}) sein',
     backward_range: 'enthält einen Bereich, der bei 0 beginnt oder rückwärts läuft: {range}',
+    requires_other: 'muss zusammen mit {other} angegeben werden',
   },
 };
 

@@ -65,7 +65,9 @@ export function splitSecretOptions(pair: ConversionPair, options: ConversionOpti
 /** Options of which the second, when both are given, must be greater than the first. */
 const ORDERED: readonly [string, string][] = [['trim_start', 'trim_end']];
 /** Options holding page ranges (`1-3,5`): every range from a page to a later one, from page 1. */
-const PAGE_RANGES: readonly string[] = ['pages'];
+const PAGE_RANGES: readonly string[] = ['pages', 'page_ranges'];
+/** Options that mean something only together (a paper's width without its height). */
+const TOGETHER: readonly [string, string][] = [['paper_width', 'paper_height']];
 
 /**
  * Options that each pass but contradict each other (a clip ending before it starts, pages 5-3):
@@ -87,6 +89,11 @@ function contradictions(options: ConversionOptions): Record<string, FieldProblem
       return !(from! >= 1 && to! >= from!);
     });
     if (backward !== undefined) problems[`options.${name}`] = { reason: 'backward_range', params: { range: backward } };
+  }
+  for (const [a, b] of TOGETHER) {
+    if ((a in options) === (b in options)) continue;
+    const [given, missing] = a in options ? [a, b] : [b, a];
+    problems[`options.${given}`] = { reason: 'requires_other', params: { other: missing } };
   }
   return problems;
 }

@@ -5,7 +5,7 @@ import type { ConversionKind, ConversionPair, FormatInfo } from './types.ts';
 export type CreditWeights = Record<ConversionKind, number>;
 
 /** The results a chain may pass through, in order of preference. */
-const CHAIN_VIA = ['pdf', 'docx', 'odt', 'csv', 'png'];
+const CHAIN_VIA = ['pdf', 'html', 'docx', 'odt', 'csv', 'png'];
 export const DEFAULT_CREDIT_WEIGHTS: CreditWeights = { image: 1, pdf: 1, data: 1, audio: 2, document: 2, video: 4 };
 
 /**

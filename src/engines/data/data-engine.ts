@@ -41,7 +41,8 @@ export function createDataEngine(settings: DataEngineOptions = {}): Engine {
           }
         }
       }
-      pairs.push({ source: 'md', target: 'html', engine: 'data', kind: 'data', options: MARKDOWN_OPTIONS, variants: [] });
+      // A styled, sanitised page: the step Markdown takes to Chromium's PDF and images.
+      pairs.push({ source: 'md', target: 'html', engine: 'data', kind: 'data', options: MARKDOWN_OPTIONS, variants: [], intermediate: true });
       return pairs;
     },
     formats: () => DATA_FORMATS,

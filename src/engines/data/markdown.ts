@@ -47,6 +47,21 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"]/g, (char) => ESCAPES[char] ?? char);
 }
 
+/**
+ * A plain, readable page (what a README looks like on a forge), in the page itself so that it
+ * prints the same from a browser and from the HTML engine, with no font or file to fetch.
+ */
+const PAGE_STYLE = [
+  'body{font-family:"DejaVu Sans","Liberation Sans",Helvetica,Arial,sans-serif;line-height:1.5;max-width:46em;margin:2em auto;padding:0 1em;color:#1f2328}',
+  'h1,h2{border-bottom:1px solid #d1d9e0;padding-bottom:.3em}',
+  'code,pre{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:.9em;background:#f6f8fa}',
+  'pre{padding:1em;overflow:auto;white-space:pre-wrap}',
+  'table{border-collapse:collapse}th,td{border:1px solid #d1d9e0;padding:.3em .8em}',
+  'blockquote{margin:0;padding:0 1em;color:#59636e;border-left:.25em solid #d1d9e0}',
+  'img{max-width:100%}',
+  '@media print{body{margin:0;max-width:none}pre,table,img{break-inside:avoid}}',
+].join('');
+
 /** Markdown -> sanitised HTML; a complete page (title from the first heading) unless `fullDocument` is false. */
 export function markdownToHtml(source: string, fullDocument: boolean): string {
   const rendered = markdown.render(source);
@@ -61,6 +76,7 @@ export function markdownToHtml(source: string, fullDocument: boolean): string {
     '<meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>${escapeHtml(decodeEntities(title))}</title>`,
+    `<style>${PAGE_STYLE}</style>`,
     '</head>',
     '<body>',
     body.trimEnd(),

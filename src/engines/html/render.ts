@@ -1,0 +1,172 @@
+import { writeFile } from 'node:fs/promises';
+import type { Browser, Page, Route } from 'playwright-core';
+import sharp from '../image/sharp-module.ts';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import { checkOutputSize } from '../output-cap.ts';
+import type { EngineJob } from '../types.ts';
+import { MAX_SHOT_SIDE, PAPERS, type HtmlTarget } from './formats.ts';
+import { contentTypeOf, ENTRY_PATH, SITE_ORIGIN, type Site } from './site.ts';
+
+/** Limits of one render that are the service's, not the job's options. */
+export interface RenderLimits {
+  maxInputPixels: number;
+}
+
+/**
+ * Scripts that run before the page's own, in every frame: a print dialog, a popup or an alert
+ * would wait for a person forever.
+ */
+const INIT_SCRIPT = 'window.print = () => undefined; window.open = () => null;';
+
+/**
+ * Renders the conversion's site in a context of its own (no cookie, storage or cache of another
+ * conversion), which is closed whatever happens; requests for anything but the site's own files
+ * are aborted (and whatever escapes interception meets the browser's black-hole proxy).
+ */
+export async function render(browser: Browser, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number; blocked: string[] }> {
+  const target = job.target as HtmlTarget;
+  const options = job.options;
+  const width = target === 'pdf' ? 1280 : numberOption(options.width, 1280);
+  const height = target === 'pdf' ? 800 : numberOption(options.height, 800);
+  const context = await browser.newContext({
+    serviceWorkers: 'block',
+    acceptDownloads: false,
+    javaScriptEnabled: true,
+    viewport: { width, height },
+    deviceScaleFactor: 1,
+    locale: 'en-US',
+    timezoneId: 'UTC',
+  });
+  const blocked: string[] = [];
+  // The job's abort (time limit, cancel, shutdown) closes the context: that ends its renderer
+  // whatever its script is doing, and every call below rejects.
+  const onAbort = () => void context.close().catch(() => undefined);
+  job.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    await context.addInitScript(INIT_SCRIPT);
+    await context.route('**/*', (route) => serve(route, site, blocked));
+    const page = await context.newPage();
+    context.on('page', (other) => {
+      if (other !== page) void other.close().catch(() => undefined);
+    });
+    page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
+    let crashed = false;
+    page.on('crash', () => {
+      crashed = true;
+    });
+    job.signal.throwIfAborted();
+    try {
+      await page.emulateMedia({ media: mediaOf(options.media, target) });
+      await page.goto(`${SITE_ORIGIN}${ENTRY_PATH}`, { waitUntil: 'load', timeout: 0 });
+      job.onProgress(40);
+      if (typeof options.wait_for_selector === 'string') {
+        await page.waitForSelector(options.wait_for_selector, { state: 'attached', timeout: 0 }).catch((error: unknown) => {
+          throw /selector|parse|valid/i.test(describe(error)) && !job.signal.aborted
+            ? new ConversionFailure('input_invalid', `wait_for_selector is not a CSS selector Chromium accepts: ${describe(error)}`)
+            : error;
+        });
+      }
+      const delay = numberOption(options.wait_delay, 0);
+      if (delay > 0) await page.waitForTimeout(delay * 1000);
+      job.onProgress(60);
+      const bytes = target === 'pdf' ? await printPdf(page, options) : await screenshot(page, target, options, limits, width);
+      checkOutputSize(bytes.length, job.maxOutputBytes);
+      job.signal.throwIfAborted();
+      await writeFile(job.outputPath, bytes);
+      job.onProgress(100);
+      return { size: bytes.length, blocked };
+    } catch (error) {
+      if (job.signal.aborted) throw job.signal.reason;
+      if (error instanceof ConversionFailure) throw error;
+      if (crashed) throw new ConversionFailure('conversion_failed', 'The page crashed while it was drawn (a script that takes more memory than a page has is the usual cause).');
+      throw new ConversionFailure('conversion_failed', `Chromium could not render the page: ${describe(error)}`);
+    }
+  } finally {
+    job.signal.removeEventListener('abort', onAbort);
+    await context.close().catch(() => undefined);
+  }
+}
+
+/** The site's own files; anything else is refused (and noted, for the conversion's log). */
+async function serve(route: Route, site: Site, blocked: string[]): Promise<void> {
+  const url = route.request().url();
+  if (url.startsWith(`${SITE_ORIGIN}/`)) {
+    let path: string;
+    try {
+      path = decodeURIComponent(new URL(url).pathname);
+    } catch {
+      path = '';
+    }
+    const body = site.get(path);
+    await (body
+      ? route.fulfill({ status: 200, body, headers: { 'content-type': contentTypeOf(path), 'cache-control': 'no-store' } })
+      : route.fulfill({ status: 404, body: 'not found', headers: { 'content-type': 'text/plain' } })).catch(() => undefined);
+    return;
+  }
+  if (blocked.length < 100) blocked.push(url.slice(0, 200));
+  await route.abort('blockedbyclient').catch(() => undefined);
+}
+
+async function printPdf(page: Page, options: EngineJob['options']): Promise<Buffer> {
+  if (options.omit_background === true) await page.addStyleTag({ content: 'html, body { background: transparent !important; }' });
+  const header = typeof options.header_html === 'string' ? options.header_html : undefined;
+  const footer = typeof options.footer_html === 'string' ? options.footer_html : undefined;
+  const [portraitWidth, portraitHeight] = typeof options.paper_width === 'number' && typeof options.paper_height === 'number'
+    ? [options.paper_width, options.paper_height]
+    : PAPERS[String(options.paper ?? 'a4')] ?? PAPERS.a4!;
+  // Chromium leaves a paper of explicit width and height as it is, landscape or not: turned here.
+  const [width, height] = options.landscape === true ? [portraitHeight, portraitWidth] : [portraitWidth, portraitHeight];
+  const margin = (name: string) => `${numberOption(options[name], 10)}mm`;
+  return page.pdf({
+    width: `${width}mm`,
+    height: `${height}mm`,
+    scale: numberOption(options.scale, 1),
+    printBackground: options.print_background !== false,
+    preferCSSPageSize: options.prefer_css_page_size === true,
+    ...(typeof options.page_ranges === 'string' ? { pageRanges: options.page_ranges } : {}),
+    margin: { top: margin('margin_top'), right: margin('margin_right'), bottom: margin('margin_bottom'), left: margin('margin_left') },
+    // Chromium's own header and footer (date, title, URL, page) would show convd.invalid: an empty one instead.
+    displayHeaderFooter: header !== undefined || footer !== undefined,
+    headerTemplate: header ?? '<span></span>',
+    footerTemplate: footer ?? '<span></span>',
+    outline: options.export_bookmarks === true,
+    tagged: true,
+  });
+}
+
+async function screenshot(page: Page, target: HtmlTarget, options: EngineJob['options'], limits: RenderLimits, width: number): Promise<Buffer> {
+  const fullPage = options.full_page !== false;
+  // A long page is cut where Chromium or the pixel limit would stop: at most 16,384 pixels, and
+  // no more than the pixel limit allows at this width.
+  const maxHeight = Math.max(1, Math.min(MAX_SHOT_SIDE, Math.floor(limits.maxInputPixels / width)));
+  const pageHeight = fullPage ? Number(await page.evaluate('Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)')) : 0;
+  const clip = fullPage && pageHeight > maxHeight ? { x: 0, y: 0, width, height: maxHeight } : undefined;
+  const omitBackground = options.omit_background === true && target !== 'jpg';
+  const quality = numberOption(options.quality, 80);
+  const shot = await page.screenshot({
+    type: target === 'jpg' ? 'jpeg' : 'png',
+    ...(target === 'jpg' ? { quality } : {}),
+    fullPage,
+    ...(clip ? { clip } : {}),
+    omitBackground,
+    animations: 'disabled',
+    caret: 'hide',
+    timeout: 0,
+  });
+  if (target !== 'webp') return shot;
+  return sharp(shot).webp({ quality }).toBuffer();
+}
+
+function mediaOf(value: unknown, target: HtmlTarget): 'print' | 'screen' {
+  if (value === 'print' || value === 'screen') return value;
+  return target === 'pdf' ? 'print' : 'screen';
+}
+
+function numberOption(value: unknown, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
+}
+
+function describe(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 300) ?? 'unknown error';
+}
+

@@ -1,0 +1,317 @@
+/**
+ * The HTML engine (Chromium through playwright-core): one generated test per pair, each output
+ * decoded (PDF re-parsed, its paper and text read; images by sharp); the options (paper, margins,
+ * landscape, page ranges, header and footer with page numbers, print CSS, media, waits, images'
+ * window and full page); and the safety list of the issue, each with a loopback canary that must
+ * see no connection; a hung page timing out beside three that succeed; the browser killed -9 in
+ * the middle of a conversion; no Chromium left after close.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { PDFDocument } from 'pdf-lib';
+import sharp from 'sharp';
+import { ConversionFailure } from '../src/errors/api-error.ts';
+import { createHtmlEngine } from '../src/engines/html/html-engine.ts';
+import type { EngineJob } from '../src/engines/types.ts';
+import { validateOptions } from '../src/formats/options.ts';
+import type { ConversionOptions } from '../src/model/conversion.ts';
+import { htmlSiteZip, printCssDocument, PRINT_CSS_PAGES } from './helpers/html.ts';
+import { storedZipOf } from './helpers/hostile-files.ts';
+import { OFFICE_MARKER } from './helpers/office.ts';
+import { pdfPageTexts } from './helpers/pdf-text.ts';
+import { assertHtmlOutput } from './registry-pairs-fixtures.ts';
+
+const engine = createHtmlEngine({ pages: 4 });
+const status = await engine.probe();
+const pairs = engine.pairs();
+/** Chromium is a system package: CI installs it; elsewhere the suite says what is missing. */
+const skip = !status.available && process.env.CI !== 'true' ? `Chromium is not installed: ${status.detail ?? ''}` : false;
+
+let dir: string;
+let counter = 0;
+/** A loopback server that counts every connection made to it: the pages must make none. */
+let canary: Server;
+let canaryPort = 0;
+let canaryHits = 0;
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'convd-html-'));
+  canary = createServer((socket) => {
+    canaryHits++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', () => resolve()));
+  canaryPort = (canary.address() as { port: number }).port;
+});
+after(async () => {
+  await engine.close?.();
+  canary?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function write(name: string, data: string | Buffer): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, data);
+  return path;
+}
+
+function job(source: string, target: string, inputPath: string, raw: Record<string, unknown> = {}, extra: Partial<EngineJob> = {}): EngineJob {
+  const pair = pairs.find((p) => p.source === source && p.target === target);
+  assert.ok(pair, `${source} -> ${target} is offered`);
+  const checked = validateOptions(pair, raw);
+  assert.ok(checked.ok, JSON.stringify(checked));
+  return {
+    inputPath, outputPath: join(dir, `out-${++counter}.${target}`), source, target, variant: pair.variants[0]?.key ?? null,
+    options: checked.options as ConversionOptions, signal: extra.signal ?? new AbortController().signal, onProgress: () => undefined, ...extra,
+  };
+}
+
+async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ConversionFailure> {
+  let caught: unknown;
+  await promise.then(() => undefined, (error: unknown) => (caught = error));
+  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure(${code}), got ${String(caught)}`);
+  assert.equal(caught.code, code, caught.message);
+  return caught;
+}
+
+/** A job whose signal aborts at `ms` with a timeout failure, as the runner's time limit does. */
+function timed(ms: number): Pick<EngineJob, 'signal'> {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(new ConversionFailure('timeout', `The conversion took longer than the limit of ${ms / 1000} s.`)), ms).unref();
+  return { signal: controller.signal };
+}
+
+/**
+ * The browsers this process started: Chromium's main process is a child of this one (the wrapper
+ * execs it) and leads a process group of its own, which holds its renderers too.
+ */
+function browserGroups(): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(process.pid), 'chromium'], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Live members of a process group (a zombie is dead: its parent, or init, reaps it). */
+function groupMembers(pgid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=,stat=', '-g', String(pgid)], { encoding: 'utf8' }).split('\n')
+      .map((line) => line.trim().split(/\s+/)).filter(([pid, stat]) => pid && stat && !stat.startsWith('Z')).map(([pid]) => Number(pid));
+  } catch {
+    return [];
+  }
+}
+
+/** Every browser group seen during the suite: none may have a process left at the end. */
+const seenGroups = new Set<number>();
+
+/** Chromium lays a page out in whole CSS pixels: its paper comes out within a point of the size asked. */
+function assertPaper(size: { width: number; height: number }, expected: [number, number], what: string): void {
+  assert.ok(Math.abs(size.width - expected[0]) <= 1.5 && Math.abs(size.height - expected[1]) <= 1.5, `${what}: ${size.width} x ${size.height} pt, not ${expected.join(' x ')}`);
+}
+
+describe('html engine', { skip }, () => {
+  it('offers html and zip -> pdf, png, jpg, webp, kind document; PDF/A said to be impossible in the variant', () => {
+    assert.ok(status.available, status.detail);
+    assert.deepEqual(pairs.map((p) => `${p.source}->${p.target}`).sort(), ['html->jpg', 'html->pdf', 'html->png', 'html->webp', 'zip->jpg', 'zip->pdf', 'zip->png', 'zip->webp']);
+    for (const pair of pairs) assert.equal(pair.kind, 'document');
+    assert.match(pairs.find((p) => p.target === 'pdf')!.variants[0]!.label, /cannot produce PDF\/A/);
+  });
+});
+
+describe('every html pair converts, each output decoded', { skip, concurrency: 2 }, () => {
+  const fixtureOf = async (source: string) => source === 'zip'
+    ? write('site.zip', htmlSiteZip())
+    : write('page.html', `<!doctype html><html><head><meta charset="utf-8"></head><body><h1>Page</h1><p>${OFFICE_MARKER}</p></body></html>`);
+  for (const pair of pairs) {
+    it(`${pair.source} -> ${pair.target}`, async () => {
+      assert.ok(['html', 'zip'].includes(pair.source), `no fixture for ${pair.source}: add one`);
+      const made = job(pair.source, pair.target, await fixtureOf(pair.source));
+      await engine.convert(made);
+      await assertHtmlOutput(pair.target, made.outputPath);
+    });
+  }
+});
+
+describe('options', { skip }, () => {
+  it('print CSS: @page size and page breaks kept with prefer_css_page_size; the footer numbers every page of the total', async () => {
+    const input = await write('print.html', printCssDocument());
+    const made = job('html', 'pdf', input, {
+      prefer_css_page_size: true,
+      footer_html: '<div style="font-size:9px;width:100%;text-align:center">page <span class="pageNumber"></span> of <span class="totalPages"></span></div>',
+    });
+    await engine.convert(made);
+    const pdf = await PDFDocument.load(await readFile(made.outputPath));
+    assert.equal(pdf.getPageCount(), PRINT_CSS_PAGES);
+    assertPaper(pdf.getPage(0).getSize(), [420, 595], 'A5 from the CSS');
+    const texts = await pdfPageTexts(made.outputPath);
+    texts.forEach((text, i) => {
+      assert.match(text, new RegExp(`Chapter ${i + 1}`));
+      assert.match(text, new RegExp(`page ${i + 1} of ${PRINT_CSS_PAGES}`), `footer of page ${i + 1}: ${JSON.stringify(text)}`);
+    });
+  });
+
+  it('paper, paper_width/height, landscape, page_ranges; paper_width alone is refused naming paper_height', async () => {
+    // No @page rule here: a page size in the CSS decides the orientation in Chromium, whatever is asked.
+    const input = await write('plain-pages.html', printCssDocument().replace(/@page \{[^}]*\}/, ''));
+    const sizes = async (raw: Record<string, unknown>) => {
+      const made = job('html', 'pdf', input, raw);
+      await engine.convert(made);
+      return (await PDFDocument.load(await readFile(made.outputPath))).getPages().map((page) => page.getSize());
+    };
+    assertPaper((await sizes({ paper: 'letter' }))[0]!, [612, 792], 'letter');
+    assertPaper((await sizes({ paper: 'a4', landscape: true }))[0]!, [842, 595], 'A4 landscape');
+    assertPaper((await sizes({ paper_width: 100, paper_height: 150 }))[0]!, [283.5, 425.2], '100 x 150 mm');
+    assert.equal((await sizes({ page_ranges: '2-3' })).length, 2);
+    const pair = pairs.find((p) => p.source === 'html' && p.target === 'pdf')!;
+    const refused = validateOptions(pair, { paper_width: 100 });
+    assert.equal(refused.ok, false);
+    assert.deepEqual(!refused.ok && refused.problems['options.paper_width'], { reason: 'requires_other', params: { other: 'paper_height' } });
+    assert.equal(validateOptions(pair, { page_ranges: '3-1' }).ok, false, 'a backward range');
+  });
+
+  it('media print or screen; wait_for_selector and wait_delay wait for a late script', async () => {
+    const input = await write('late.html', `<!doctype html><html><head><style>@media print { .screen { display: none } } @media screen { .print { display: none } }</style></head>
+<body><p class="screen">SCREEN-ONLY</p><p class="print">PRINT-ONLY</p><script>setTimeout(() => { const p = document.createElement('p'); p.id = 'late'; p.textContent = 'LATE-TEXT'; document.body.append(p); }, 700);</script></body></html>`);
+    const text = async (raw: Record<string, unknown>) => {
+      const made = job('html', 'pdf', input, raw);
+      await engine.convert(made);
+      return (await pdfPageTexts(made.outputPath)).join('\n');
+    };
+    const printed = await text({});
+    assert.match(printed, /PRINT-ONLY/);
+    assert.doesNotMatch(printed, /SCREEN-ONLY|LATE-TEXT/);
+    assert.match(await text({ media: 'screen' }), /SCREEN-ONLY/);
+    assert.match(await text({ wait_for_selector: '#late' }), /LATE-TEXT/);
+    assert.match(await text({ wait_delay: 2 }), /LATE-TEXT/);
+  });
+
+  it('images: the window\'s width and height, full_page or not, quality, omit_background for png', async () => {
+    const input = await write('tall.html', '<!doctype html><html><body style="margin:0;background:#204080"><div style="height:3000px"></div></body></html>');
+    const shot = async (target: string, raw: Record<string, unknown>) => {
+      const made = job('html', target, input, raw);
+      await engine.convert(made);
+      return sharp(made.outputPath).metadata();
+    };
+    const full = await shot('png', { width: 600, height: 400 });
+    assert.deepEqual([full.width, full.height], [600, 3000]);
+    const window = await shot('png', { width: 600, height: 400, full_page: false });
+    assert.deepEqual([window.width, window.height], [600, 400]);
+    const low = job('html', 'jpg', input, { width: 600, full_page: false, quality: 10 });
+    const high = job('html', 'jpg', input, { width: 600, full_page: false, quality: 95 });
+    await engine.convert(low);
+    await engine.convert(high);
+    assert.ok((await readFile(low.outputPath)).length < (await readFile(high.outputPath)).length);
+    const clear = await write('clear.html', '<!doctype html><html><body><p>x</p></body></html>');
+    const transparent = job('html', 'png', clear, { width: 200, height: 100, full_page: false, omit_background: true });
+    await engine.convert(transparent);
+    const stats = await sharp(transparent.outputPath).stats();
+    assert.equal(stats.channels[3]!.min, 0, 'transparent where nothing is drawn');
+  });
+
+  it('a zip loads its own files by relative path; a zip without index.html, one with ../ names, fail input_invalid', async () => {
+    const made = job('zip', 'pdf', await write('site2.zip', htmlSiteZip()));
+    await engine.convert(made);
+    assert.match((await pdfPageTexts(made.outputPath)).join('\n'), new RegExp(OFFICE_MARKER), 'the zip\'s script ran');
+    const noIndex = await rejectsWith(engine.convert(job('zip', 'pdf', await write('noindex.zip', storedZipOf([['page.html', '<p>x</p>']])))), 'input_invalid');
+    assert.match(noIndex.message, /no index\.html/);
+    await rejectsWith(engine.convert(job('zip', 'pdf', await write('climb.zip', storedZipOf([['index.html', '<p>x</p>'], ['../evil.txt', 'x']])))), 'input_invalid');
+    await rejectsWith(engine.convert(job('zip', 'pdf', await write('notzip.zip', 'PK but not a zip'))), 'input_invalid');
+  });
+});
+
+describe('safety: nothing outside the conversion\'s own files', { skip }, () => {
+  const attacks = () => ({
+    'img to loopback': `<img src="http://127.0.0.1:${canaryPort}/x.png">`,
+    'iframe file:': '<iframe src="file:///etc/passwd" width="600" height="400"></iframe>',
+    'iframe FILE:': '<iframe src="FILE:///etc/passwd" width="600" height="400"></iframe>',
+    'fetch to an IPv4-mapped loopback': `<script>fetch('http://[::ffff:127.0.0.1]:${canaryPort}/').catch(() => {})</script>`,
+    'WebSocket to loopback': `<script>try { new WebSocket('ws://127.0.0.1:${canaryPort}/') } catch (e) {}</script>`,
+    'stylesheet from the metadata address': '<link rel="stylesheet" href="http://169.254.169.254/latest/meta-data/">',
+    'navigation to chrome:': '<script>location = "chrome://settings"</script>',
+    'navigation to loopback': `<script>setTimeout(() => { location = 'http://127.0.0.1:${canaryPort}/' }, 10)</script>`,
+    'a sibling conversion\'s spool file': `<iframe src="file://${dir}/secret.txt"></iframe><img src="file://${dir}/secret.txt">`,
+    'popup': `<script>window.open('http://127.0.0.1:${canaryPort}/popup')</script>`,
+    'beacon': `<script>navigator.sendBeacon('http://127.0.0.1:${canaryPort}/b', 'x')</script>`,
+    'service worker': `<script>navigator.serviceWorker && navigator.serviceWorker.register('/sw.js').catch(() => {})</script>`,
+  });
+
+  it('each attack converts (or fails cleanly), the canary sees no connection, and no secret or passwd text is in the PDF', async () => {
+    await writeFile(join(dir, 'secret.txt'), 'SIBLING-SECRET-7');
+    const before = canaryHits;
+    for (const [name, body] of Object.entries(attacks())) {
+      const input = await write(`attack-${counter}.html`, `<!doctype html><html><body><p>${name}</p>${body}<p>${OFFICE_MARKER}</p></body></html>`);
+      const made = job('html', 'pdf', input, { wait_delay: 0.5 });
+      await engine.convert(made).catch((error: unknown) => assert.ok(error instanceof ConversionFailure, `${name}: ${String(error)}`));
+      const text = await pdfPageTexts(made.outputPath).then((t) => t.join('\n'), () => '');
+      assert.doesNotMatch(text, /root:x:0:0|SIBLING-SECRET-7/, name);
+    }
+    // Anything still in flight has had its chance.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(canaryHits - before, 0, 'no connection reached the canary');
+  });
+
+  it('window.print and alert do not hang the conversion', async () => {
+    const input = await write('dialogs.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p><script>window.print(); alert('x'); confirm('y'); for (let i = 0; i < 1000; i++) window.print();</script></body></html>`);
+    const made = job('html', 'pdf', input, {}, timed(20_000));
+    await engine.convert(made);
+    assert.match((await pdfPageTexts(made.outputPath)).join('\n'), new RegExp(OFFICE_MARKER));
+  });
+});
+
+describe('a hung page, a killed browser, the end', { skip }, () => {
+  it('while(true){} fails with timeout at its limit while three conversions started with it succeed', async () => {
+    const hung = await write('hung.html', '<!doctype html><html><body><script>while (true) {}</script></body></html>');
+    const fine = await write('fine.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p></body></html>`);
+    const began = Date.now();
+    const [failed, ...others] = await Promise.allSettled([
+      engine.convert(job('html', 'pdf', hung, {}, timed(3000))),
+      ...[1, 2, 3].map(() => engine.convert(job('html', 'pdf', fine, {}, timed(30_000)))),
+    ]);
+    assert.equal(failed.status, 'rejected');
+    assert.equal(((failed as PromiseRejectedResult).reason as ConversionFailure).code, 'timeout');
+    assert.ok(Date.now() - began < 15_000, 'ended near its limit');
+    for (const other of others) assert.equal(other.status, 'fulfilled', JSON.stringify(other));
+    // The next one is unaffected.
+    const next = job('html', 'png', fine);
+    await engine.convert(next);
+    await assertHtmlOutput('png', next.outputPath);
+  });
+
+  it('the browser killed -9 in the middle of a conversion: that one fails, the next succeeds in a new browser', async () => {
+    const slow = await write('slow.html', '<!doctype html><html><body><script>const end = Date.now() + 3000; while (Date.now() < end) {}</script><p>slow</p></body></html>');
+    const running = engine.convert(job('html', 'pdf', slow, {}, timed(30_000)));
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const groups = browserGroups();
+    assert.ok(groups.length > 0, 'a browser is running');
+    for (const pgid of groups) {
+      seenGroups.add(pgid);
+      process.kill(-pgid, 'SIGKILL');
+    }
+    await rejectsWith(running, 'conversion_failed');
+    const fine = await write('after-kill.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p></body></html>`);
+    const next = job('html', 'pdf', fine, {}, timed(30_000));
+    await engine.convert(next);
+    await assertHtmlOutput('pdf', next.outputPath);
+  });
+
+  it('no Chromium process is left once the engine is closed', async () => {
+    const other = createHtmlEngine({ pages: 1 });
+    await other.probe();
+    const fine = await write('close.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p></body></html>`);
+    await other.convert({ ...job('html', 'pdf', fine) });
+    for (const pgid of browserGroups()) seenGroups.add(pgid);
+    assert.ok(seenGroups.size >= 2, 'this engine\'s browser and the first one\'s');
+    await other.close?.();
+    await engine.close?.();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const pgid of seenGroups) assert.deepEqual(groupMembers(pgid), [], `browser group ${pgid} is gone`);
+    assert.deepEqual(browserGroups(), []);
+  });
+});
