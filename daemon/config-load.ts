@@ -35,7 +35,7 @@ export interface ConfigInput {
 }
 
 /** CONVD_ variables that are no setting of the daemon but read by an engine where it finds its binary. */
-const ENGINE_VARIABLES = new Set(['CONVD_PANDOC_PATH', 'CONVD_SOFFICE_PATH', 'CONVD_OFFICE_PYTHON', 'CONVD_GHOSTSCRIPT_PATH', 'CONVD_HEIF_DECODER_PATH']);
+const ENGINE_VARIABLES = new Set(['CONVD_PANDOC_PATH', 'CONVD_SOFFICE_PATH', 'CONVD_OFFICE_PYTHON', 'CONVD_GHOSTSCRIPT_PATH', 'CONVD_HEIF_DECODER_PATH', 'CONVD_CHROMIUM_PATH']);
 
 const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 const flagAttribute = (flag: string) => camel(flag.replace(/^--/, '').split(' ')[0]!.replace(/-/g, '_'));
@@ -264,6 +264,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     engineTimeoutMs: leaves('engine_timeout_ms') as Record<string, number>,
     engineMemoryMb: get('engine_memory_mb')!,
     maxInputPixels: get('max_input_pixels')!,
+    html: { pages: get('html_pages')!, recycleAfter: get('html_recycle_after')! },
     office: { instances: get('office_instances')!, recycleAfter: get('office_recycle_after')!, memoryLimitMb: get('office_memory_mb')!, warmAtStart: get('office_warm')! },
     inputCapsMb: leaves('input_cap_mb') as DaemonConfig['inputCapsMb'],
     outputCapRatio: get('output_cap_ratio')!,

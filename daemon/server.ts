@@ -66,6 +66,7 @@ function serviceConfigOf(config: DaemonConfig): ServiceConfig {
     engineMemoryMb: config.engineMemoryMb,
     maxInputPixels: config.maxInputPixels,
     office: { ...config.office },
+    html: { ...config.html },
     inputCaps: {
       md: config.inputCapsMb.md * BYTES_PER_MB,
       json: config.inputCapsMb.json * BYTES_PER_MB,

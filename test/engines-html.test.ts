@@ -26,7 +26,7 @@ import { OFFICE_MARKER } from './helpers/office.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
 import { assertHtmlOutput } from './registry-pairs-fixtures.ts';
 
-const engine = createHtmlEngine({ pages: 4 });
+const engine = createHtmlEngine();
 const status = await engine.probe();
 const pairs = engine.pairs();
 /** Chromium is a system package: CI installs it; elsewhere the suite says what is missing. */

@@ -24,6 +24,7 @@ import { createOfficeEngine } from '../src/engines/office/office-engine.ts';
 import { createPdfEngine } from '../src/engines/pdf/pdf-engine.ts';
 import { createPdfPagesEngine } from '../src/engines/pdfpages/pdfpages-engine.ts';
 import { createGhostscriptEngine } from '../src/engines/postscript/ghostscript-engine.ts';
+import { createHtmlEngine } from '../src/engines/html/html-engine.ts';
 import { createRasterEngine } from '../src/engines/raster/raster-engine.ts';
 import type { Engine, EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
@@ -62,7 +63,7 @@ before(async () => {
 });
 
 after(async () => {
-  const bySuite = ['media', 'raster', 'pdf', 'pdfpages', 'postscript', 'data', 'office', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
+  const bySuite = ['media', 'raster', 'pdf', 'pdfpages', 'postscript', 'data', 'html', 'office', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
   console.log(
     `registry: ${pairs.length} pairs offered; ${provenHere.size} of ${imagePairs.length} image pairs proven here; ` +
     `the other ${pairs.length - imagePairs.length} by their generated suites (${bySuite}); ` +
@@ -301,6 +302,7 @@ const SUITES: Record<string, { file: string; factory: string; create: () => Engi
   media: { file: 'test/engines-media.test.ts', factory: 'createMediaEngine', create: () => createMediaEngine() },
   raster: { file: 'test/engines-raster.test.ts', factory: 'createRasterEngine', create: () => createRasterEngine() },
   postscript: { file: 'test/engines-postscript.test.ts', factory: 'createGhostscriptEngine', create: () => createGhostscriptEngine() },
+  html: { file: 'test/engines-html.test.ts', factory: 'createHtmlEngine', create: () => createHtmlEngine() },
   pdf: { file: 'test/engines-pdf.test.ts', factory: 'createPdfEngine', create: () => createPdfEngine() },
   pdfpages: { file: 'test/engines-pdf-pages.test.ts', factory: 'createPdfPagesEngine', create: () => createPdfPagesEngine() },
   data: { file: 'test/engines-data.test.ts', factory: 'createDataEngine', create: () => createDataEngine() },
@@ -309,10 +311,10 @@ const SUITES: Record<string, { file: string; factory: string; create: () => Engi
 };
 
 /**
- * Engines that need a system package (LibreOffice, pandoc, Ghostscript): where it is missing they offer no pairs
+ * Engines that need a system package (LibreOffice, pandoc, Ghostscript, Chromium): where it is missing they offer no pairs
  * and their suite skips, except under CI (CI=true), which installs them and must prove them.
  */
-const SYSTEM_ENGINES = new Set(['office', 'markup', 'postscript']);
+const SYSTEM_ENGINES = new Set(['office', 'markup', 'postscript', 'html']);
 const mayBeMissing = (engine: string) => SYSTEM_ENGINES.has(engine) && process.env.CI !== 'true';
 
 describe('(b) the registry offers exactly the pairs the generated suites prove', () => {

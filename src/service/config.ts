@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import type { OfficeSettings } from '../engines/catalog.ts';
+import type { HtmlSettings, OfficeSettings } from '../engines/catalog.ts';
 import { DEFAULT_INPUT_CAPS, type InputCaps } from '../engines/data/input-caps.ts';
 import { DEFAULT_PLANS, type Plan, type PlanId } from '../model/plan.ts';
 import { DEFAULT_CREDIT_WEIGHTS, type CreditWeights } from '../formats/registry.ts';
@@ -30,6 +30,8 @@ export interface ServiceConfig {
   outputCapFloorMb: number;
   /** The office engine's LibreOffice pool. */
   office: OfficeSettings;
+  /** The HTML engine's Chromium. */
+  html: HtmlSettings;
   maxInputPixels: number;
   sweepIntervalMs: number;
   /** Multiplies the webhook retry waits: 1 in production, small in tests (never 1.5 h of sleep). */
@@ -45,13 +47,14 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     retentionDays: 30,
     allowPrivateUrls: false,
     urlFetchTimeoutMs: 60_000,
-    engineTimeoutMs: { image: 120_000, pdf: 300_000, pdfpages: 120_000, data: 120_000, media: 1_800_000, office: 300_000, markup: 120_000, raster: 120_000, postscript: 120_000 },
+    engineTimeoutMs: { image: 120_000, pdf: 300_000, pdfpages: 120_000, data: 120_000, media: 1_800_000, office: 300_000, markup: 120_000, raster: 120_000, postscript: 120_000, html: 120_000 },
     defaultEngineTimeoutMs: 600_000,
     engineMemoryMb: 1024,
     inputCaps: { ...DEFAULT_INPUT_CAPS },
     outputCapRatio: 50,
     outputCapFloorMb: 64,
     office: { instances: availableParallelism(), recycleAfter: 200, memoryLimitMb: 2048, warmAtStart: false },
+    html: { pages: availableParallelism(), recycleAfter: 200 },
     maxInputPixels: 100_000_000,
     sweepIntervalMs: 60_000,
     webhookScheduleScale: 1,

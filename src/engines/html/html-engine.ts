@@ -17,8 +17,6 @@ export interface HtmlEngineOptions {
   pageHeapMb?: number;
   maxInputPixels?: number;
   env?: NodeJS.ProcessEnv;
-  /** Called with what a page tried to load and was refused (for the daemon's log). */
-  onBlocked?: (job: EngineJob, urls: string[]) => void;
 }
 
 const DEFAULT_RECYCLE_AFTER = 200;
@@ -70,8 +68,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
       };
       job.signal.addEventListener('abort', stuck, { once: true });
       try {
-        const { size, blocked } = await outcome;
-        if (blocked.length > 0) settings.onBlocked?.(job, blocked);
+        const { size } = await outcome;
         return { size };
       } finally {
         job.signal.removeEventListener('abort', stuck);

@@ -23,7 +23,7 @@ const INIT_SCRIPT = 'window.print = () => undefined; window.open = () => null;';
  * conversion), which is closed whatever happens; requests for anything but the site's own files
  * are aborted (and whatever escapes interception meets the browser's black-hole proxy).
  */
-export async function render(browser: Browser, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number; blocked: string[] }> {
+export async function render(browser: Browser, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number }> {
   const target = job.target as HtmlTarget;
   const options = job.options;
   const width = target === 'pdf' ? 1280 : numberOption(options.width, 1280);
@@ -37,14 +37,13 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
     locale: 'en-US',
     timezoneId: 'UTC',
   });
-  const blocked: string[] = [];
   // The job's abort (time limit, cancel, shutdown) closes the context: that ends its renderer
   // whatever its script is doing, and every call below rejects.
   const onAbort = () => void context.close().catch(() => undefined);
   job.signal.addEventListener('abort', onAbort, { once: true });
   try {
     await context.addInitScript(INIT_SCRIPT);
-    await context.route('**/*', (route) => serve(route, site, blocked));
+    await context.route('**/*', (route) => serve(route, site));
     const page = await context.newPage();
     context.on('page', (other) => {
       if (other !== page) void other.close().catch(() => undefined);
@@ -74,7 +73,7 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
       job.signal.throwIfAborted();
       await writeFile(job.outputPath, bytes);
       job.onProgress(100);
-      return { size: bytes.length, blocked };
+      return { size: bytes.length };
     } catch (error) {
       if (job.signal.aborted) throw job.signal.reason;
       if (error instanceof ConversionFailure) throw error;
@@ -87,8 +86,8 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
   }
 }
 
-/** The site's own files; anything else is refused (and noted, for the conversion's log). */
-async function serve(route: Route, site: Site, blocked: string[]): Promise<void> {
+/** The site's own files; anything else is refused. */
+async function serve(route: Route, site: Site): Promise<void> {
   const url = route.request().url();
   if (url.startsWith(`${SITE_ORIGIN}/`)) {
     let path: string;
@@ -103,7 +102,6 @@ async function serve(route: Route, site: Site, blocked: string[]): Promise<void>
       : route.fulfill({ status: 404, body: 'not found', headers: { 'content-type': 'text/plain' } })).catch(() => undefined);
     return;
   }
-  if (blocked.length < 100) blocked.push(url.slice(0, 200));
   await route.abort('blockedbyclient').catch(() => undefined);
 }
 
