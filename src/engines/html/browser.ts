@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,7 +105,8 @@ export class WarmBrowser {
   private async launch(): Promise<Browser> {
     const { chromium } = await import('playwright-core');
     const proxyPort = await this.blackHole();
-    const dir = await mkdtemp(join(tmpdir(), 'convd-chromium-'));
+    await removeOrphanedDirs();
+    const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
     this.dir = dir;
     const wrapper = join(dir, 'chromium');
     const pidFile = join(dir, 'pid');
@@ -148,6 +149,27 @@ export class WarmBrowser {
     const address = this.hole.address();
     if (!address || typeof address === 'string') throw new Error('the black-hole proxy has no port');
     return address.port;
+  }
+}
+
+/** Each daemon's browser directory is named after the daemon's pid: a dead one's is removed by the next. */
+const DIR_PREFIX = 'convd-chromium-';
+
+async function removeOrphanedDirs(): Promise<void> {
+  const names = await readdir(tmpdir()).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(/^convd-chromium-(\d+)-/.exec(name)?.[1]);
+    if (!pid || pid === process.pid || isAlive(pid)) continue;
+    await rm(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
