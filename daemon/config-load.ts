@@ -264,7 +264,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     engineTimeoutMs: leaves('engine_timeout_ms') as Record<string, number>,
     engineMemoryMb: get('engine_memory_mb')!,
     maxInputPixels: get('max_input_pixels')!,
-    html: { pages: get('html_pages')!, recycleAfter: get('html_recycle_after')! },
+    html: { pages: get('html_pages')!, recycleAfter: get('html_recycle_after')!, remoteResources: get('html_remote_resources')! },
     office: { instances: get('office_instances')!, recycleAfter: get('office_recycle_after')!, memoryLimitMb: get('office_memory_mb')!, warmAtStart: get('office_warm')! },
     inputCapsMb: leaves('input_cap_mb') as DaemonConfig['inputCapsMb'],
     outputCapRatio: get('output_cap_ratio')!,

@@ -51,7 +51,7 @@ export interface DaemonConfig {
   /** The largest image an engine decodes, in pixels. */
   maxInputPixels: number;
   office: { instances: number; recycleAfter: number; memoryLimitMb: number; warmAtStart: boolean };
-  html: { pages: number; recycleAfter: number };
+  html: { pages: number; recycleAfter: number; remoteResources: boolean };
   /** The data engine's input caps per format, MiB. */
   inputCapsMb: Record<keyof InputCaps, number>;
   outputCapRatio: number;

@@ -265,6 +265,62 @@ describe('safety: nothing outside the conversion\'s own files', { skip }, () => 
   });
 });
 
+describe('remote resources: only where the daemon allows them and the conversion asks', { skip }, () => {
+  it('not offered by default: allow_remote_resources is an unknown option', () => {
+    const pair = pairs.find((p) => p.source === 'html' && p.target === 'pdf')!;
+    const refused = validateOptions(pair, { allow_remote_resources: true });
+    assert.equal(refused.ok, false);
+  });
+
+  it('allowed: public addresses only, so loopback, IPv4-mapped loopback and the metadata address stay unreachable', async () => {
+    const remote = createHtmlEngine({ remoteResources: true });
+    await remote.probe();
+    try {
+      const pair = remote.pairs().find((p) => p.source === 'html' && p.target === 'pdf')!;
+      const checked = validateOptions(pair, { allow_remote_resources: true, wait_delay: 0.5 });
+      assert.ok(checked.ok);
+      const before = canaryHits;
+      const input = await write('remote-attacks.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p>
+<img src="http://127.0.0.1:${canaryPort}/a.png"><img src="http://localhost:${canaryPort}/b.png">
+<link rel="stylesheet" href="http://169.254.169.254/latest/meta-data/">
+<script>fetch('http://[::ffff:127.0.0.1]:${canaryPort}/').catch(() => {}); fetch('http://0x7f000001:${canaryPort}/').catch(() => {});</script></body></html>`);
+      const made: EngineJob = { ...job('html', 'pdf', input), options: checked.options as ConversionOptions };
+      await remote.convert(made);
+      assert.match((await pdfPageTexts(made.outputPath)).join('\n'), new RegExp(OFFICE_MARKER));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(canaryHits - before, 0, 'the canary saw no connection');
+    } finally {
+      await remote.close?.();
+    }
+  });
+
+  it('with the private-address test switch, a resource of a local server is fetched and drawn', async () => {
+    const { createServer: createHttpServer } = await import('node:http');
+    const red = await sharp({ create: { width: 50, height: 50, channels: 3, background: '#ff0000' } }).png().toBuffer();
+    const server = createHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'image/png' });
+      response.end(red);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const port = (server.address() as { port: number }).port;
+    const remote = createHtmlEngine({ remoteResources: true, allowPrivateUrls: true });
+    await remote.probe();
+    try {
+      const pair = remote.pairs().find((p) => p.source === 'html' && p.target === 'png')!;
+      const checked = validateOptions(pair, { allow_remote_resources: true, width: 100, height: 100, full_page: false });
+      assert.ok(checked.ok);
+      const input = await write('remote-image.html', `<!doctype html><html><body style="margin:0"><img src="http://127.0.0.1:${port}/red.png" style="width:100px;height:100px;display:block"></body></html>`);
+      const made: EngineJob = { ...job('html', 'png', input), options: checked.options as ConversionOptions };
+      await remote.convert(made);
+      const { channels } = await sharp(made.outputPath).stats();
+      assert.ok(channels[0]!.mean > 200 && channels[1]!.mean < 50, 'the fetched red picture is drawn');
+    } finally {
+      await remote.close?.();
+      server.close();
+    }
+  });
+});
+
 describe('a hung page, a killed browser, the end', { skip }, () => {
   it('while(true){} fails with timeout at its limit while three conversions started with it succeed', async () => {
     const hung = await write('hung.html', '<!doctype html><html><body><script>while (true) {}</script></body></html>');

@@ -16,6 +16,10 @@ export interface OfficeSettings {
 export interface HtmlSettings {
   pages: number;
   recycleAfter: number;
+  /** A conversion may ask for public http(s) resources (html_remote_resources). */
+  remoteResources: boolean;
+  /** The URL inputs' test switch, which reaches the resources a page loads too. */
+  allowPrivateUrls?: boolean;
 }
 
 /** What the engines are made with; plain data, so that the engine host gets the same. */

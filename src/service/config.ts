@@ -54,7 +54,7 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     outputCapRatio: 50,
     outputCapFloorMb: 64,
     office: { instances: availableParallelism(), recycleAfter: 200, memoryLimitMb: 2048, warmAtStart: false },
-    html: { pages: availableParallelism(), recycleAfter: 200 },
+    html: { pages: availableParallelism(), recycleAfter: 200, remoteResources: false },
     maxInputPixels: 100_000_000,
     sweepIntervalMs: 60_000,
     webhookScheduleScale: 1,

@@ -37,6 +37,9 @@ const LOADING: OptionDescriptor[] = [
   },
 ];
 
+/** Offered only where the daemon allows it (html_remote_resources). */
+export const REMOTE_OPTION: OptionDescriptor = bool('allow_remote_resources', false, 'Let the page load public http(s) resources (fonts, images, styles); every request, redirects included, checked against the address policy of URL inputs');
+
 export const PDF_OPTIONS: OptionDescriptor[] = [
   { name: 'paper', type: 'enum', values: Object.keys(PAPERS), default: 'a4', label: 'Paper size (paper_width and paper_height win when given)' },
   mm('paper_width', null, 10, 2000, 'Paper width in millimetres (with paper_height)'),

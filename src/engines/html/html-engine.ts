@@ -4,7 +4,7 @@ import type { ConversionPair } from '../../formats/types.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { WarmBrowser } from './browser.ts';
 import { findChromium, type ChromiumInstall } from './find-chromium.ts';
-import { HTML_FORMATS, HTML_SOURCES, HTML_TARGETS, imageOptions, PDF_OPTIONS, PDF_VARIANTS } from './formats.ts';
+import { HTML_FORMATS, HTML_SOURCES, HTML_TARGETS, imageOptions, PDF_OPTIONS, PDF_VARIANTS, REMOTE_OPTION } from './formats.ts';
 import { render } from './render.ts';
 import { loadSite } from './site.ts';
 
@@ -16,6 +16,10 @@ export interface HtmlEngineOptions {
   /** V8 heap of a page, MiB. */
   pageHeapMb?: number;
   maxInputPixels?: number;
+  /** A conversion may ask to load public http(s) resources (`allow_remote_resources`). */
+  remoteResources?: boolean;
+  /** The test switch of URL inputs (`--allow-private-urls`): private addresses allowed too. */
+  allowPrivateUrls?: boolean;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -45,7 +49,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
         detail: `${pages} pages at once in one browser, replaced after ${settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER} conversions; only the conversion's own files load`,
       };
     },
-    pairs: (): ConversionPair[] => (install?.ready ? htmlPairs() : []),
+    pairs: (): ConversionPair[] => (install?.ready ? htmlPairs(settings.remoteResources === true) : []),
     formats: () => HTML_FORMATS,
     async convert(job: EngineJob): Promise<EngineOutput> {
       if (!install?.ready) throw new ConversionFailure('internal_error', 'The HTML engine was not probed or Chromium is unavailable.');
@@ -59,7 +63,10 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
       const warm = browser;
       const running = await warm.acquire();
       job.startClock?.();
-      const outcome = render(running, site, job, { maxInputPixels: settings.maxInputPixels ?? 100_000_000 });
+      const remote = settings.remoteResources === true && job.options.allow_remote_resources === true
+        ? { allowPrivate: settings.allowPrivateUrls === true }
+        : null;
+      const outcome = render(running, site, job, { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote });
       // A browser that does not let go of an aborted page within the grace is killed (the next
       // conversion gets a new one); the abort itself already failed this conversion.
       let killTimer: NodeJS.Timeout | undefined;
@@ -82,10 +89,10 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
   };
 }
 
-function htmlPairs(): ConversionPair[] {
+function htmlPairs(remote: boolean): ConversionPair[] {
   return HTML_SOURCES.flatMap((source) => HTML_TARGETS.map((target): ConversionPair => ({
     source, target, engine: 'html', kind: 'document',
-    options: target === 'pdf' ? PDF_OPTIONS : imageOptions(target),
+    options: [...(target === 'pdf' ? PDF_OPTIONS : imageOptions(target)), ...(remote ? [REMOTE_OPTION] : [])],
     variants: target === 'pdf' ? PDF_VARIANTS : [],
   })));
 }

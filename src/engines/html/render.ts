@@ -1,4 +1,5 @@
-import { writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Browser, Page, Route } from 'playwright-core';
 import sharp from '../image/sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
@@ -10,7 +11,12 @@ import { contentTypeOf, ENTRY_PATH, SITE_ORIGIN, type Site } from './site.ts';
 /** Limits of one render that are the service's, not the job's options. */
 export interface RenderLimits {
   maxInputPixels: number;
+  /** Public http(s) resources may be loaded (through the URL inputs' fetcher); null: none. */
+  remote: { allowPrivate: boolean } | null;
 }
+
+/** What one remote resource, and all of a page's, may weigh; how long one may take. */
+const REMOTE_LIMITS = { eachBytes: 20 * 1024 * 1024, totalBytes: 100 * 1024 * 1024, timeoutMs: 15_000, count: 200 } as const;
 
 /**
  * Scripts that run before the page's own, in every frame: a print dialog, a popup or an alert
@@ -43,7 +49,8 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
   job.signal.addEventListener('abort', onAbort, { once: true });
   try {
     await context.addInitScript(INIT_SCRIPT);
-    await context.route('**/*', (route) => serve(route, site));
+    const fetched = { bytes: 0, count: 0, dir: `${job.outputPath}.resources` };
+    await context.route('**/*', (route) => serve(route, site, limits.remote && { ...limits.remote, fetched, signal: job.signal }));
     const page = await context.newPage();
     context.on('page', (other) => {
       if (other !== page) void other.close().catch(() => undefined);
@@ -83,11 +90,22 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
   } finally {
     job.signal.removeEventListener('abort', onAbort);
     await context.close().catch(() => undefined);
+    await rm(`${job.outputPath}.resources`, { recursive: true, force: true });
   }
 }
 
-/** The site's own files; anything else is refused. */
-async function serve(route: Route, site: Site): Promise<void> {
+interface RemoteAccess {
+  allowPrivate: boolean;
+  fetched: { bytes: number; count: number; dir: string };
+  signal: AbortSignal;
+}
+
+/**
+ * The site's own files; with remote access, public http(s) resources fetched by the URL inputs'
+ * fetcher (the address policy on every hop, redirects included; a size cap and a time limit);
+ * anything else is refused.
+ */
+async function serve(route: Route, site: Site, remote: RemoteAccess | null): Promise<void> {
   const url = route.request().url();
   if (url.startsWith(`${SITE_ORIGIN}/`)) {
     let path: string;
@@ -102,7 +120,32 @@ async function serve(route: Route, site: Site): Promise<void> {
       : route.fulfill({ status: 404, body: 'not found', headers: { 'content-type': 'text/plain' } })).catch(() => undefined);
     return;
   }
+  if (remote && /^https?:\/\//i.test(url) && remote.fetched.count < REMOTE_LIMITS.count && remote.fetched.bytes < REMOTE_LIMITS.totalBytes) {
+    const body = await fetchRemote(url, remote).catch(() => null);
+    if (body) {
+      await route.fulfill({ status: 200, body: body.bytes, headers: { 'content-type': body.contentType ?? contentTypeOf(new URL(url).pathname) } }).catch(() => undefined);
+      return;
+    }
+  }
   await route.abort('blockedbyclient').catch(() => undefined);
+}
+
+async function fetchRemote(url: string, remote: RemoteAccess): Promise<{ bytes: Buffer; contentType: string | null }> {
+  const { fetchUrlToFile } = await import('../../inputs/fetch-url.ts');
+  await mkdir(remote.fetched.dir, { recursive: true, mode: 0o700 });
+  const file = join(remote.fetched.dir, String(++remote.fetched.count));
+  try {
+    const fetched = await fetchUrlToFile(url, file, {
+      maxBytes: Math.min(REMOTE_LIMITS.eachBytes, REMOTE_LIMITS.totalBytes - remote.fetched.bytes),
+      timeoutMs: REMOTE_LIMITS.timeoutMs,
+      allowPrivate: remote.allowPrivate,
+      signal: remote.signal,
+    });
+    remote.fetched.bytes += fetched.bytes;
+    return { bytes: await readFile(file), contentType: fetched.contentType };
+  } finally {
+    await rm(file, { force: true });
+  }
 }
 
 async function printPdf(page: Page, options: EngineJob['options']): Promise<Buffer> {
