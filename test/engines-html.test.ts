@@ -321,6 +321,43 @@ describe('remote resources: only where the daemon allows them and the conversion
   });
 });
 
+describe('a web page by URL: served at its address, its own resources loaded only as remote ones', { skip }, () => {
+  it('relative links resolve at the page\'s URL; without remote resources they are not loaded', async () => {
+    const { createServer: createHttpServer } = await import('node:http');
+    const html = '<!doctype html><html><head><link rel="stylesheet" href="style.css"></head><body style="margin:0"><div id="box" style="width:100px;height:100px"></div></body></html>';
+    const server = createHttpServer((request, response) => {
+      if (request.url === '/site/style.css') {
+        response.writeHead(200, { 'content-type': 'text/css' });
+        response.end('#box { background: #00ff00; }');
+      } else {
+        response.writeHead(200, { 'content-type': 'text/html' });
+        response.end(html);
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const sourceUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/site/page.html`;
+    const input = await write('fetched-page.html', html);
+    const remote = createHtmlEngine({ remoteResources: true, allowPrivateUrls: true });
+    await remote.probe();
+    const green = async (allow: boolean) => {
+      const pair = remote.pairs().find((p) => p.source === 'html' && p.target === 'png')!;
+      const checked = validateOptions(pair, { allow_remote_resources: allow, width: 100, height: 100, full_page: false });
+      assert.ok(checked.ok);
+      const made: EngineJob = { ...job('html', 'png', input), options: checked.options as ConversionOptions, sourceUrl };
+      await remote.convert(made);
+      const { channels } = await sharp(made.outputPath).stats();
+      return channels[1]!.mean > 200 && channels[0]!.mean < 50;
+    };
+    try {
+      assert.equal(await green(true), true, 'style.css from the page\'s own address');
+      assert.equal(await green(false), false, 'not loaded without allow_remote_resources');
+    } finally {
+      await remote.close?.();
+      server.close();
+    }
+  });
+});
+
 describe('a hung page, a killed browser, the end', { skip }, () => {
   it('while(true){} fails with timeout at its limit while three conversions started with it succeed', async () => {
     const hung = await write('hung.html', '<!doctype html><html><body><script>while (true) {}</script></body></html>');

@@ -68,6 +68,8 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             maxOutputBytes: job.maxOutputBytes,
             timeLimitMs: job.timeLimitMs,
             startClock,
+            // The URL a file came from belongs to the file, not to what the first step made of it.
+            ...(index === 0 && job.sourceUrl !== undefined ? { sourceUrl: job.sourceUrl } : {}),
           });
           input = output;
         }

@@ -32,6 +32,11 @@ export interface EngineJob {
    * cannot stop (libvips on libuv's threads), to give the library its own timeout.
    */
   timeLimitMs?: number;
+  /**
+   * For a URL input, the URL its file was fetched from: an engine that renders a web page (the
+   * HTML engine) serves the file at that address, so that the page's relative links resolve.
+   */
+  sourceUrl?: string;
 }
 
 /** What an engine may tell about its output; the caller finds out itself what is left out. */

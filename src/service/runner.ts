@@ -108,6 +108,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
             variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
             startClock: limited.start,
             timeLimitMs: timeoutMs,
+            ...(record.input.kind === 'url' ? { sourceUrl: record.input.url } : {}),
           });
         } catch (error) {
           if (limited.timedOut()) {

@@ -50,7 +50,17 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
   try {
     await context.addInitScript(INIT_SCRIPT);
     const fetched = { bytes: 0, count: 0, dir: `${job.outputPath}.resources` };
-    await context.route('**/*', (route) => serve(route, site, limits.remote && { ...limits.remote, fetched, signal: job.signal }));
+    // A web page fetched from a URL is served at that URL (its relative links resolve there, and
+    // are loaded only as remote resources); an upload at the origin that cannot exist.
+    const entryUrl = pageUrl(job.sourceUrl);
+    let entryServed = false;
+    await context.route('**/*', (route) => {
+      if (entryUrl && !entryServed && route.request().isNavigationRequest() && sameDocument(route.request().url(), entryUrl)) {
+        entryServed = true;
+        return route.fulfill({ status: 200, body: site.get(ENTRY_PATH)!, headers: { 'content-type': 'text/html; charset=utf-8' } }).catch(() => undefined);
+      }
+      return serve(route, site, limits.remote && { ...limits.remote, fetched, signal: job.signal });
+    });
     const page = await context.newPage();
     context.on('page', (other) => {
       if (other !== page) void other.close().catch(() => undefined);
@@ -63,7 +73,7 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
     job.signal.throwIfAborted();
     try {
       await page.emulateMedia({ media: mediaOf(options.media, target) });
-      await page.goto(`${SITE_ORIGIN}${ENTRY_PATH}`, { waitUntil: 'load', timeout: 0 });
+      await page.goto(entryUrl ?? `${SITE_ORIGIN}${ENTRY_PATH}`, { waitUntil: 'load', timeout: 0 });
       job.onProgress(40);
       if (typeof options.wait_for_selector === 'string') {
         await page.waitForSelector(options.wait_for_selector, { state: 'attached', timeout: 0 }).catch((error: unknown) => {
@@ -92,6 +102,23 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
     await context.close().catch(() => undefined);
     await rm(`${job.outputPath}.resources`, { recursive: true, force: true });
   }
+}
+
+/** An http(s) URL without its fragment, or undefined. */
+function pageUrl(source: string | undefined): string | undefined {
+  if (!source) return undefined;
+  try {
+    const url = new URL(source);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+    url.hash = '';
+    return url.href;
+  } catch {
+    return undefined;
+  }
+}
+
+function sameDocument(requested: string, entry: string): boolean {
+  return pageUrl(requested) === entry;
 }
 
 interface RemoteAccess {
