@@ -83,10 +83,12 @@ describe('hostile inputs through the daemon end failed, cost nothing, leave noth
     await expectFailure(daemon, client, path, 'holiday.mp4', 'webm', 'input_invalid');
   });
 
-  it('a zip renamed .mp4: input_invalid', async () => {
+  it('a zip renamed .mp4: refused at submission, naming the content (zip) and the name (.mp4)', async () => {
     const path = join(dir, 'archive.mp4');
     await writeFile(path, storedZip('clip.mp4', mp4));
-    await expectFailure(daemon, client, path, 'clip.mp4', 'mp4', 'input_invalid');
+    const refused = await uploadFile(client, { target: 'mp4', wait: '30' }, path, 'clip.mp4');
+    assert.equal(refused.status, 422, JSON.stringify(refused.body));
+    assert.match((refused.body as unknown as { error: { message: string } }).error.message, /zip \(the file's content; its name says \.mp4\) to mp4/);
   });
 
   it('a 1 GiB sparse file named .mp4 (streamed over loopback): input_invalid', async () => {
