@@ -61,12 +61,12 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
         pageHeapMb: settings.pageHeapMb ?? DEFAULT_PAGE_HEAP_MB,
       });
       const warm = browser;
-      const running = await warm.acquire();
+      const fresh = await warm.freshPage();
       job.startClock?.();
       const remote = settings.remoteResources === true && job.options.allow_remote_resources === true
         ? { allowPrivate: settings.allowPrivateUrls === true }
         : null;
-      const outcome = render(running, site, job, { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote });
+      const outcome = render(fresh, site, job, { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote });
       // A browser that does not let go of an aborted page within the grace is killed (the next
       // conversion gets a new one); the abort itself already failed this conversion.
       let killTimer: NodeJS.Timeout | undefined;

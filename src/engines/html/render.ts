@@ -1,6 +1,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Browser, Page, Route } from 'playwright-core';
+import type { Page, Route } from 'playwright-core';
+import type { FreshPage } from './browser.ts';
 import sharp from '../image/sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { checkOutputSize } from '../output-cap.ts';
@@ -29,25 +30,18 @@ const INIT_SCRIPT = 'window.print = () => undefined; window.open = () => null;';
  * conversion), which is closed whatever happens; requests for anything but the site's own files
  * are aborted (and whatever escapes interception meets the browser's black-hole proxy).
  */
-export async function render(browser: Browser, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number }> {
+export async function render(fresh: FreshPage, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number }> {
   const target = job.target as HtmlTarget;
   const options = job.options;
   const width = target === 'pdf' ? 1280 : numberOption(options.width, 1280);
   const height = target === 'pdf' ? 800 : numberOption(options.height, 800);
-  const context = await browser.newContext({
-    serviceWorkers: 'block',
-    acceptDownloads: false,
-    javaScriptEnabled: true,
-    viewport: { width, height },
-    deviceScaleFactor: 1,
-    locale: 'en-US',
-    timezoneId: 'UTC',
-  });
+  const { context, page } = fresh;
   // The job's abort (time limit, cancel, shutdown) closes the context: that ends its renderer
   // whatever its script is doing, and every call below rejects.
   const onAbort = () => void context.close().catch(() => undefined);
   job.signal.addEventListener('abort', onAbort, { once: true });
   try {
+    // Before the page loads anything: it is still about:blank.
     await context.addInitScript(INIT_SCRIPT);
     const fetched = { bytes: 0, count: 0, dir: `${job.outputPath}.resources` };
     // A web page fetched from a URL is served at that URL (its relative links resolve there, and
@@ -61,7 +55,6 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
       }
       return serve(route, site, limits.remote && { ...limits.remote, fetched, signal: job.signal });
     });
-    const page = await context.newPage();
     context.on('page', (other) => {
       if (other !== page) void other.close().catch(() => undefined);
     });
@@ -70,6 +63,7 @@ export async function render(browser: Browser, site: Site, job: EngineJob, limit
     page.on('crash', () => {
       crashed = true;
     });
+    if (width !== 1280 || height !== 800) await page.setViewportSize({ width, height });
     job.signal.throwIfAborted();
     try {
       await page.emulateMedia({ media: mediaOf(options.media, target) });
