@@ -1,12 +1,13 @@
 /**
- * `npm run bench [-- a b c d e f g h i j k l p r]`: runs the benches of issue 2 (a-d), issue 3 (e),
+ * `npm run bench [-- a b c d e f g h i j k l p q r]`: runs the benches of issue 2 (a-d), issue 3 (e),
  * issue 5 (f-h, conv: bench/cli.ts), issue 6 (i, the mixed load test: bench/load.ts), issue 17 (r,
- * the event-loop delay under attack: bench/event-loop-under-attack.ts) and the Documents issue (j
+ * the event-loop delay under attack: bench/event-loop-under-attack.ts), the Documents issue (j
  * and k, Word documents -> PDF through the daemon against cold `soffice --convert-to` runs and
  * against a warm LibreOffice over UNO: bench/office.ts; l, PDF page -> PNG through the daemon
- * against PDFium called directly: bench/pdf-pages.ts) and the HTML issue (p, invoices -> PDF
- * through the daemon against Chromium driven directly and against a cold chromium per file:
- * bench/html.ts), each against
+ * against PDFium called directly: bench/pdf-pages.ts), issue 13 (q, the daemon's RSS over 300
+ * large images with the allocator of deploy/convd.service against glibc's malloc:
+ * bench/memory-soak.ts) and the HTML issue (p, invoices -> PDF through the daemon against
+ * Chromium driven directly and against a cold chromium per file: bench/html.ts), each against
  * its baseline in the same run, prints one line per bench as it ends and a table at the end.
  * Exits 1 when a target is missed (or a figure is invalid), so a script can gate on it.
  *
@@ -22,6 +23,7 @@ import { benchConvBatch, benchConvFormats, benchConvVersion } from './cli.ts';
 import { benchGetThroughput } from './get-throughput.ts';
 import { benchHtml } from './html.ts';
 import { benchLoad } from './load.ts';
+import { benchMemorySoak } from './memory-soak.ts';
 import { benchOfficeCold, benchOfficeWarm } from './office.ts';
 import { benchPdfPages } from './pdf-pages.ts';
 import { benchConvertEndToEnd } from './convert-e2e.ts';
@@ -45,6 +47,7 @@ const BENCHES: Record<string, () => Promise<BenchResult>> = {
   k: benchOfficeWarm,
   l: benchPdfPages,
   p: benchHtml,
+  q: benchMemorySoak,
   r: benchEventLoopUnderAttack,
 };
 

@@ -4,6 +4,7 @@ import { EngineHost } from '../src/engines/host/engine-host.ts';
 import type { EngineStatus } from '../src/engines/types.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
+import { memoryAllocator, type Allocator } from './ops/allocator.ts';
 
 export interface DoctorReport {
   engines: (EngineStatus & { pairs: number })[];
@@ -11,6 +12,8 @@ export interface DoctorReport {
   /** Of the pairs, those two engines make together, and the first of them as an example. */
   chains: number;
   chainExample?: string;
+  /** The malloc of this process: the daemon's when run with the same environment (LD_PRELOAD). */
+  allocator: Allocator;
 }
 
 /** `convd doctor`: each engine, the binary it found, its version and whether it can run. */
@@ -33,6 +36,7 @@ export async function doctor(): Promise<DoctorReport> {
     pairs: pairs.length,
     chains: chains.length,
     ...(example ? { chainExample: example } : {}),
+    allocator: memoryAllocator(),
   };
 }
 
@@ -44,5 +48,8 @@ export function formatDoctor(report: DoctorReport): string {
     return `${state}  ${engine.name.padEnd(nameWidth)}  ${String(engine.pairs).padStart(3)} pairs  ${engine.binary ?? '-'}  ${engine.version ?? ''}${detail}`;
   });
   const chains = report.chains > 0 ? ` (${report.chains} of them through two engines, e.g. ${report.chainExample})` : '';
-  return [...lines, `${report.pairs} conversion pairs offered${chains}`].join('\n');
+  const allocator = report.allocator === 'glibc'
+    ? "memory allocator: glibc's malloc (a daemon on it keeps hundreds of MB after large images: preload jemalloc as deploy/convd.service does)"
+    : `memory allocator: ${report.allocator}`;
+  return [...lines, `${report.pairs} conversion pairs offered${chains}`, allocator].join('\n');
 }

@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig, type ConfigInput, type LoadedConfig } from './config-load.ts';
 import { SETTINGS_BY_KEY } from './config-settings.ts';
 import { createLogger, type Logger } from './log.ts';
+import { memoryAllocator } from './ops/allocator.ts';
 import { startDaemon, type RunningDaemon } from './server.ts';
 import { DataDirLockedError } from '../src/store/data-dir-lock.ts';
 
@@ -45,7 +46,7 @@ export async function serve(loaded: LoadedConfig, input: ConfigInput): Promise<v
   // Tests and scripts wait for this exact line: it stays plain text whatever the log format.
   logger.flush();
   process.stderr.write(`convd listening on ${daemon.url} (data ${config.dataDir})${daemon.metricsUrl ? ` metrics on ${daemon.metricsUrl}/metrics` : ''}\n`);
-  logger.notice('started', { url: daemon.url, data_dir: config.dataDir, workers: config.workers, config_file: config.configFile, pid: process.pid });
+  logger.notice('started', { url: daemon.url, data_dir: config.dataDir, workers: config.workers, config_file: config.configFile, pid: process.pid, allocator: memoryAllocator() });
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {

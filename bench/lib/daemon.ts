@@ -35,11 +35,33 @@ const EXTRA_NODE_ARGS = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(/\s+/).
 /** BENCH_DAEMON_ARGS adds convd options after a bench's own, e.g. `--log-level warn` to see what logging costs. */
 const EXTRA_ARGS = (process.env.BENCH_DAEMON_ARGS ?? '').split(/\s+/).filter(Boolean);
 
-export async function startBenchDaemon(options: { dataDir: string; args?: string[]; apiKey?: string }): Promise<BenchDaemon> {
+/**
+ * `env` changes the daemon's environment (this process's, inherited): a string sets a variable,
+ * `undefined` removes it, e.g. `{ LD_PRELOAD: undefined, MALLOC_ARENA_MAX: undefined }` for a
+ * daemon on glibc's own malloc whatever the shell that ran the bench sets.
+ */
+export interface BenchDaemonOptions {
+  dataDir: string;
+  args?: string[];
+  apiKey?: string;
+  env?: Record<string, string | undefined>;
+}
+
+function daemonEnv(changes: Record<string, string | undefined> | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [name, value] of Object.entries(changes ?? {})) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
+export async function startBenchDaemon(options: BenchDaemonOptions): Promise<BenchDaemon> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` (npm run bench does)`);
   const started = performance.now();
   const child = spawnTracked(process.execPath, [...EXTRA_NODE_ARGS, MAIN, 'serve', '--port', '0', '--data-dir', options.dataDir, ...(options.args ?? []), ...EXTRA_ARGS], {
     cwd: ROOT,
+    env: daemonEnv(options.env),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   // Only the head of stderr matters (address, the first key's file); the per-conversion log lines are dropped.

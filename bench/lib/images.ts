@@ -5,6 +5,16 @@ import sharp from 'sharp';
  * the PNG decoder nor the encoder sees trivial (solid) content.
  */
 export async function photoPng(width: number, height: number, seed: number): Promise<Buffer> {
+  return sharp(photoRaw(width, height, seed), { raw: { width, height, channels: 3 } }).png().toBuffer();
+}
+
+/** The same picture as a JPEG (quality 90: a camera's file, noise kept). */
+export async function photoJpeg(width: number, height: number, seed: number): Promise<Buffer> {
+  return sharp(photoRaw(width, height, seed), { raw: { width, height, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+}
+
+/** The pixels of photoPng, 8-bit RGB. */
+function photoRaw(width: number, height: number, seed: number): Buffer {
   const raw = Buffer.alloc(width * height * 3);
   let state = (seed * 2654435761) >>> 0 || 1;
   const noise = () => {
@@ -21,7 +31,7 @@ export async function photoPng(width: number, height: number, seed: number): Pro
       raw[at + 2] = clamp(((x + y) * 128) / (width + height) + 64 + noise());
     }
   }
-  return sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
+  return raw;
 }
 
 function clamp(value: number): number {
