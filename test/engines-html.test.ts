@@ -25,6 +25,7 @@ import { storedZipOf } from './helpers/hostile-files.ts';
 import { OFFICE_MARKER } from './helpers/office.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
 import { assertHtmlOutput } from './registry-pairs-fixtures.ts';
+import { rejectsWith } from './helpers/failure.ts';
 
 const engine = createHtmlEngine();
 const status = await engine.probe();
@@ -69,14 +70,6 @@ function job(source: string, target: string, inputPath: string, raw: Record<stri
     inputPath, outputPath: join(dir, `out-${++counter}.${target}`), source, target, variant: pair.variants[0]?.key ?? null,
     options: checked.options as ConversionOptions, signal: extra.signal ?? new AbortController().signal, onProgress: () => undefined, ...extra,
   };
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ConversionFailure> {
-  let caught: unknown;
-  await promise.then(() => undefined, (error: unknown) => (caught = error));
-  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure(${code}), got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message);
-  return caught;
 }
 
 /** A job whose signal aborts at `ms` with a timeout failure, as the runner's time limit does. */

@@ -22,6 +22,7 @@ import { storedZip } from './helpers/hostile-files.ts';
 import {
   DOCUMENT_HEADING, DOCUMENT_MARKER, assertMarkupOutput, makeMarkupFixture, openZip, pandocPath,
 } from './helpers/markup.ts';
+import { rejectsWith } from './helpers/failure.ts';
 
 // The suite runs on the pandoc the engine finds (CONVD_PANDOC_PATH, else PATH). Without one it
 // skips here, but fails under CI (CI=true), which installs pandoc: a broken install must not hide.
@@ -79,14 +80,6 @@ async function input(name: string, content: string | Buffer): Promise<string> {
   const path = join(dir, name);
   await writeFile(path, content);
   return path;
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ConversionFailure> {
-  let caught: unknown;
-  await promise.then(() => undefined, (error: unknown) => (caught = error));
-  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure(${code}), got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message);
-  return caught;
 }
 
 function assertNoPandoc(): void {

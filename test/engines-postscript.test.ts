@@ -12,13 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument } from 'pdf-lib';
-import { ConversionFailure } from '../src/errors/api-error.ts';
 import { createGhostscriptEngine } from '../src/engines/postscript/ghostscript-engine.ts';
 import { liveChildPids } from '../src/engines/subprocess.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
 import { EPS_BOX, HOSTILE_POSTSCRIPT, PS_PAGES, postscriptFixture } from './helpers/postscript.ts';
 import { OFFICE_MARKER } from './helpers/office.ts';
+import { rejectsWith } from './helpers/failure.ts';
 
 const engine = createGhostscriptEngine();
 const status = await engine.probe();
@@ -47,14 +47,6 @@ async function write(name: string, text: string | Buffer): Promise<string> {
   const path = join(dir, name);
   await writeFile(path, text);
   return path;
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ConversionFailure> {
-  let caught: unknown;
-  await promise.then(() => undefined, (error: unknown) => (caught = error));
-  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure(${code}), got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message);
-  return caught;
 }
 
 describe('postscript engine', { skip }, () => {

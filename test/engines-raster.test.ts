@@ -11,13 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
-import { ConversionFailure } from '../src/errors/api-error.ts';
 import { findHeifDecoder } from '../src/engines/image/heif-hevc.ts';
 import { createImageEngine } from '../src/engines/image/sharp-engine.ts';
 import { createRasterEngine } from '../src/engines/raster/raster-engine.ts';
 import type { Engine, EngineJob } from '../src/engines/types.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 import { assertAnyImage, assertOutput, IMAGE_HEIGHT, IMAGE_WIDTH, makeFixture, mediaTools, type Fixture } from './registry-pairs-fixtures.ts';
+import { rejectsWith } from './helpers/failure.ts';
 
 const engine = createRasterEngine();
 const status = await engine.probe();
@@ -46,14 +46,6 @@ function job(source: string, target: string, inputPath: string, options: Convers
     inputPath, outputPath: join(dir, `out-${++counter}.${target}`), source, target, variant: null, options,
     signal: new AbortController().signal, onProgress: () => undefined, ...extra,
   };
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ConversionFailure> {
-  let caught: unknown;
-  await promise.then(() => undefined, (error: unknown) => (caught = error));
-  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure(${code}), got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message);
-  return caught;
 }
 
 async function write(name: string, data: Buffer): Promise<string> {

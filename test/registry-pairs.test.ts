@@ -14,7 +14,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
-import { ConversionFailure } from '../src/errors/api-error.ts';
 import { defaultEngines } from '../src/engines/catalog.ts';
 import { createDataEngine } from '../src/engines/data/data-engine.ts';
 import { createMarkupEngine } from '../src/engines/markup/markup-engine.ts';
@@ -40,6 +39,7 @@ import {
 } from './registry-pairs-fixtures.ts';
 import { pngBomb } from './helpers/hostile-files.ts';
 import { download, getJson, meteredClient, remainingCredits, uploadFile, waitForEnd, type Client } from './registry-pairs-daemon.ts';
+import { rejectsWith } from './helpers/failure.ts';
 
 const config = defaultServiceConfig();
 const registry = await FormatRegistry.create(defaultEngines({ maxInputPixels: config.maxInputPixels }), config.creditWeights);
@@ -102,14 +102,6 @@ async function convert(pair: ConversionPair, inputPath: string, raw: Record<stri
   };
   await engine.convert(job);
   return job.outputPath;
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ConversionFailure> {
-  let caught: unknown;
-  await promise.then(() => undefined, (error: unknown) => (caught = error));
-  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure(${code}), got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message);
-  return caught;
 }
 
 async function writeInput(name: string, data: Buffer): Promise<string> {
