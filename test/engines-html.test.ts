@@ -7,7 +7,6 @@
  * the middle of a conversion; no Chromium left after close.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,6 +19,7 @@ import { createHtmlEngine } from '../src/engines/html/html-engine.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
+import { browserGroupsOf, liveMembers } from './helpers/chromium.ts';
 import { htmlSiteZip, printCssDocument, PRINT_CSS_PAGES } from './helpers/html.ts';
 import { storedZipOf } from './helpers/hostile-files.ts';
 import { OFFICE_MARKER } from './helpers/office.ts';
@@ -77,28 +77,6 @@ function timed(ms: number): Pick<EngineJob, 'signal'> {
   const controller = new AbortController();
   setTimeout(() => controller.abort(new ConversionFailure('timeout', `The conversion took longer than the limit of ${ms / 1000} s.`)), ms).unref();
   return { signal: controller.signal };
-}
-
-/**
- * The browsers this process started: Chromium's main process is a child of this one (the wrapper
- * execs it) and leads a process group of its own, which holds its renderers too.
- */
-function browserGroups(): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(process.pid), 'chromium'], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
-/** Live members of a process group (a zombie is dead: its parent, or init, reaps it). */
-function groupMembers(pgid: number): number[] {
-  try {
-    return execFileSync('ps', ['-o', 'pid=,stat=', '-g', String(pgid)], { encoding: 'utf8' }).split('\n')
-      .map((line) => line.trim().split(/\s+/)).filter(([pid, stat]) => pid && stat && !stat.startsWith('Z')).map(([pid]) => Number(pid));
-  } catch {
-    return [];
-  }
 }
 
 /** Every browser group seen during the suite: none may have a process left at the end. */
@@ -374,7 +352,7 @@ describe('a hung page, a killed browser, the end', { skip }, () => {
     const slow = await write('slow.html', '<!doctype html><html><body><script>const end = Date.now() + 3000; while (Date.now() < end) {}</script><p>slow</p></body></html>');
     const running = engine.convert(job('html', 'pdf', slow, {}, timed(30_000)));
     await new Promise((resolve) => setTimeout(resolve, 800));
-    const groups = browserGroups();
+    const groups = browserGroupsOf(process.pid);
     assert.ok(groups.length > 0, 'a browser is running');
     for (const pgid of groups) {
       seenGroups.add(pgid);
@@ -392,12 +370,12 @@ describe('a hung page, a killed browser, the end', { skip }, () => {
     await other.probe();
     const fine = await write('close.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p></body></html>`);
     await other.convert({ ...job('html', 'pdf', fine) });
-    for (const pgid of browserGroups()) seenGroups.add(pgid);
+    for (const pgid of browserGroupsOf(process.pid)) seenGroups.add(pgid);
     assert.ok(seenGroups.size >= 2, 'this engine\'s browser and the first one\'s');
     await other.close?.();
     await engine.close?.();
     await new Promise((resolve) => setTimeout(resolve, 300));
-    for (const pgid of seenGroups) assert.deepEqual(groupMembers(pgid), [], `browser group ${pgid} is gone`);
-    assert.deepEqual(browserGroups(), []);
+    for (const pgid of seenGroups) assert.deepEqual(liveMembers(pgid), [], `browser group ${pgid} is gone`);
+    assert.deepEqual(browserGroupsOf(process.pid), []);
   });
 });

@@ -46,6 +46,10 @@ const BINARIES: { name: string; env: string; npm?: string }[] = [
   { name: 'gs', env: 'CONVD_GHOSTSCRIPT_PATH' },
   { name: 'heif-dec', env: 'CONVD_HEIF_DECODER_PATH' },
   { name: 'heif-convert', env: 'CONVD_HEIF_DECODER_PATH' },
+  { name: 'chromium', env: 'CONVD_CHROMIUM_PATH' },
+  { name: 'chromium-browser', env: 'CONVD_CHROMIUM_PATH' },
+  { name: 'google-chrome-stable', env: 'CONVD_CHROMIUM_PATH' },
+  { name: 'google-chrome', env: 'CONVD_CHROMIUM_PATH' },
 ];
 
 export function formatCachePath(env: NodeJS.ProcessEnv): string {

@@ -1,9 +1,11 @@
-import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ENGINE_NICENESS, engineEnvironment, findParentDeathWrapper, killGroup, trackGroup, untrackGroup } from '../process/group.ts';
+import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
+import { WINDOW } from './formats.ts';
 
 export interface BrowserSettings {
   /** The Chromium binary (find-chromium.ts). */
@@ -32,13 +34,6 @@ function launchFlags(proxyPort: number, pageHeapMb: number): string[] {
   ];
 }
 
-/**
- * The one warm Chromium of the HTML engine: launched with the first conversion, a fresh context
- * per conversion (conversion.ts), replaced after `recycleAfter` conversions and whenever it dies.
- * It runs through a wrapper that lowers its priority, offers it first to the OOM killer and has
- * the kernel kill it when the daemon dies (kill -9 included); Playwright starts it in a process
- * group of its own and kills the group on close.
- */
 /** A context of its own with its one page, not yet used by anything. */
 export interface FreshPage {
   context: BrowserContext;
@@ -47,14 +42,14 @@ export interface FreshPage {
 
 /**
  * The context every conversion gets: nothing shared with another (no cookie, storage, cache),
- * no service worker, no download, a window of 1280 x 800 (a screenshot sets its own).
+ * no service worker, no download, the default window (a screenshot sets its own).
  */
 async function openFreshPage(browser: Browser): Promise<FreshPage> {
   const context = await browser.newContext({
     serviceWorkers: 'block',
     acceptDownloads: false,
     javaScriptEnabled: true,
-    viewport: { width: 1280, height: 800 },
+    viewport: { ...WINDOW },
     deviceScaleFactor: 1,
     locale: 'en-US',
     timezoneId: 'UTC',
@@ -67,6 +62,13 @@ async function openFreshPage(browser: Browser): Promise<FreshPage> {
   }
 }
 
+/**
+ * The one warm Chromium of the HTML engine: launched with the first conversion, a fresh context
+ * per conversion (render.ts), replaced after `recycleAfter` conversions and whenever it dies.
+ * It runs through a wrapper that lowers its priority, offers it first to the OOM killer and has
+ * the kernel kill it when the daemon dies (kill -9 included); Playwright starts it in a process
+ * group of its own and kills the group on close.
+ */
 export class WarmBrowser {
   private browser: Promise<Browser> | undefined;
   /**
@@ -130,11 +132,6 @@ export class WarmBrowser {
     this.hole = undefined;
   }
 
-  /** The pid of the running browser (its process group), for tests and logs. */
-  get browserPid(): number | undefined {
-    return this.pid;
-  }
-
   private async retire(): Promise<void> {
     const spare = this.spare;
     this.spare = undefined;
@@ -159,7 +156,7 @@ export class WarmBrowser {
   private async launch(): Promise<Browser> {
     const { chromium } = await import('playwright-core');
     const proxyPort = await this.blackHole();
-    await removeOrphanedDirs();
+    await removeOrphanedDirs(MADE_BY, (path) => rm(path, { recursive: true, force: true }));
     const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
     this.dir = dir;
     const wrapper = join(dir, 'chromium');
@@ -208,24 +205,7 @@ export class WarmBrowser {
 
 /** Each daemon's browser directory is named after the daemon's pid: a dead one's is removed by the next. */
 const DIR_PREFIX = 'convd-chromium-';
-
-async function removeOrphanedDirs(): Promise<void> {
-  const names = await readdir(tmpdir()).catch(() => [] as string[]);
-  for (const name of names) {
-    const pid = Number(/^convd-chromium-(\d+)-/.exec(name)?.[1]);
-    if (!pid || pid === process.pid || isAlive(pid)) continue;
-    await rm(join(tmpdir(), name), { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+const MADE_BY = /^convd-chromium-(\d+)-/;
 
 /**
  * The shell script Playwright starts as "the browser": it records its pid (exec keeps it), takes

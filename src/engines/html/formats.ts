@@ -21,6 +21,8 @@ export const PAPERS: Record<string, [number, number]> = {
 
 /** At most this long a wait, whatever is asked: the time limit of the whole conversion is larger. */
 export const MAX_WAIT_DELAY_S = 30;
+/** The browser window a page is laid out in, unless a screenshot asks for another. */
+export const WINDOW = { width: 1280, height: 800 } as const;
 /** A screenshot's sides: Chromium draws at most 16,384 pixels a side. */
 export const MAX_SHOT_SIDE = 16_384;
 
@@ -65,8 +67,8 @@ export const PDF_OPTIONS: OptionDescriptor[] = [
 
 export function imageOptions(target: HtmlTarget): OptionDescriptor[] {
   return [
-    mm('width', 1280, 16, 4096, 'Width of the browser window in pixels'),
-    mm('height', 800, 16, MAX_SHOT_SIDE, 'Height of the browser window in pixels (the picture\'s, unless full_page)'),
+    mm('width', WINDOW.width, 16, 4096, 'Width of the browser window in pixels'),
+    mm('height', WINDOW.height, 16, MAX_SHOT_SIDE, 'Height of the browser window in pixels (the picture\'s, unless full_page)'),
     bool('full_page', true, 'The whole page, however long (up to 16,384 pixels), not only the window'),
     ...(target === 'jpg' || target === 'webp' ? [{ name: 'quality', type: 'range' as const, values: [], min: 1, max: 100, default: 80, label: 'Quality' }] : []),
     ...(target === 'jpg' ? [] : [bool('omit_background', false, 'Transparent where the page draws no background')]),

@@ -6,7 +6,7 @@ import sharp from '../image/sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { EngineJob } from '../types.ts';
-import { MAX_SHOT_SIDE, PAPERS, type HtmlTarget } from './formats.ts';
+import { MAX_SHOT_SIDE, PAPERS, WINDOW, type HtmlTarget } from './formats.ts';
 import { contentTypeOf, ENTRY_PATH, SITE_ORIGIN, type Site } from './site.ts';
 
 /** Limits of one render that are the service's, not the job's options. */
@@ -33,9 +33,11 @@ const INIT_SCRIPT = 'window.print = () => undefined; window.open = () => null;';
 export async function render(fresh: FreshPage, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number }> {
   const target = job.target as HtmlTarget;
   const options = job.options;
-  const width = target === 'pdf' ? 1280 : numberOption(options.width, 1280);
-  const height = target === 'pdf' ? 800 : numberOption(options.height, 800);
+  const width = target === 'pdf' ? WINDOW.width : numberOption(options.width, WINDOW.width);
+  const height = target === 'pdf' ? WINDOW.height : numberOption(options.height, WINDOW.height);
   const { context, page } = fresh;
+  // Remote resources are fetched to files here on their way to the page (render's own directory).
+  const fetched = { bytes: 0, count: 0, dir: `${job.outputPath}.resources` };
   // The job's abort (time limit, cancel, shutdown) closes the context: that ends its renderer
   // whatever its script is doing, and every call below rejects.
   const onAbort = () => void context.close().catch(() => undefined);
@@ -43,7 +45,6 @@ export async function render(fresh: FreshPage, site: Site, job: EngineJob, limit
   try {
     // Before the page loads anything: it is still about:blank.
     await context.addInitScript(INIT_SCRIPT);
-    const fetched = { bytes: 0, count: 0, dir: `${job.outputPath}.resources` };
     // A web page fetched from a URL is served at that URL (its relative links resolve there, and
     // are loaded only as remote resources); an upload at the origin that cannot exist.
     const entryUrl = pageUrl(job.sourceUrl);
@@ -63,7 +64,7 @@ export async function render(fresh: FreshPage, site: Site, job: EngineJob, limit
     page.on('crash', () => {
       crashed = true;
     });
-    if (width !== 1280 || height !== 800) await page.setViewportSize({ width, height });
+    if (width !== WINDOW.width || height !== WINDOW.height) await page.setViewportSize({ width, height });
     job.signal.throwIfAborted();
     try {
       await page.emulateMedia({ media: mediaOf(options.media, target) });
@@ -94,7 +95,7 @@ export async function render(fresh: FreshPage, site: Site, job: EngineJob, limit
   } finally {
     job.signal.removeEventListener('abort', onAbort);
     await context.close().catch(() => undefined);
-    await rm(`${job.outputPath}.resources`, { recursive: true, force: true });
+    await rm(fetched.dir, { recursive: true, force: true });
   }
 }
 

@@ -55,12 +55,22 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
 }
 
 async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<EngineOutput> {
-  if (job.source !== 'heif') return convertWithSharp(job, settings, job.inputPath);
-  const hevc = await hevcInput(job, settings);
-  if (!hevc) return convertWithSharp(job, settings, job.inputPath);
+  if (job.source !== 'heif' || !(await isHevc(job, settings))) return convertWithSharp(job, settings, job.inputPath);
+  const decoder = await findHeifDecoder();
+  if (!decoder) {
+    // A libvips built with libde265 reads it; the prebuilt one cannot, and then says what to install.
+    try {
+      return await convertWithSharp(job, settings, job.inputPath);
+    } catch (error) {
+      if (error instanceof ConversionFailure && error.code === 'input_invalid') {
+        throw new ConversionFailure('conversion_failed', `This HEIC image is compressed with HEVC (as iPhones save photos), which this server cannot decode yet: ${HEVC_INSTALL_HINT}.`);
+      }
+      throw error;
+    }
+  }
   const workDir = `${job.outputPath}.heif`;
   try {
-    const decoded = await decodeHevcToPng(hevc, {
+    const decoded = await decodeHevcToPng(decoder, {
       inputPath: job.inputPath, workDir, signal: job.signal, timeLimitMs: job.timeLimitMs, memoryLimitMb: settings.processMemoryMb,
     });
     return await convertWithSharp(job, settings, decoded);
@@ -70,21 +80,18 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
 }
 
 /**
- * For a HEIF whose header says HEVC (an iPhone's HEIC): the decoder to run first, after the pixel
- * limit is checked from the header. Undefined where sharp decodes it itself (AV1), and where no
- * decoder is installed and sharp's libheif has no HEVC either: a failure naming what to install.
+ * Whether a HEIF's header says HEVC (an iPhone's HEIC), after the pixel limit is checked from
+ * the header: the decoder that reads it must not be handed a bomb.
  */
-async function hevcInput(job: EngineJob, settings: ImageEngineOptions): Promise<string | undefined> {
+async function isHevc(job: EngineJob, settings: ImageEngineOptions): Promise<boolean> {
   const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
-  if (meta?.compression !== 'hevc') return undefined;
+  if (meta?.compression !== 'hevc') return false;
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;
   if (settings.maxInputPixels > 0 && width * height > settings.maxInputPixels) {
     throw pixelLimitFailure({ width, height }, settings.maxInputPixels, asksForResize(job.options));
   }
-  const decoder = await findHeifDecoder();
-  if (decoder) return decoder;
-  throw new ConversionFailure('conversion_failed', `This HEIC image is compressed with HEVC (as iPhones save photos), which this server cannot decode yet: ${HEVC_INSTALL_HINT}.`);
+  return true;
 }
 
 async function convertWithSharp(job: EngineJob, settings: ImageEngineOptions, inputPath: string): Promise<EngineOutput> {

@@ -69,8 +69,8 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
       try {
         const version = await firstLine(ffmpeg.path, ['-hide_banner', '-version']);
         await firstLine(ffprobe.path, ['-hide_banner', '-version']);
-        const encoders = await listEncoders(ffmpeg.path);
-        const mpegts = await readsMpegTs(ffmpeg.path, ffprobe.path);
+        // Independent questions to two binaries: asked at once (this is the daemon's first start).
+        const [encoders, mpegts] = await Promise.all([listEncoders(ffmpeg.path), readsMpegTs(ffmpeg.path, ffprobe.path)]);
         tools = { ffmpeg: ffmpeg.path, ffprobe: ffprobe.path, version: version.replace(/^ffmpeg version\s+/, '').split(' ')[0] ?? version, encoders, mpegts };
         const missing = Object.entries(REQUIRED_ENCODERS)
           .filter(([, needed]) => needed.some((encoder) => !encoders.has(encoder)))

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 
 /**
  * LibreOffice profiles, one per instance, in the system's temp directory, named after the process
@@ -46,28 +47,6 @@ export async function removeProfile(profile: string): Promise<void> {
 }
 
 /** Removes the profiles (and pipe files) of processes that no longer run; returns how many. */
-export async function removeOrphanedProfiles(): Promise<number> {
-  const root = tmpdir();
-  const names = await readdir(root).catch(() => [] as string[]);
-  let removed = 0;
-  for (const name of names) {
-    const maker = Number(MADE_BY.exec(name)?.[1]);
-    if (!maker || maker === process.pid || isRunning(maker)) continue;
-    const path = join(root, name);
-    // Only this user's: a shared /tmp holds other users' convd too.
-    const owner = await stat(path).then((info) => info.uid, () => -1);
-    if (owner !== process.getuid?.()) continue;
-    await removeProfile(path).then(() => removed++, () => undefined);
-  }
-  return removed;
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it runs, as another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+export function removeOrphanedProfiles(): Promise<number> {
+  return removeOrphanedDirs(MADE_BY, removeProfile);
 }
