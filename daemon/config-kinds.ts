@@ -1,4 +1,5 @@
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import { networkList } from '../src/inputs/address-policy.ts';
 
 /**
  * The kinds of value a setting can hold. Each parses a value from the command line or the
@@ -155,13 +156,4 @@ export const addressList: Kind<string[]> = {
 };
 
 /** A BlockList of the addresses and ranges of an `addressList` value. */
-export function toBlockList(list: readonly string[]): BlockList {
-  const blocks = new BlockList();
-  for (const item of list) {
-    const [address, bits] = item.split('/') as [string, string | undefined];
-    const type = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-    if (bits === undefined) blocks.addAddress(address, type);
-    else blocks.addSubnet(address, Number(bits), type);
-  }
-  return blocks;
-}
+export const toBlockList = networkList;

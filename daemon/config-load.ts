@@ -244,6 +244,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     workers: get('workers')!,
     publicUrl: get('public_url'),
     allowPrivateUrls: get('allow_private_urls')!,
+    urlAllowNetworks: get('url_allow_networks') ?? [],
     allowInsecureCallbacks: get('allow_insecure_callbacks')!,
     trustedProxies: get('trusted_proxy') ?? [],
     tls: cert && key ? { cert, key } : null,

@@ -72,6 +72,7 @@ export const SCALARS = {
   workers: setting('workers', { kind: integer(1, 1024), fallback: () => availableParallelism(), arg: 'n', help: 'conversions run at once (default: available cores)' }),
   public_url: setting('public_url', { kind: httpUrl, arg: 'url', reloadable: true, secret: true, help: 'public address used in links and Location (default: X-Forwarded-* from a trusted proxy, else the bound address)' }),
   allow_private_urls: setting('allow_private_urls', { kind: boolean, fallback: () => false, help: 'let URL inputs reach private and loopback addresses (trusted internal use only)' }),
+  url_allow_networks: setting('url_allow_networks', { kind: addressList, arg: 'addresses', help: 'private addresses/CIDRs that URL inputs and web pages\' resources may reach all the same (an internal file server); cloud metadata stays blocked' }),
   allow_insecure_callbacks: setting('allow_insecure_callbacks', { kind: boolean, fallback: () => false, help: 'allow http and private callback URLs (local webhook testing only)' }),
   trusted_proxy: setting('trusted_proxy', { kind: addressList, arg: 'addresses', reloadable: true, help: 'addresses/CIDRs whose X-Forwarded-For/-Proto/-Host are believed (e.g. 127.0.0.1)' }),
   tls_cert: setting('tls_cert', { kind: text(), arg: 'file', path: true, reloadable: true, help: 'PEM certificate chain: serve https (with --tls-key)' }),

@@ -21,6 +21,8 @@ export interface DaemonConfig {
   workers: number;
   publicUrl: string | undefined;
   allowPrivateUrls: boolean;
+  /** url_allow_networks: private addresses URL inputs may reach all the same. */
+  urlAllowNetworks: string[];
   allowInsecureCallbacks: boolean;
   /** Addresses and CIDR ranges whose X-Forwarded-* headers are believed; empty: none. */
   trustedProxies: string[];

@@ -57,6 +57,7 @@ async function readTls(tls: DaemonConfig['tls']): Promise<TlsFiles | null> {
 function serviceConfigOf(config: DaemonConfig): ServiceConfig {
   return defaultServiceConfig({
     allowPrivateUrls: config.allowPrivateUrls,
+    urlAllowNetworks: [...config.urlAllowNetworks],
     webhookScheduleScale: config.webhookScheduleScale,
     engineTimeoutMs: { ...config.engineTimeoutMs },
     plans: structuredClone(config.plans),

@@ -16,6 +16,7 @@ import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 describe('URL inputs over HTTP', () => {
   let trusted: DaemonHandle;
   let guarded: DaemonHandle;
+  let internal: DaemonHandle;
   const inputs = new InputServer();
   let image: Buffer;
 
@@ -25,11 +26,13 @@ describe('URL inputs over HTTP', () => {
       startDaemon(),
       inputs.start(),
     ]);
+    // The input server (127.0.0.1) plays an operator's internal file server.
+    internal = await startDaemon({ args: ['--url-allow-networks', '127.0.0.1/32'] });
     image = await png(30, 20);
   });
   after(async () => {
     await inputs.stop();
-    await Promise.all([trusted.dispose(), guarded.dispose()]);
+    await Promise.all([trusted.dispose(), guarded.dispose(), internal.dispose()]);
   });
 
   describe('with --allow-private-urls', () => {
@@ -135,6 +138,36 @@ describe('URL inputs over HTTP', () => {
       assert.equal(after.body.status, 'cancelled');
       assert.equal(after.body.result, null);
       assert.deepEqual(await spoolFiles(trusted.dataDir), []);
+    });
+  });
+
+  describe('with --url-allow-networks naming one internal server', () => {
+    it('that server\'s file is converted; its redirect to another private address fails fetch_failed, never asked', async () => {
+      const { createServer } = await import('node:http');
+      let otherRequests = 0;
+      const other = createServer((_request, response) => {
+        otherRequests++;
+        response.end('x');
+      });
+      await new Promise<void>((resolve) => other.listen(0, '127.0.0.2', () => resolve()));
+      try {
+        inputs.serve('/files/internal.png', image, { contentType: 'image/png' });
+        const done = await submitJson(internal, { target: 'webp', url: `${inputs.origin}/files/internal.png`, wait: 30 });
+        assert.equal(done.body.status, 'succeeded', JSON.stringify(done.body.error));
+        const meta = await sharp((await download(internal, done.body.id)).bytes).metadata();
+        assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 30, 20]);
+        const otherUrl = `http://127.0.0.2:${(other.address() as { port: number }).port}/a.png`;
+        inputs.serve('/files/moved.png', Buffer.alloc(0), { status: 302, headers: { location: otherUrl } });
+        for (const url of [`${inputs.origin}/files/moved.png`, otherUrl, 'http://169.254.169.254/latest/a.png']) {
+          const refused = await submitJson(internal, { target: 'webp', url, wait: 20 });
+          assert.equal(refused.body.status, 'failed', url);
+          assert.equal(refused.body.error?.code, 'fetch_failed', url);
+          assert.match(refused.body.error?.message ?? '', /not a public address/, url);
+        }
+        assert.equal(otherRequests, 0, 'the other private server was never asked');
+      } finally {
+        other.close();
+      }
     });
   });
 

@@ -265,6 +265,46 @@ describe('remote resources: only where the daemon allows them and the conversion
     }
   });
 
+  it('a local test host let through by url_allow_networks: its picture is drawn, its redirects to loopback and metadata are refused', async () => {
+    // 127.0.0.2 plays an allowed-looking host (Linux answers on all of 127/8); the canary on 127.0.0.1 stays private.
+    const red = await sharp({ create: { width: 50, height: 50, channels: 3, background: '#ff0000' } }).png().toBuffer();
+    const { createServer: createHttpServer } = await import('node:http');
+    const redirects: Record<string, string> = {
+      '/to-canary.png': `http://127.0.0.1:${canaryPort}/x.png`,
+      '/to-canary-by-name.css': `http://localhost:${canaryPort}/x.css`,
+      '/to-metadata.css': 'http://169.254.169.254/latest/meta-data/',
+    };
+    const testHost = createHttpServer((request, response) => {
+      const location = redirects[request.url ?? ''];
+      if (location) response.writeHead(302, { location }).end();
+      else if (request.url === '/red.png') response.writeHead(200, { 'content-type': 'image/png' }).end(red);
+      else response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => testHost.listen(0, '127.0.0.2', () => resolve()));
+    const host = `http://127.0.0.2:${(testHost.address() as { port: number }).port}`;
+    const remote = createHtmlEngine({ remoteResources: true, allowedNetworks: ['127.0.0.2'] });
+    await remote.probe();
+    try {
+      const pair = remote.pairs().find((p) => p.source === 'html' && p.target === 'png')!;
+      const checked = validateOptions(pair, { allow_remote_resources: true, width: 100, height: 100, full_page: false, wait_delay: 0.5 });
+      assert.ok(checked.ok);
+      const before = canaryHits;
+      const input = await write('allowed-host.html', `<!doctype html><html><head>
+<link rel="stylesheet" href="${host}/to-canary-by-name.css"><link rel="stylesheet" href="${host}/to-metadata.css"></head>
+<body style="margin:0"><img src="${host}/red.png" style="width:100px;height:100px;display:block"><img src="${host}/to-canary.png">
+<script>fetch('${host}/to-canary.png').catch(() => {})</script></body></html>`);
+      const made: EngineJob = { ...job('html', 'png', input), options: checked.options as ConversionOptions };
+      await remote.convert(made);
+      const { channels } = await sharp(made.outputPath).stats();
+      assert.ok(channels[0]!.mean > 200 && channels[1]!.mean < 50, 'the allowed host\'s picture is drawn');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(canaryHits - before, 0, 'no redirect reached the canary');
+    } finally {
+      await remote.close?.();
+      testHost.close();
+    }
+  });
+
   it('with the private-address test switch, a resource of a local server is fetched and drawn', async () => {
     const { createServer: createHttpServer } = await import('node:http');
     const red = await sharp({ create: { width: 50, height: 50, channels: 3, background: '#ff0000' } }).png().toBuffer();

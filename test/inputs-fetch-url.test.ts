@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import { RequestFilteringHttpAgent } from 'request-filtering-agent';
 import { ConversionFailure } from '../src/errors/api-error.ts';
-import { BlockedAddressError, blockedAddressReason, isPublicAddress } from '../src/inputs/address-policy.ts';
+import { BlockedAddressError, blockedAddressReason, isPublicAddress, networkList } from '../src/inputs/address-policy.ts';
 import { fetchUrlToFile, isFetchableUrl, nameFromUrl, type FetchOptions } from '../src/inputs/fetch-url.ts';
 import { createGuardedLookup, type ResolveAll } from '../src/inputs/guarded-lookup.ts';
 
@@ -288,6 +288,53 @@ describe('fetchUrlToFile: SSRF guard with allowPrivate=false', () => {
     const path = dest();
     await fetchUrlToFile(`http://localhost:${server.port}/`, path, { ...publicOnly, allowPrivate: true });
     assert.equal(await readFile(path, 'utf8'), 'secret');
+  });
+});
+
+describe('fetchUrlToFile: the operator\'s own private networks (url_allow_networks)', () => {
+  // Linux answers on all of 127/8: 127.0.0.2 stands for an internal file server, 127.0.0.1 for
+  // everything else private, which must stay unreachable, redirects included.
+  let internal: TestServer;
+  let other: TestServer;
+  before(async () => {
+    other = await startServer((_req, res) => res.end('other'));
+    internal = await startServer((req, res) => {
+      if (req.url === '/to-other') res.writeHead(302, { location: `http://127.0.0.1:${other.port}/` }).end();
+      else if (req.url === '/to-localhost') res.writeHead(302, { location: `http://localhost:${other.port}/` }).end();
+      else if (req.url === '/to-metadata') res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
+      else res.end('internal');
+    }, '127.0.0.2');
+  });
+  after(async () => {
+    await internal.close();
+    await other.close();
+  });
+  const allowed: FetchOptions = { maxBytes: 2 ** 20, timeoutMs: 5000, allowPrivate: false, allowedNetworks: ['127.0.0.2/32'] };
+
+  it('reaches an allowed address, by literal and by a range', async () => {
+    const path = dest();
+    await fetchUrlToFile(`http://127.0.0.2:${internal.port}/`, path, allowed);
+    assert.equal(await readFile(path, 'utf8'), 'internal');
+    await fetchUrlToFile(`http://127.0.0.2:${internal.port}/`, dest(), { ...allowed, allowedNetworks: ['127.0.0.0/30'] });
+  });
+
+  it('refuses a redirect from the allowed host to another private address, by literal or by name', async () => {
+    for (const route of ['/to-other', '/to-localhost']) {
+      const failure = await expectFailure(fetchUrlToFile(`http://127.0.0.2:${internal.port}${route}`, dest(), allowed), 'fetch_failed', /^blocked: /);
+      assert.match(failure.message, /loopback/, route);
+    }
+    await expectFailure(fetchUrlToFile(`http://127.0.0.2:${internal.port}/to-metadata`, dest(), allowed), 'fetch_failed', /cloud metadata/);
+    assert.equal(other.connections, 0, 'the other private server was contacted');
+  });
+
+  it('never lets the cloud metadata address through, even inside an allowed range', () => {
+    const list = networkList(['169.254.0.0/16', '10.0.0.0/8', 'fd00::/8']);
+    assert.equal(blockedAddressReason('169.254.169.254', list), 'cloud metadata');
+    assert.equal(blockedAddressReason('169.254.1.1', list), null);
+    assert.equal(blockedAddressReason('10.1.2.3', list), null);
+    assert.equal(blockedAddressReason('::ffff:10.1.2.3', list), null, 'the same host, IPv4-mapped');
+    assert.equal(blockedAddressReason('fd00::5', list), null);
+    assert.equal(blockedAddressReason('192.168.1.1', list), 'private (RFC 1918)');
   });
 });
 

@@ -20,6 +20,8 @@ export interface HtmlSettings {
   remoteResources: boolean;
   /** The URL inputs' test switch, which reaches the resources a page loads too. */
   allowPrivateUrls?: boolean;
+  /** url_allow_networks: private networks the resources may come from all the same. */
+  allowedNetworks?: readonly string[];
 }
 
 /** What the engines are made with; plain data, so that the engine host gets the same. */

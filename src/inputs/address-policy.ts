@@ -69,11 +69,20 @@ const GLOBAL_UNICAST_V6 = buildList([['2000::', 3]], 'ipv6');
  * `::ffff:127.0.0.1` / `::ffff:7f00:1` are judged by the IPv4 rules first (BlockList applies IPv4
  * rules to mapped addresses), so they get the specific reason ("loopback", not just "mapped").
  */
-export function blockedAddressReason(address: string): string | null {
+export function blockedAddressReason(address: string, allowed?: BlockList): string | null {
   const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
   const version = isIP(bare);
   if (version === 0) return 'not an IP address';
   if (version === 6 && bare.includes('%')) return 'scoped IPv6 address';
+  const reason = classify(bare, version);
+  // An operator's own private network (url_allow_networks); cloud metadata is never one of them.
+  if (reason !== null && reason !== METADATA && allowed?.check(bare, version === 4 ? 'ipv4' : 'ipv6')) return null;
+  return reason;
+}
+
+const METADATA = GROUPS[0]!.label;
+
+function classify(bare: string, version: number): string | null {
   for (const group of COMPILED) {
     if (version === 4 ? group.v4.check(bare, 'ipv4') : group.v4.check(bare, 'ipv6') || group.v6.check(bare, 'ipv6')) {
       return group.label;
@@ -85,6 +94,18 @@ export function blockedAddressReason(address: string): string | null {
 
 export function isPublicAddress(address: string): boolean {
   return blockedAddressReason(address) === null;
+}
+
+/** A BlockList of addresses and CIDR ranges (`10.0.0.5`, `10.1.0.0/16`, `fd00::/8`), already validated. */
+export function networkList(list: readonly string[]): BlockList {
+  const blocks = new BlockList();
+  for (const item of list) {
+    const [address, bits] = item.split('/') as [string, string | undefined];
+    const type = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+    if (bits === undefined) blocks.addAddress(address, type);
+    else blocks.addSubnet(address, Number(bits), type);
+  }
+  return blocks;
 }
 
 /** A connection refused by the address policy; fetch-url turns it into a `fetch_failed` message. */

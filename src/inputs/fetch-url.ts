@@ -2,13 +2,13 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
+import { type BlockList, isIP } from 'node:net';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import got, { type Options, type PlainResponse } from 'got';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
 import { ConversionFailure } from '../errors/api-error.ts';
-import { BlockedAddressError, blockedAddressReason } from './address-policy.ts';
+import { BlockedAddressError, blockedAddressReason, networkList } from './address-policy.ts';
 import { describeFetchError, fetchFailed, tooLarge } from './fetch-errors.ts';
 import { createGuardedLookup } from './guarded-lookup.ts';
 import { urlProblem } from './url-check.ts';
@@ -23,6 +23,11 @@ export interface FetchOptions {
   timeoutMs: number;
   /** Trusted internal use only (`--allow-private-urls`): allow loopback and private addresses. */
   allowPrivate: boolean;
+  /**
+   * Private addresses and CIDR ranges that may be reached all the same (`url_allow_networks`: an
+   * internal file server); every other address stays under the policy, cloud metadata always.
+   */
+  allowedNetworks?: readonly string[];
   /** Cancels the download; the promise then rejects with the signal's reason. */
   signal?: AbortSignal;
   /** Default 5. */
@@ -56,19 +61,21 @@ export async function fetchUrlToFile(url: string, destPath: string, options: Fet
   let contentType: string | null = null;
   let finalUrl = url;
 
-  const agents = createAgents(allowPrivate);
+  const allowedNetworks = options.allowedNetworks ?? [];
+  const allowed = allowedNetworks.length > 0 ? networkList(allowedNetworks) : undefined;
+  const agents = createAgents(allowPrivate, allowedNetworks);
   const file = createWriteStream(destPath);
   const request = got.stream(url, {
     agent: agents,
     http2: false, // request-filtering-agent only guards http(s).Agent connections
-    dnsLookup: allowPrivate ? undefined : createGuardedLookup(),
+    dnsLookup: allowPrivate ? undefined : createGuardedLookup(undefined, allowed),
     retry: { limit: 0 },
     maxRedirects,
     throwHttpErrors: false, // statuses are judged below, with a message naming the host
     strictContentLength: true, // a body cut short is an error, not a smaller file
     enableUnixSockets: false,
     headers: { 'user-agent': USER_AGENT },
-    hooks: { beforeRequest: [(requestOptions) => checkTarget(requestOptions.url, allowPrivate)] },
+    hooks: { beforeRequest: [(requestOptions) => checkTarget(requestOptions.url, allowPrivate, allowed)] },
   });
   const fail = (error: Error): void => {
     failure ??= error;
@@ -143,9 +150,9 @@ export async function fetchUrlToFile(url: string, destPath: string, options: Fet
  * call (Node's global agent keeps sockets alive). With private addresses refused, the filtering agents
  * check every address again at connect time, a second layer under our own lookup guard.
  */
-function createAgents(allowPrivate: boolean): { http: http.Agent; https: https.Agent } {
+function createAgents(allowPrivate: boolean, allowedNetworks: readonly string[]): { http: http.Agent; https: https.Agent } {
   if (allowPrivate) return { http: new http.Agent({ keepAlive: false }), https: new https.Agent({ keepAlive: false }) };
-  const filter = { keepAlive: false, allowPrivateIPAddress: false, allowMetaIPAddress: false };
+  const filter = { keepAlive: false, allowPrivateIPAddress: false, allowMetaIPAddress: false, allowIPAddressList: [...allowedNetworks] };
   return { http: new RequestFilteringHttpAgent(filter), https: new RequestFilteringHttpsAgent(filter) };
 }
 
@@ -154,7 +161,7 @@ function createAgents(allowPrivate: boolean): { http: http.Agent; https: https.A
  * guard; an IP literal never reaches a lookup, so it is checked here, before any socket is opened.
  * (got itself already refuses to follow a redirect to a scheme other than http and https.)
  */
-function checkTarget(target: string | URL | undefined, allowPrivate: boolean): void {
+function checkTarget(target: string | URL | undefined, allowPrivate: boolean, allowed: BlockList | undefined): void {
   if (!(target instanceof URL)) return;
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
     throw fetchFailed(`unsupported URL scheme ${target.protocol} (only http and https)`);
@@ -162,7 +169,7 @@ function checkTarget(target: string | URL | undefined, allowPrivate: boolean): v
   if (allowPrivate) return;
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
   if (isIP(host) === 0) return;
-  const reason = blockedAddressReason(host);
+  const reason = blockedAddressReason(host, allowed);
   if (reason !== null) throw new BlockedAddressError(host, reason);
 }
 

@@ -1,5 +1,5 @@
 import dns, { type LookupAddress, type LookupOptions } from 'node:dns';
-import type { LookupFunction } from 'node:net';
+import type { BlockList, LookupFunction } from 'node:net';
 import { BlockedAddressError, blockedAddressReason } from './address-policy.ts';
 
 /** Resolves every address of a host name (the shape of `dns.lookup` with `all: true`). */
@@ -17,9 +17,10 @@ const systemResolveAll: ResolveAll = (hostname, options, callback) => {
  * A `lookup` for sockets (passed through got's `dnsLookup`, and wrapped once more by
  * request-filtering-agent) that refuses a host as soon as ANY of its addresses is not public.
  * Checking the very addresses the socket then connects to (inside the connection, on every request and
- * redirect) leaves no gap between check and use for DNS rebinding to slip through.
+ * redirect) leaves no gap between check and use for DNS rebinding to slip through. `allowed` holds
+ * the operator's own private networks that are let through (url_allow_networks).
  */
-export function createGuardedLookup(resolveAll: ResolveAll = systemResolveAll): LookupFunction {
+export function createGuardedLookup(resolveAll: ResolveAll = systemResolveAll, allowed?: BlockList): LookupFunction {
   const lookup = (
     hostname: string,
     options: LookupOptions,
@@ -34,7 +35,7 @@ export function createGuardedLookup(resolveAll: ResolveAll = systemResolveAll): 
         return callback(notFound, '');
       }
       for (const { address } of addresses) {
-        const reason = blockedAddressReason(address);
+        const reason = blockedAddressReason(address, allowed);
         if (reason !== null) return callback(new BlockedAddressError(address, reason, hostname), '');
       }
       // Same order as a plain lookup would give, so `all: false` gets the address it would have got.

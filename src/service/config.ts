@@ -14,6 +14,8 @@ export interface ServiceConfig {
   retentionDays: number;
   /** URL inputs may resolve to private/loopback addresses (trusted internal use only). */
   allowPrivateUrls: boolean;
+  /** Private addresses and ranges URL inputs and web pages' resources may reach all the same. */
+  urlAllowNetworks: string[];
   urlFetchTimeoutMs: number;
   /** Per engine name; an engine run longer than this fails with `timeout`. */
   engineTimeoutMs: Record<string, number>;
@@ -46,6 +48,7 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     creditWeights: { ...DEFAULT_CREDIT_WEIGHTS },
     retentionDays: 30,
     allowPrivateUrls: false,
+    urlAllowNetworks: [],
     urlFetchTimeoutMs: 60_000,
     engineTimeoutMs: { image: 120_000, pdf: 300_000, pdfpages: 120_000, data: 120_000, media: 1_800_000, office: 300_000, markup: 120_000, raster: 120_000, postscript: 120_000, html: 120_000 },
     defaultEngineTimeoutMs: 600_000,

@@ -184,6 +184,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         maxBytes: Math.min(planMax, room),
         timeoutMs: config.urlFetchTimeoutMs,
         allowPrivate: config.allowPrivateUrls,
+        allowedNetworks: config.urlAllowNetworks,
         signal,
       }).catch((error: unknown) => {
         if (room < planMax && error instanceof ConversionFailure && error.code === 'file_too_large') throw lowOnDisk();

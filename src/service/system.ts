@@ -190,7 +190,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
  */
 async function catalogEngines(options: SystemOptions, workers: number, log: RunnerLog): Promise<FoundEngines> {
   const { config } = options;
-  const settings = { maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, html: { ...config.html, allowPrivateUrls: config.allowPrivateUrls } };
+  const settings = { maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, html: { ...config.html, allowPrivateUrls: config.allowPrivateUrls, allowedNetworks: config.urlAllowNetworks } };
   const host = new EngineHost({
     processes: workers,
     memoryLimitMb: config.engineMemoryMb,

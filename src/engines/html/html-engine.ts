@@ -20,6 +20,8 @@ export interface HtmlEngineOptions {
   remoteResources?: boolean;
   /** The test switch of URL inputs (`--allow-private-urls`): private addresses allowed too. */
   allowPrivateUrls?: boolean;
+  /** Private addresses and ranges resources may come from all the same (`url_allow_networks`). */
+  allowedNetworks?: readonly string[];
   env?: NodeJS.ProcessEnv;
 }
 
@@ -64,7 +66,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
       const fresh = await warm.freshPage();
       job.startClock?.();
       const remote = settings.remoteResources === true && job.options.allow_remote_resources === true
-        ? { allowPrivate: settings.allowPrivateUrls === true }
+        ? { allowPrivate: settings.allowPrivateUrls === true, allowedNetworks: settings.allowedNetworks ?? [] }
         : null;
       const outcome = render(fresh, site, job, { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote });
       // A browser that does not let go of an aborted page within the grace is killed (the next

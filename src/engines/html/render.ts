@@ -13,7 +13,7 @@ import { contentTypeOf, ENTRY_PATH, SITE_ORIGIN, type Site } from './site.ts';
 export interface RenderLimits {
   maxInputPixels: number;
   /** Public http(s) resources may be loaded (through the URL inputs' fetcher); null: none. */
-  remote: { allowPrivate: boolean } | null;
+  remote: { allowPrivate: boolean; allowedNetworks: readonly string[] } | null;
 }
 
 /** What one remote resource, and all of a page's, may weigh; how long one may take. */
@@ -118,6 +118,7 @@ function sameDocument(requested: string, entry: string): boolean {
 
 interface RemoteAccess {
   allowPrivate: boolean;
+  allowedNetworks: readonly string[];
   fetched: { bytes: number; count: number; dir: string };
   signal: AbortSignal;
 }
@@ -161,6 +162,7 @@ async function fetchRemote(url: string, remote: RemoteAccess): Promise<{ bytes: 
       maxBytes: Math.min(REMOTE_LIMITS.eachBytes, REMOTE_LIMITS.totalBytes - remote.fetched.bytes),
       timeoutMs: REMOTE_LIMITS.timeoutMs,
       allowPrivate: remote.allowPrivate,
+      allowedNetworks: remote.allowedNetworks,
       signal: remote.signal,
     });
     remote.fetched.bytes += fetched.bytes;
