@@ -73,6 +73,20 @@ export function oneOf<const T extends string>(values: readonly T[]): Kind<T> {
   return kind;
 }
 
+export const postgresUrl: Kind<string> = {
+  expects: 'a PostgreSQL URL (postgres://user:password@host:5432/database)',
+  parse(value) {
+    if (typeof value !== 'string') return reject(postgresUrl, value);
+    try {
+      const url = new URL(value.trim());
+      if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') return reject(postgresUrl, value);
+      return value.trim();
+    } catch {
+      return reject(postgresUrl, value);
+    }
+  },
+};
+
 export const httpUrl: Kind<string> = {
   expects: 'an absolute http or https URL',
   parse(value) {

@@ -241,6 +241,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     host: get('host')!,
     port: get('port')!,
     dataDir: get('data_dir')!,
+    databaseUrl: get('database_url') ?? null,
     workers: get('workers')!,
     publicUrl: get('public_url'),
     allowPrivateUrls: get('allow_private_urls')!,

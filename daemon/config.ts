@@ -18,6 +18,8 @@ export interface DaemonConfig {
   host: string;
   port: number;
   dataDir: string;
+  /** PostgreSQL for the store (database_url); null: the lowdb files under the data dir. */
+  databaseUrl: string | null;
   workers: number;
   publicUrl: string | undefined;
   allowPrivateUrls: boolean;

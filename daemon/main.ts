@@ -61,10 +61,26 @@ function print(result: unknown, asJson: boolean, human: (value: never) => string
   process.stdout.write(asJson ? `${JSON.stringify(result, null, 2)}\n` : `${human(result as never)}\n`);
 }
 
-async function admin(op: string, args: Record<string, unknown>, options: { dataDir?: string; config?: string; json?: boolean }, human: (value: never) => string) {
-  const { runAdminOperation } = await import('./admin/run.ts');
+/**
+ * The database of admin commands: `--database-url`, else `$CONVD_DATABASE_URL`, else the config
+ * file's `database_url`; none: the data dir's store.
+ */
+async function databaseUrlOf(options: { databaseUrl?: string; config?: string }): Promise<string | null> {
+  const named = options.databaseUrl ?? process.env.CONVD_DATABASE_URL;
+  if (named) return named;
+  if (options.config || process.env.CONVD_CONFIG) {
+    const { loadConfig } = await import('./config-load.ts');
+    return loadConfig({ flags: { config: options.config }, env: { CONVD_CONFIG: process.env.CONVD_CONFIG } }).config.databaseUrl;
+  }
+  return null;
+}
+
+async function admin(op: string, args: Record<string, unknown>, options: { dataDir?: string; databaseUrl?: string; config?: string; json?: boolean }, human: (value: never) => string) {
+  const { runAdminOperation, runAdminOnDatabase } = await import('./admin/run.ts');
   try {
-    print(await runAdminOperation(await dataDirOf(options), op, args), options.json === true, human);
+    const databaseUrl = await databaseUrlOf(options);
+    const result = databaseUrl ? await runAdminOnDatabase(databaseUrl, op, args) : await runAdminOperation(await dataDirOf(options), op, args);
+    print(result, options.json === true, human);
   } catch (error) {
     process.stderr.write(`convd: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = error instanceof AdminError ? error.exitCode : 1;
@@ -105,6 +121,7 @@ Examples:
   convd maintenance on --retry-after 600`);
 
   const dataDirOption = () => new Option('--data-dir <dir>', 'data directory (env CONVD_DATA_DIR)');
+  const databaseOption = () => new Option('--database-url <url>', 'the PostgreSQL database of the daemons, instead of a data dir (env CONVD_DATABASE_URL)');
   const configOption = () => new Option('--config <file>', 'read data_dir from this config file (env CONVD_CONFIG)');
 
   addSettingOptions(program
@@ -164,47 +181,47 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
   accounts.command('create').description('create an account')
     .addOption(new Option('--plan <plan>', 'plan').choices(['free', 'lite', 'standard', 'pro', 'unmetered']).default('free'))
     .option('--name <name>', 'a name to recognise it by')
-    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { plan: string; name?: string; dataDir?: string; json?: boolean }) => admin('accounts.create', { plan: o.plan, name: o.name }, o, accountLine));
   accounts.command('update <acc_id>').description("change an account's plan or remaining credits")
     .addOption(new Option('--plan <plan>', 'new plan').choices(['free', 'lite', 'standard', 'pro', 'unmetered']))
     .option('--credits <n>', 'set the remaining credits')
-    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((id: string, o: { plan?: string; credits?: string; dataDir?: string; json?: boolean }) => admin('accounts.update', { id, plan: o.plan, credits: o.credits }, o, accountLine));
-  accounts.command('list').description('list accounts').addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+  accounts.command('list').description('list accounts').addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { dataDir?: string; json?: boolean }) => admin('accounts.list', {}, o, (list: AccountOut[]) => list.map(accountLine).join('\n') || '(no accounts)'));
 
   const keys = program.command('keys').description('manage API keys');
   keys.command('create').description('create an API key (printed once)')
     .requiredOption('--account <acc_id>', 'owning account')
     .option('--scopes <list>', 'comma-separated: read,convert,delete', 'read,convert,delete')
-    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { account: string; scopes: string; dataDir?: string; json?: boolean }) =>
       admin('keys.create', { account: o.account, scopes: o.scopes }, o, (k: KeyOut) => `${k.key}\n(${k.id}, scopes ${k.scopes.join(',')}; this key is shown once)`));
   keys.command('list').description("list an account's keys (never the keys themselves)")
-    .requiredOption('--account <acc_id>', 'owning account').addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .requiredOption('--account <acc_id>', 'owning account').addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { account: string; dataDir?: string; json?: boolean }) => admin('keys.list', { account: o.account }, o, (list: KeyOut[]) => list.map(keyLine).join('\n') || '(no keys)'));
-  keys.command('revoke <key_id>').description('revoke a key at once').addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+  keys.command('revoke <key_id>').description('revoke a key at once').addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((id: string, o: { dataDir?: string; json?: boolean }) => admin('keys.revoke', { id }, o, (k: KeyOut) => `revoked ${k.id}`));
 
   program.command('webhook-secret').description("show (or rotate) an account's webhook signing secret")
     .requiredOption('--account <acc_id>', 'account').option('--rotate', 'replace the secret; later deliveries are signed with the new one')
-    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { account: string; rotate?: boolean; dataDir?: string; json?: boolean }) =>
       admin('webhook-secret', { account: o.account, rotate: o.rotate === true }, o, (s: { secret: string }) => s.secret));
 
   const deliveries = program.command('deliveries').description('webhook deliveries: attempts, status codes, next attempt');
   deliveries.command('list').description('list deliveries, newest first')
     .option('--conversion <cnv_id>', 'only the deliveries of this conversion')
-    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { conversion?: string; dataDir?: string; json?: boolean }) =>
       admin('deliveries.list', { conversion: o.conversion }, o, (list: DeliveryOut[]) => list.map(deliveryLine).join('\n') || '(no deliveries)'));
   deliveries.command('redeliver <delivery_id>').description('send a delivery again now (needs the running daemon)')
-    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((id: string, o: { dataDir?: string; json?: boolean }) => admin('deliveries.redeliver', { id }, o, deliveryLine));
 
   program.command('maintenance <state>').description('switch the API off (on) or back on (off); /v1 answers 503 api_disabled while on')
-    .option('--retry-after <seconds>', 'Retry-After sent while on').addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .option('--retry-after <seconds>', 'Retry-After sent while on').addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((state: string, o: { retryAfter?: string; dataDir?: string; json?: boolean }) => {
       if (state !== 'on' && state !== 'off') return usage('maintenance takes on or off');
       return admin('maintenance', { enabled: state === 'on', retry_after: o.retryAfter }, o, (r: { maintenance: { enabled: boolean } }) => `maintenance ${r.maintenance.enabled ? 'on' : 'off'}`);

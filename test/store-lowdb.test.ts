@@ -9,56 +9,11 @@ import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import type { AccountRecord } from '../src/model/account.ts';
 import type { ConversionRecord } from '../src/model/conversion.ts';
 import type { ConversionStatus } from '../src/model/status.ts';
-import { newConversionId } from '../src/service/ids.ts';
+import { account, conversion, DAY, HOUR } from './helpers/store-records.ts';
 import { decodeCopy, DurableJsonFile } from '../src/store/durable-json-file.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
-
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
-
-// Creation times step by a second from an hour ago: recent enough for the 24 h idempotency window.
-let clock = Date.now() - HOUR;
-
-/** A conversion record with every field; ids are made in creation order, like the service does. */
-function conversion(accountId: string, overrides: Partial<ConversionRecord> = {}): ConversionRecord {
-  clock += 1000;
-  const created = new Date(overrides.created_at ? Date.parse(overrides.created_at) : clock);
-  return {
-    id: newConversionId(created.getTime()),
-    account_id: accountId,
-    status: 'queued',
-    source: 'png',
-    target: 'webp',
-    variant: null,
-    options: { quality: 80 },
-    original_name: 'photo.png',
-    input_size: 1234,
-    input: { kind: 'file', sha256: 'ab'.repeat(32) },
-    progress: null,
-    reserved_credits: 1,
-    credits: 0,
-    charged_at: null,
-    created_at: created.toISOString(),
-    started_at: null,
-    finished_at: null,
-    result: null,
-    error: null,
-    callback_url: null,
-    idempotency_key: null,
-    request_fingerprint: null,
-    ...overrides,
-  };
-}
-
-function account(id: string, creditsBaseAt: string): AccountRecord {
-  return {
-    id, name: id, plan: 'lite', created_at: creditsBaseAt, credits_base: 1000, credits_base_at: creditsBaseAt,
-    resets_at: new Date(Date.now() + 20 * DAY).toISOString(), webhook_secret: 'whsec_test',
-  };
-}
 
 /** The data of the newest whole copy of a store file (`<base>.a.json` / `<base>.b.json`), read straight from disk. */
 async function newestCopy<T>(base: string): Promise<{ seq: number; data: T } | null> {

@@ -4,6 +4,7 @@ import { AccountService } from '../../src/service/accounts.ts';
 import { defaultServiceConfig } from '../../src/service/config.ts';
 import { acquireDataDirLock, DataDirLockedError, lockOwner } from '../../src/store/data-dir-lock.ts';
 import { LowdbStore } from '../../src/store/lowdb-store.ts';
+import type { Store } from '../../src/store/types.ts';
 import { ADMIN_OPERATIONS, AdminError } from './operations.ts';
 import { callAdminSocket } from './socket.ts';
 
@@ -42,12 +43,33 @@ async function runIn(dataDir: string, op: string, args: Record<string, unknown>)
   }
   const store = await LowdbStore.open({ dir: join(dataDir, 'store') });
   try {
-    const config = defaultServiceConfig();
-    const operation = ADMIN_OPERATIONS[op];
-    if (!operation) throw new AdminError(`unknown operation ${op}`, 2);
-    return await operation({ store, accounts: new AccountService(store, config), config }, args);
+    return await runOn(store, op, args);
   } finally {
     await store.close();
     await release();
   }
+}
+
+/**
+ * Runs an admin operation on the PostgreSQL database the daemons share, from any machine that
+ * reaches it: every daemon reads accounts, keys and settings from it at each request, so a
+ * revoked key or the maintenance switch holds on all of them at once.
+ */
+export async function runAdminOnDatabase(databaseUrl: string, op: string, args: Record<string, unknown>): Promise<unknown> {
+  const { PostgresStore } = await import('../../src/store/postgres/postgres-store.ts');
+  const store = await PostgresStore.open({ url: databaseUrl, poolSize: 2 }).catch((error: unknown) => {
+    throw new AdminError(`cannot open the database: ${error instanceof Error ? error.message : String(error)}`, 1);
+  });
+  try {
+    return await runOn(store, op, args);
+  } finally {
+    await store.close();
+  }
+}
+
+async function runOn(store: Store, op: string, args: Record<string, unknown>): Promise<unknown> {
+  const config = defaultServiceConfig();
+  const operation = ADMIN_OPERATIONS[op];
+  if (!operation) throw new AdminError(`unknown operation ${op}`, 2);
+  return operation({ store, accounts: new AccountService(store, config), config }, args);
 }

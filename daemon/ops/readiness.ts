@@ -17,7 +17,8 @@ export interface ReadinessReport {
 const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
 
 /**
- * `GET /readyz`: can this daemon take work now? The store directory takes a write, the data
+ * `GET /readyz`: can this daemon take work now? The store directory takes a write (or the
+ * database answers a query within 2 s), the data
  * dir's file system is above the disk floor, the engines' binaries are still there, and it is
  * not shutting down. Checked at most once per `maxAgeMs` (the endpoint needs no key, so a flood
  * of probes must not become a flood of writes); concurrent probes share one check.
@@ -27,7 +28,8 @@ export class Readiness {
   private running: Promise<ReadinessReport> | null = null;
 
   constructor(
-    private readonly storeDir: string,
+    /** The lowdb store's directory (a write is tried), or the PostgreSQL store's ping. */
+    private readonly store: string | { ping(): Promise<void> },
     private readonly disk: DiskSpace,
     private readonly engines: readonly EngineStatus[],
     private readonly draining: () => boolean,
@@ -51,7 +53,15 @@ export class Readiness {
   }
 
   private async storeCheck(): Promise<Check> {
-    const probe = join(this.storeDir, '.readyz-probe');
+    if (typeof this.store !== 'string') {
+      try {
+        await this.store.ping();
+        return { ok: true, detail: 'database answers' };
+      } catch (error) {
+        return { ok: false, detail: `database unreachable: ${error instanceof Error ? error.message : String(error)}` };
+      }
+    }
+    const probe = join(this.store, '.readyz-probe');
     try {
       await writeFile(probe, new Date().toISOString());
       await unlink(probe);

@@ -15,7 +15,7 @@ import { conversionCost } from './credits.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from './ids.ts';
-import { KeyedMutex } from './keyed-mutex.ts';
+import { KeyedMutex } from '../store/keyed-mutex.ts';
 import { PublicJsonCache } from './public-json-cache.ts';
 import { checkSubmissionLimits } from './submission-limits.ts';
 import { UploadHolds, type UploadHold } from './upload-holds.ts';
@@ -44,7 +44,7 @@ export interface DownloadHandle {
  */
 export class ConversionService {
   readonly events = new EndEvents();
-  /** Serializes each account's submissions (checks + insert) and each conversion's transitions. */
+  /** Serializes each conversion's transitions (an account's submissions hold the store's `exclusive`). */
   readonly locks = new KeyedMutex();
   /** Uploads between `admitUpload` and the end of `create`. */
   readonly uploads = new UploadHolds();
@@ -101,11 +101,11 @@ export class ConversionService {
     const key = upload.idempotencyKey;
     const patience = Date.now() + upload.patienceMs;
     for (;;) {
-      const step = await this.locks.run(`account:${account.id}`, async (): Promise<{ hold: UploadHold | null } | { twin: UploadHold }> => {
-        if (key !== undefined && (await this.store.findByIdempotencyKey(account.id, key))) return { hold: null };
+      const step = await this.store.exclusive(`account:${account.id}`, async (store): Promise<{ hold: UploadHold | null } | { twin: UploadHold }> => {
+        if (key !== undefined && (await store.findByIdempotencyKey(account.id, key))) return { hold: null };
         const twin = key !== undefined && Date.now() < patience ? this.uploads.withKey(account.id, key) : undefined;
         if (twin) return { twin };
-        await checkSubmissionLimits(this.store, account, plan, cost, this.uploads.heldBy(account.id), this.now().getTime());
+        await checkSubmissionLimits(store, account, plan, cost, this.uploads.heldBy(account.id), this.now().getTime());
         return { hold: this.uploads.add(account.id, cost, key ?? null) };
       });
       if ('hold' in step) return step.hold;
@@ -124,15 +124,15 @@ export class ConversionService {
       const inputSize = request.input.kind === 'file' ? request.input.file.size : null;
       const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(this.registry.creditWeight(request.pair), inputSize);
 
-      const outcome = await this.locks.run(`account:${account.id}`, async (): Promise<CreateOutcome> => {
+      const outcome = await this.store.exclusive(`account:${account.id}`, async (store): Promise<CreateOutcome> => {
         if (request.idempotencyKey) {
-          const earlier = await this.store.findByIdempotencyKey(account.id, request.idempotencyKey);
+          const earlier = await store.findByIdempotencyKey(account.id, request.idempotencyKey);
           if (earlier) {
             if (earlier.request_fingerprint !== request.fingerprint) throw new ApiError('idempotency_conflict');
             return { record: earlier, replayed: true, wait: request.wait };
           }
         }
-        await checkSubmissionLimits(this.store, account, plan, cost, this.uploads.heldBy(account.id, hold), this.now().getTime());
+        await checkSubmissionLimits(store, account, plan, cost, this.uploads.heldBy(account.id, hold), this.now().getTime());
         const created = this.now();
         const record: ConversionRecord = {
           id: newConversionId(created.getTime()),
@@ -163,7 +163,7 @@ export class ConversionService {
           await this.blobs.adoptInput(record.id, request.input.file.path);
           adopted = true;
         }
-        await this.store.insertConversion(record);
+        await store.insertConversion(record);
         // The conversion holds the place and its credits from here on.
         hold?.release();
         return { record, replayed: false, wait: request.wait };

@@ -24,6 +24,8 @@ import { RETRY_WAITS_MS } from '../webhooks/schedule.ts';
 
 export interface SystemOptions {
   dataDir: string;
+  /** PostgreSQL holds the store (DESIGN.md, "Scale-out"); blobs stay under the data dir. */
+  databaseUrl?: string | null;
   config: ServiceConfig;
   workers?: number;
   allowInsecureCallbacks?: boolean;
@@ -70,10 +72,8 @@ export interface ConversionSystem {
 export async function openSystem(options: SystemOptions): Promise<ConversionSystem> {
   const { config } = options;
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  const lowdb = await LowdbStore.open({
-    dir: options.ephemeralStore ? null : join(options.dataDir, 'store'),
-  });
-  const store: Store = options.observer ? observeStore(lowdb, options.observer) : lowdb;
+  const opened = await openStore(options);
+  const store: Store = options.observer ? observeStore(opened, options.observer) : opened;
   const blobs = await LocalBlobStore.open(join(options.dataDir, 'blobs'));
   const workers = options.workers ?? availableParallelism();
   const log = options.log ?? (() => undefined);
@@ -206,4 +206,13 @@ async function catalogEngines(options: SystemOptions, workers: number, log: Runn
     make,
     probeAlways: config.office.warmAtStart ? ['office'] : [],
   });
+}
+
+/** The store the options name: PostgreSQL (loaded only then), or lowdb files under the data dir. */
+async function openStore(options: SystemOptions): Promise<Store> {
+  if (options.databaseUrl) {
+    const { PostgresStore } = await import('../store/postgres/postgres-store.ts');
+    return PostgresStore.open({ url: options.databaseUrl, soleNode: true });
+  }
+  return LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });
 }

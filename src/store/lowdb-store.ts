@@ -7,6 +7,7 @@ import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
 import type { DeliveryRecord, ListQuery, Store, UpdateOptions } from './types.ts';
 import { conversionIdFloor, conversionIdTime } from '../service/ids.ts';
+import { KeyedMutex } from './keyed-mutex.ts';
 
 interface MainData {
   version: 1;
@@ -60,6 +61,8 @@ export class LowdbStore implements Store {
   private flushing: Promise<void> = Promise.resolve();
   private waiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
   private closed = false;
+  /** One process holds the data dir (its lock file): a lock in memory is every process's. */
+  private readonly locks = new KeyedMutex();
 
   private readonly conversions = new Map<string, ConversionRecord>();
   /** Ids of each account's conversions, oldest first (ids sort by creation time). */
@@ -304,6 +307,10 @@ export class LowdbStore implements Store {
     this.deferred.clear();
     await this.runFlush();
     for (const low of [this.main, ...this.shards]) if (low.adapter instanceof DurableJsonFile) await low.adapter.close();
+  }
+
+  exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T> {
+    return this.locks.run(key, () => work(this));
   }
 
   async getConversion(id: string): Promise<ConversionRecord | undefined> {

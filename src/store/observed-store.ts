@@ -17,6 +17,9 @@ export interface StoreObserver {
  */
 export function observeStore(store: Store, observer: StoreObserver): Store {
   const overrides: Partial<Store> = {
+    exclusive(key, work) {
+      return store.exclusive(key, (inner) => work(inner === store ? observed : observeStore(inner, observer)));
+    },
     async insertConversion(record) {
       await store.insertConversion(record);
       observer.onTransition?.({ ...record }, null);
@@ -36,7 +39,7 @@ export function observeStore(store: Store, observer: StoreObserver): Store {
     },
   };
   const bound = new Map<PropertyKey, unknown>();
-  return new Proxy(store, {
+  const observed: Store = new Proxy(store, {
     get(target, property) {
       if (property in overrides) return overrides[property as keyof Store];
       let value = bound.get(property);
@@ -49,4 +52,5 @@ export function observeStore(store: Store, observer: StoreObserver): Store {
       return value;
     },
   });
+  return observed;
 }

@@ -85,6 +85,14 @@ export interface Store {
   putDelivery(record: DeliveryRecord): Promise<void>;
   listDeliveries(filter: { conversionId?: string; status?: DeliveryRecord['status'] }): Promise<DeliveryRecord[]>;
 
+  /**
+   * Runs `work` holding `key` against every process that shares this store (an account's
+   * submission checks and insert: idempotency, limits and credits are one step across nodes).
+   * `work` uses the store it is given: in PostgreSQL the transaction that holds the lock, whose
+   * writes commit when `work` resolves and not at all when it throws.
+   */
+  exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T>;
+
   /** Resolves when every write made so far is on disk. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -1,0 +1,73 @@
+/**
+ * The schema of the PostgreSQL store, as numbered steps applied once each and in order
+ * (migrate.ts). A step is never edited once released: a change of schema is a new step.
+ *
+ * Every record is kept whole as `doc` (the same JSON the lowdb store writes), so that a field
+ * added to a record needs no migration; the columns that queries filter, sort or sum on are
+ * generated from it (always in step with it) and indexed. The one column of its own is
+ * `idem_key`: the idempotency key while it is live. A key older than 24 hours is cleared there
+ * when a new conversion takes it, so that the unique index holds only keys in force.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'conversions, accounts, keys, settings, deliveries',
+    sql: `
+CREATE TABLE convd_conversions (
+  id text PRIMARY KEY,
+  doc jsonb NOT NULL,
+  idem_key text,
+  account_id text GENERATED ALWAYS AS (doc->>'account_id') STORED NOT NULL,
+  status text GENERATED ALWAYS AS (doc->>'status') STORED NOT NULL,
+  created_at text GENERATED ALWAYS AS (doc->>'created_at') STORED NOT NULL,
+  finished_at text GENERATED ALWAYS AS (doc->>'finished_at') STORED,
+  charged_at text GENERATED ALWAYS AS (doc->>'charged_at') STORED,
+  expires_at text GENERATED ALWAYS AS (doc->'result'->>'expires_at') STORED,
+  credits integer GENERATED ALWAYS AS ((doc->>'credits')::integer) STORED NOT NULL,
+  reserved_credits integer GENERATED ALWAYS AS ((doc->>'reserved_credits')::integer) STORED NOT NULL
+);
+CREATE INDEX convd_conversions_account ON convd_conversions (account_id, id);
+CREATE INDEX convd_conversions_account_status ON convd_conversions (account_id, status, id);
+CREATE UNIQUE INDEX convd_conversions_idempotency ON convd_conversions (account_id, idem_key) WHERE idem_key IS NOT NULL;
+CREATE INDEX convd_conversions_active ON convd_conversions (status, id) WHERE status IN ('queued', 'fetching', 'processing');
+CREATE INDEX convd_conversions_expiring ON convd_conversions (expires_at) WHERE status = 'succeeded';
+CREATE INDEX convd_conversions_charged ON convd_conversions (account_id, charged_at) WHERE charged_at IS NOT NULL;
+CREATE INDEX convd_conversions_finished ON convd_conversions (finished_at) WHERE status IN ('failed', 'cancelled', 'expired');
+
+CREATE TABLE convd_accounts (
+  id text PRIMARY KEY,
+  doc jsonb NOT NULL,
+  created_at text GENERATED ALWAYS AS (doc->>'created_at') STORED NOT NULL
+);
+
+CREATE TABLE convd_api_keys (
+  id text PRIMARY KEY,
+  doc jsonb NOT NULL,
+  account_id text GENERATED ALWAYS AS (doc->>'account_id') STORED NOT NULL,
+  hash text GENERATED ALWAYS AS (doc->>'hash') STORED NOT NULL UNIQUE
+);
+CREATE INDEX convd_api_keys_account ON convd_api_keys (account_id, id);
+
+CREATE TABLE convd_settings (
+  id integer PRIMARY KEY CHECK (id = 1),
+  doc jsonb NOT NULL
+);
+
+CREATE TABLE convd_deliveries (
+  id text PRIMARY KEY,
+  doc jsonb NOT NULL,
+  conversion_id text GENERATED ALWAYS AS (doc->>'conversion_id') STORED NOT NULL,
+  status text GENERATED ALWAYS AS (doc->>'status') STORED NOT NULL,
+  created_at text GENERATED ALWAYS AS (doc->>'created_at') STORED NOT NULL
+);
+CREATE INDEX convd_deliveries_conversion ON convd_deliveries (conversion_id);
+CREATE INDEX convd_deliveries_pending ON convd_deliveries (status, created_at) WHERE status = 'pending';
+`,
+  },
+];

@@ -1,0 +1,303 @@
+import pg from 'pg';
+import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.ts';
+import type { ConversionRecord } from '../../model/conversion.ts';
+import { ACTIVE_STATUSES, type ConversionStatus } from '../../model/status.ts';
+import { conversionIdFloor, conversionIdTime } from '../../service/ids.ts';
+import type { DeliveryRecord, ListQuery, Store } from '../types.ts';
+import { migrate } from './migrate.ts';
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:port/database` (libpq's parameters, e.g. `?options=-c search_path=x`). */
+  url: string;
+  /** Connections of this process (default 10). */
+  poolSize?: number;
+  /**
+   * This process runs the queue (a daemon, not an admin command): refuse to open while another
+   * one does. Work is queued and recovered in each process's memory today, so a second daemon on
+   * the same database would take the first one's running conversions for interrupted ones.
+   */
+  soleNode?: boolean;
+}
+
+/** The advisory lock a daemon holds for as long as it runs (see `soleNode`). */
+const NODE_LOCK = 7_700_002;
+
+/** Another daemon holds the database. */
+export class DatabaseInUseError extends Error {
+  constructor() {
+    super('another convd daemon uses this database: one daemon per database for now (admin commands may run beside it)');
+    this.name = 'DatabaseInUseError';
+  }
+}
+
+const DEFAULT_SETTINGS: Settings = { maintenance: { enabled: false, retry_after: 300 } };
+const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+const ACTIVE = [...ACTIVE_STATUSES];
+
+/** A pool or one of its clients inside a transaction: both answer queries. */
+type Queryable = pg.Pool | pg.PoolClient;
+
+interface Doc<T> {
+  doc: T;
+}
+
+/**
+ * The Store on PostgreSQL (DESIGN.md, "Scale-out"): every node that shares the database sees the
+ * same accounts, keys, settings, conversions and deliveries, and `exclusive` is a transaction that
+ * holds an advisory lock, so an account's submission checks and insert are one step across nodes.
+ * Every statement is parameterized and named (prepared once per connection); no SQL is built
+ * from values. A write is committed when its call resolves (`flush` has nothing left to do).
+ */
+export class PostgresStore implements Store {
+  private constructor(
+    private readonly db: Queryable,
+    /** The pool this store owns and ends on close; null for a store bound to a transaction. */
+    private readonly pool: pg.Pool | null,
+    /** The connection that holds the node lock (soleNode), released on close. */
+    private readonly nodeLock: pg.PoolClient | null = null,
+  ) {}
+
+  /** Connects, applies the schema's missing steps, and checks that the database answers. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, application_name: 'convd' });
+    // An idle connection the server drops (restart, network) must not take the process down.
+    pool.on('error', () => undefined);
+    let nodeLock: pg.PoolClient | null = null;
+    try {
+      await migrate(pool);
+      if (options.soleNode) {
+        nodeLock = await pool.connect();
+        const { rows } = await nodeLock.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [NODE_LOCK]);
+        if (!rows[0]?.locked) throw new DatabaseInUseError();
+      }
+    } catch (error) {
+      nodeLock?.release();
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+    return new PostgresStore(pool, pool, nodeLock);
+  }
+
+  private async rows<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
+    return (await this.db.query<T & pg.QueryResultRow>({ name, text, values })).rows;
+  }
+
+  private async docs<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
+    return (await this.rows<Doc<T>>(name, text, values)).map((row) => row.doc);
+  }
+
+  private async one<T>(name: string, text: string, values: unknown[]): Promise<T | undefined> {
+    return (await this.docs<T>(name, text, values))[0];
+  }
+
+  private async count(name: string, text: string, values: unknown[]): Promise<number> {
+    const [row] = await this.rows<{ n: string | number | null }>(name, text, values);
+    return Number(row?.n ?? 0);
+  }
+
+  async exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T> {
+    if (this.pool === null) {
+      // Already in a transaction: the same connection takes the lock too (it is re-entrant).
+      await this.db.query({ name: 'convd-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [key] });
+      return work(this);
+    }
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      await client.query({ name: 'convd-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [key] });
+      const result = await work(new PostgresStore(client, null));
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async getConversion(id: string): Promise<ConversionRecord | undefined> {
+    return this.one('convd-conversion', 'SELECT doc FROM convd_conversions WHERE id = $1', [id]);
+  }
+
+  async insertConversion(record: ConversionRecord): Promise<void> {
+    if (record.idempotency_key) {
+      // An expired key may be used again: the old conversion keeps it in its record, not in the index.
+      const staleBefore = new Date(Date.parse(record.created_at) - IDEMPOTENCY_TTL_MS).toISOString();
+      await this.db.query({
+        name: 'convd-idem-release',
+        text: 'UPDATE convd_conversions SET idem_key = NULL WHERE account_id = $1 AND idem_key = $2 AND created_at <= $3',
+        values: [record.account_id, record.idempotency_key, staleBefore],
+      });
+    }
+    await this.db.query({
+      name: 'convd-conversion-insert',
+      text: 'INSERT INTO convd_conversions (id, doc, idem_key) VALUES ($1, $2, $3)',
+      values: [record.id, JSON.stringify(record), record.idempotency_key ?? null],
+    });
+  }
+
+  async updateConversion(id: string, patch: Partial<ConversionRecord>): Promise<ConversionRecord | undefined> {
+    const { id: _id, account_id: _owner, ...rest } = patch;
+    // A field set to undefined is removed (as Object.assign + JSON would drop it); the rest is merged.
+    const removed = Object.entries(rest).filter(([, value]) => value === undefined).map(([key]) => key);
+    return this.one('convd-conversion-update', 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 RETURNING doc', [
+      id, removed, JSON.stringify(rest),
+    ]);
+  }
+
+  async listConversions(query: ListQuery): Promise<ConversionRecord[]> {
+    return this.docs('convd-conversion-list', `SELECT doc FROM convd_conversions
+      WHERE account_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR id < $3)
+      ORDER BY id DESC LIMIT $4`, [query.accountId, query.status ?? null, query.before ?? null, query.limit]);
+  }
+
+  async findByIdempotencyKey(accountId: string, key: string): Promise<ConversionRecord | undefined> {
+    const liveSince = new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString();
+    return this.one('convd-conversion-idem', 'SELECT doc FROM convd_conversions WHERE account_id = $1 AND idem_key = $2 AND created_at > $3', [
+      accountId, key, liveSince,
+    ]);
+  }
+
+  async conversionsWithStatus(statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]> {
+    return this.docs('convd-conversion-status', 'SELECT doc FROM convd_conversions WHERE status = ANY($1::text[]) ORDER BY id', [[...statuses]]);
+  }
+
+  async conversionsExpiringBy(isoTime: string): Promise<ConversionRecord[]> {
+    return this.docs('convd-conversion-expiring', "SELECT doc FROM convd_conversions WHERE status = 'succeeded' AND expires_at <= $1 ORDER BY expires_at", [isoTime]);
+  }
+
+  async countActive(accountId: string): Promise<number> {
+    return this.count('convd-count-active', 'SELECT count(*) AS n FROM convd_conversions WHERE account_id = $1 AND status = ANY($2::text[])', [accountId, ACTIVE]);
+  }
+
+  async creditsChargedSince(accountId: string, sinceIso: string): Promise<number> {
+    return this.count('convd-credits-charged', 'SELECT sum(credits) AS n FROM convd_conversions WHERE account_id = $1 AND charged_at >= $2', [accountId, sinceIso]);
+  }
+
+  async creditsReserved(accountId: string): Promise<number> {
+    return this.count('convd-credits-reserved', 'SELECT sum(reserved_credits) AS n FROM convd_conversions WHERE account_id = $1 AND status = ANY($2::text[])', [accountId, ACTIVE]);
+  }
+
+  async countCreatedSince(accountId: string, sinceMs: number): Promise<number> {
+    return this.count('convd-count-since', 'SELECT count(*) AS n FROM convd_conversions WHERE account_id = $1 AND id >= $2', [accountId, conversionIdFloor(sinceMs)]);
+  }
+
+  async createdAtOfNewest(accountId: string, n: number): Promise<number | undefined> {
+    const [row] = await this.rows<{ id: string }>('convd-nth-newest', 'SELECT id FROM convd_conversions WHERE account_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1', [accountId, n - 1]);
+    return row ? conversionIdTime(row.id) : undefined;
+  }
+
+  async pruneFinishedBefore(isoTime: string): Promise<number> {
+    // Charges of the account's current period stay: they are its balance.
+    return this.exclusive('prune', async (store) => {
+      const db = (store as PostgresStore).db;
+      const pruned = await db.query<{ id: string }>({
+        name: 'convd-prune',
+        text: `DELETE FROM convd_conversions c
+          WHERE c.status IN ('failed', 'cancelled', 'expired') AND c.finished_at < $1
+            AND NOT (c.charged_at IS NOT NULL AND c.charged_at >= coalesce((SELECT a.doc->>'credits_base_at' FROM convd_accounts a WHERE a.id = c.account_id), ''))
+          RETURNING c.id`,
+        values: [isoTime],
+      });
+      const ids = pruned.rows.map((row) => row.id);
+      if (ids.length > 0) {
+        await db.query({ name: 'convd-prune-deliveries', text: "DELETE FROM convd_deliveries WHERE conversion_id = ANY($1::text[]) AND status <> 'pending'", values: [ids] });
+      }
+      return ids.length;
+    });
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | undefined> {
+    return this.one('convd-account', 'SELECT doc FROM convd_accounts WHERE id = $1', [id]);
+  }
+
+  async listAccounts(): Promise<AccountRecord[]> {
+    return this.docs('convd-accounts', 'SELECT doc FROM convd_accounts ORDER BY created_at, id', []);
+  }
+
+  async putAccount(record: AccountRecord): Promise<void> {
+    await this.db.query({
+      name: 'convd-account-put',
+      text: 'INSERT INTO convd_accounts (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
+      values: [record.id, JSON.stringify(record)],
+    });
+  }
+
+  async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
+    return this.one('convd-key', 'SELECT doc FROM convd_api_keys WHERE id = $1', [id]);
+  }
+
+  async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    return this.one('convd-key-hash', 'SELECT doc FROM convd_api_keys WHERE hash = $1', [hash]);
+  }
+
+  async listApiKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    return this.docs('convd-keys', 'SELECT doc FROM convd_api_keys WHERE account_id = $1 ORDER BY id', [accountId]);
+  }
+
+  async putApiKey(record: ApiKeyRecord): Promise<void> {
+    await this.db.query({
+      name: 'convd-key-put',
+      text: 'INSERT INTO convd_api_keys (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
+      values: [record.id, JSON.stringify(record)],
+    });
+  }
+
+  async getSettings(): Promise<Settings> {
+    return (await this.one<Settings>('convd-settings', 'SELECT doc FROM convd_settings WHERE id = 1', [])) ?? structuredClone(DEFAULT_SETTINGS);
+  }
+
+  async putSettings(settings: Settings): Promise<void> {
+    await this.db.query({
+      name: 'convd-settings-put',
+      text: 'INSERT INTO convd_settings (id, doc) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
+      values: [JSON.stringify(settings)],
+    });
+  }
+
+  async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
+    return this.one('convd-delivery', 'SELECT doc FROM convd_deliveries WHERE id = $1', [id]);
+  }
+
+  async putDelivery(record: DeliveryRecord): Promise<void> {
+    await this.db.query({
+      name: 'convd-delivery-put',
+      text: 'INSERT INTO convd_deliveries (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
+      values: [record.id, JSON.stringify(record)],
+    });
+  }
+
+  async listDeliveries(filter: { conversionId?: string; status?: DeliveryRecord['status'] }): Promise<DeliveryRecord[]> {
+    return this.docs('convd-deliveries', `SELECT doc FROM convd_deliveries
+      WHERE ($1::text IS NULL OR conversion_id = $1) AND ($2::text IS NULL OR status = $2) ORDER BY created_at, id`, [
+      filter.conversionId ?? null, filter.status ?? null,
+    ]);
+  }
+
+  /** The database answers (for /readyz): a query within 2 seconds. */
+  async ping(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer within 2 s')), 2000);
+    });
+    try {
+      await Promise.race([this.db.query('SELECT 1'), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async flush(): Promise<void> {
+    // Every write was committed before its call resolved.
+  }
+
+  async close(): Promise<void> {
+    // Ending the session releases its advisory lock.
+    this.nodeLock?.release(true);
+    await this.pool?.end();
+  }
+}

@@ -1,0 +1,292 @@
+/**
+ * One contract, two stores: every case runs against the LowdbStore (files in a temp dir) and the
+ * PostgresStore (a schema of its own on the machine's PostgreSQL). Records, paging, idempotency
+ * keys and their expiry, the sums the limits and credits are checked with, pruning, accounts,
+ * keys, settings, deliveries, and `exclusive`: submissions racing for an account's last places
+ * and credits pass exactly as many as fit, through one store or (PostgreSQL) three of them, as
+ * three nodes would. PostgreSQL alone: a failed `exclusive` leaves nothing behind, and nodes that
+ * migrate at once apply each schema step once.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import type { ApiKeyRecord } from '../src/model/account.ts';
+import { LowdbStore } from '../src/store/lowdb-store.ts';
+import { migrate } from '../src/store/postgres/migrate.ts';
+import { MIGRATIONS } from '../src/store/postgres/migrations.ts';
+import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
+import type { DeliveryRecord, Store } from '../src/store/types.ts';
+import { freshSchema, postgresSkip, type TestSchema } from './helpers/postgres.ts';
+import { account, conversion, DAY, HOUR } from './helpers/store-records.ts';
+
+const ids = (records: { id: string }[]) => records.map((r) => r.id);
+const pgSkip = await postgresSkip();
+
+interface Backend {
+  name: string;
+  skip: string | false;
+  /** A store for one case, and (PostgreSQL) more stores on the same data, as other nodes. */
+  open(): Promise<{ store: Store; peers(n: number): Promise<Store[]>; close(): Promise<void> }>;
+}
+
+const backends: Backend[] = [
+  {
+    name: 'lowdb',
+    skip: false,
+    async open() {
+      const dir = await mkdtemp(join(tmpdir(), 'convd-contract-'));
+      const store = await LowdbStore.open({ dir, shards: 4 });
+      return {
+        store,
+        // One process holds a data dir: its "nodes" are the same store.
+        peers: async (n) => Array.from({ length: n }, () => store),
+        async close() {
+          await store.close();
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    skip: pgSkip,
+    async open() {
+      const schema: TestSchema = await freshSchema();
+      const store = await PostgresStore.open({ url: schema.url, poolSize: 4 });
+      const others: Store[] = [];
+      return {
+        store,
+        async peers(n) {
+          const made = await Promise.all(Array.from({ length: n }, () => PostgresStore.open({ url: schema.url, poolSize: 4 })));
+          others.push(...made);
+          return made;
+        },
+        async close() {
+          await Promise.all([store, ...others].map((s) => s.close()));
+          await schema.drop();
+        },
+      };
+    },
+  },
+];
+
+for (const backend of backends) {
+  describe(`Store contract: ${backend.name}`, { skip: backend.skip }, () => {
+    let store: Store;
+    let peers: (n: number) => Promise<Store[]>;
+    let close: () => Promise<void>;
+    before(async () => {
+      ({ store, peers, close } = await backend.open());
+    });
+    after(async () => {
+      await close?.();
+    });
+
+    it('inserts, reads and patches a conversion; undefined removes a field; id and owner never change', async () => {
+      const record = conversion('acc_rw', { secret_options: { password: 'x' } });
+      await store.insertConversion(record);
+      await store.flush();
+      assert.deepEqual(await store.getConversion(record.id), record);
+      const updated = await store.updateConversion(record.id, { status: 'processing', progress: 40, secret_options: undefined, id: 'cnv_other', account_id: 'acc_thief' });
+      assert.equal(updated?.status, 'processing');
+      assert.equal(updated?.progress, 40);
+      assert.equal(updated?.account_id, 'acc_rw');
+      assert.equal(updated?.id, record.id);
+      assert.equal(updated?.secret_options, undefined);
+      assert.deepEqual(await store.getConversion(record.id), updated);
+      assert.equal(await store.updateConversion('cnv_missing', { status: 'failed' }), undefined);
+      assert.equal(await store.getConversion('cnv_missing'), undefined);
+      await assert.rejects(store.insertConversion(record), 'a second insert of the same id');
+    });
+
+    it('pages newest first by `before`, by status, one account only', async () => {
+      const inserted: string[] = [];
+      for (let i = 0; i < 25; i++) {
+        const record = conversion('acc_page', { status: i % 3 === 0 ? 'failed' : 'succeeded' });
+        inserted.push(record.id);
+        await store.insertConversion(record);
+        await store.insertConversion(conversion('acc_page_other'));
+      }
+      const first = ids(await store.listConversions({ accountId: 'acc_page', limit: 10 }));
+      const second = ids(await store.listConversions({ accountId: 'acc_page', before: first.at(-1), limit: 10 }));
+      const third = ids(await store.listConversions({ accountId: 'acc_page', before: second.at(-1), limit: 10 }));
+      assert.deepEqual([...first, ...second, ...third], [...inserted].reverse());
+      const failed = ids(await store.listConversions({ accountId: 'acc_page', status: 'failed', limit: 100 }));
+      assert.equal(failed.length, 9);
+      assert.deepEqual(await store.listConversions({ accountId: 'acc_nobody', limit: 5 }), []);
+    });
+
+    it('finds idempotency keys per account for 24 hours; an expired key may be taken again', async () => {
+      const fresh = conversion('acc_idem', { idempotency_key: 'same', request_fingerprint: 'fp-a', created_at: new Date(Date.now() - HOUR).toISOString() });
+      const old = conversion('acc_idem_old', { idempotency_key: 'same', created_at: new Date(Date.now() - 25 * HOUR).toISOString() });
+      await store.insertConversion(fresh);
+      await store.insertConversion(old);
+      assert.equal((await store.findByIdempotencyKey('acc_idem', 'same'))?.request_fingerprint, 'fp-a');
+      assert.equal(await store.findByIdempotencyKey('acc_idem_old', 'same'), undefined, 'older than 24 h');
+      assert.equal(await store.findByIdempotencyKey('acc_idem_none', 'same'), undefined, 'another account');
+      const again = conversion('acc_idem_old', { idempotency_key: 'same' });
+      await store.insertConversion(again);
+      assert.equal((await store.findByIdempotencyKey('acc_idem_old', 'same'))?.id, again.id);
+      assert.equal((await store.getConversion(old.id))?.idempotency_key, 'same', 'the old record keeps its key');
+    });
+
+    it('counts what the limits and the balance are checked with', async () => {
+      const a = 'acc_sums';
+      const since = new Date(Date.now() - 2 * HOUR).toISOString();
+      const records = [
+        conversion(a, { status: 'queued', reserved_credits: 2 }),
+        conversion(a, { status: 'processing', reserved_credits: 3 }),
+        conversion(a, { status: 'fetching', reserved_credits: 1 }),
+        conversion(a, { status: 'succeeded', reserved_credits: 0, credits: 4, charged_at: new Date().toISOString(), result: { filename: 'x.webp', size: 1, mime: 'image/webp', expires_at: new Date(Date.now() - 1000).toISOString() } }),
+        conversion(a, { status: 'failed', reserved_credits: 0, credits: 0 }),
+        conversion(a, { status: 'expired', reserved_credits: 0, credits: 5, charged_at: new Date(Date.now() - 3 * HOUR).toISOString() }),
+      ];
+      for (const record of records) await store.insertConversion(record);
+      assert.equal(await store.countActive(a), 3);
+      assert.equal(await store.creditsReserved(a), 6);
+      assert.equal(await store.creditsChargedSince(a, since), 4);
+      assert.equal(await store.creditsChargedSince('acc_nobody', since), 0);
+      const newestMs = Date.parse(records.at(-1)!.created_at);
+      assert.equal(await store.createdAtOfNewest(a, 1), newestMs);
+      assert.equal(await store.createdAtOfNewest(a, 2), Date.parse(records.at(-2)!.created_at));
+      assert.equal(await store.createdAtOfNewest(a, 99), undefined);
+      assert.equal(await store.countCreatedSince(a, Date.parse(records[3]!.created_at)), 3);
+      const active = ids(await store.conversionsWithStatus(['queued', 'fetching', 'processing'])).filter((id) => ids(records).includes(id));
+      assert.deepEqual(active, ids(records.slice(0, 3)), 'oldest first');
+      const expiring = ids(await store.conversionsExpiringBy(new Date().toISOString()));
+      assert.ok(expiring.includes(records[3]!.id));
+      assert.ok(!ids(await store.conversionsExpiringBy(new Date(Date.now() - 60_000).toISOString())).includes(records[3]!.id));
+    });
+
+    it('prunes only ended history outside the credit period, with its finished deliveries', async () => {
+      const now = Date.now();
+      const periodStart = new Date(now - 10 * DAY).toISOString();
+      const cutoff = new Date(now - 2 * DAY).toISOString();
+      const old = new Date(now - 20 * DAY).toISOString();
+      const inPeriod = new Date(now - 5 * DAY).toISOString();
+      await store.putAccount(account('acc_prune', periodStart));
+      const ended = (status: 'failed' | 'cancelled' | 'expired' | 'succeeded', at: string, extra = {}) =>
+        conversion('acc_prune', { status, reserved_credits: 0, finished_at: at, created_at: at, ...extra });
+      const doomed = [ended('failed', old), ended('cancelled', old), ended('expired', old, { credits: 1, charged_at: old })];
+      const kept = [
+        ended('expired', inPeriod, { credits: 1, charged_at: inPeriod }),
+        ended('failed', new Date(now - DAY).toISOString()),
+        ended('succeeded', old),
+        conversion('acc_prune', { status: 'queued', created_at: old }),
+      ];
+      for (const record of [...doomed, ...kept]) await store.insertConversion(record);
+      await store.putDelivery(delivery('dlv_done', doomed[0]!.id, 'delivered'));
+      await store.putDelivery(delivery('dlv_pending', doomed[1]!.id, 'pending'));
+      assert.equal(await store.pruneFinishedBefore(cutoff), doomed.length);
+      for (const record of doomed) assert.equal(await store.getConversion(record.id), undefined);
+      assert.deepEqual(ids(await store.listConversions({ accountId: 'acc_prune', limit: 100 })).sort(), ids(kept).sort());
+      assert.equal(await store.getDelivery('dlv_done'), undefined);
+      assert.ok(await store.getDelivery('dlv_pending'), 'a delivery still to be sent stays');
+      assert.equal(await store.pruneFinishedBefore(cutoff), 0);
+    });
+
+    it('keeps accounts, keys (found by hash), settings and deliveries', async () => {
+      const acc = account('acc_keys', new Date().toISOString());
+      await store.putAccount(acc);
+      await store.putAccount({ ...acc, credits_base: 7 });
+      assert.equal((await store.getAccount('acc_keys'))?.credits_base, 7);
+      assert.ok((await store.listAccounts()).some((a) => a.id === 'acc_keys'));
+      const key: ApiKeyRecord = { id: 'key_1', account_id: 'acc_keys', hash: 'h'.repeat(64), prefix: 'ck_abc', scopes: ['read'], created_at: new Date().toISOString(), revoked_at: null };
+      await store.putApiKey(key);
+      assert.deepEqual(await store.findApiKeyByHash(key.hash), key);
+      await store.putApiKey({ ...key, revoked_at: new Date().toISOString() });
+      assert.ok((await store.getApiKey('key_1'))?.revoked_at);
+      assert.deepEqual(ids(await store.listApiKeys('acc_keys')), ['key_1']);
+      assert.equal(await store.findApiKeyByHash('nope'), undefined);
+
+      assert.deepEqual((await store.getSettings()).maintenance, { enabled: false, retry_after: 300 });
+      await store.putSettings({ maintenance: { enabled: true, retry_after: 60 } });
+      assert.deepEqual((await store.getSettings()).maintenance, { enabled: true, retry_after: 60 });
+      await store.putSettings({ maintenance: { enabled: false, retry_after: 300 } });
+
+      await store.putDelivery(delivery('dlv_a', 'cnv_x', 'pending'));
+      await store.putDelivery(delivery('dlv_b', 'cnv_y', 'failed'));
+      await store.putDelivery({ ...delivery('dlv_a', 'cnv_x', 'delivered'), attempts: [{ at: new Date().toISOString(), status_code: 200, error: null, duration_ms: 5 }] });
+      assert.equal((await store.getDelivery('dlv_a'))?.attempts.length, 1);
+      assert.deepEqual(ids(await store.listDeliveries({ conversionId: 'cnv_x' })), ['dlv_a']);
+      assert.deepEqual(ids(await store.listDeliveries({ status: 'failed' })).filter((id) => id.startsWith('dlv_b')), ['dlv_b']);
+    });
+
+    it('exclusive: 30 submissions racing (over three nodes where there are three) for the credits of 10 pass 10', async () => {
+      const accountId = 'acc_race';
+      await store.putAccount(account(accountId, new Date(Date.now() - DAY).toISOString()));
+      const nodes = await peers(3);
+      const submit = (node: Store) => node.exclusive(`account:${accountId}`, async (tx) => {
+        const reserved = await tx.creditsReserved(accountId);
+        const charged = await tx.creditsChargedSince(accountId, new Date(Date.now() - DAY).toISOString());
+        if (10 - charged - reserved < 1) return false;
+        // A little time inside the lock, so that unlocked checks would surely interleave.
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        await tx.insertConversion(conversion(accountId, { reserved_credits: 1 }));
+        return true;
+      });
+      const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => submit(nodes[i % 3]!)));
+      assert.equal(outcomes.filter(Boolean).length, 10);
+      assert.equal(await store.countActive(accountId), 10);
+      assert.equal(await store.creditsReserved(accountId), 10);
+    });
+  });
+}
+
+describe('PostgresStore only', { skip: pgSkip }, () => {
+  let schema: TestSchema;
+  before(async () => {
+    schema = await freshSchema();
+  });
+  after(async () => {
+    await schema?.drop();
+  });
+
+  it('three nodes migrating at once apply each step once; a schema newer than this convd is refused', async () => {
+    const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: schema.url, max: 2 }));
+    try {
+      const reports = await Promise.all(pools.map((pool) => migrate(pool)));
+      const newest = Math.max(...MIGRATIONS.map((m) => m.version));
+      assert.deepEqual(reports.map((r) => r.applied.length).sort(), [0, 0, MIGRATIONS.length]);
+      assert.ok(reports.every((r) => r.version === newest));
+      const { rows } = await pools[0]!.query<{ version: number }>('SELECT version FROM convd_schema_migrations ORDER BY version');
+      assert.deepEqual(rows.map((r) => r.version), MIGRATIONS.map((m) => m.version));
+      await pools[0]!.query('INSERT INTO convd_schema_migrations (version, name) VALUES ($1, $2)', [newest + 1, 'from a newer convd']);
+      await assert.rejects(migrate(pools[1]!), /newer than this convd knows/);
+    } finally {
+      await Promise.all(pools.map((pool) => pool.end()));
+    }
+  });
+
+  it('a failed exclusive leaves nothing behind; the lock is free again after it', async () => {
+    const other = await freshSchema();
+    const store = await PostgresStore.open({ url: other.url, poolSize: 2 });
+    try {
+      const record = conversion('acc_rollback');
+      await assert.rejects(store.exclusive('account:acc_rollback', async (tx) => {
+        await tx.insertConversion(record);
+        throw new Error('limit reached after the insert');
+      }), /limit reached/);
+      assert.equal(await store.getConversion(record.id), undefined, 'rolled back');
+      const done = await store.exclusive('account:acc_rollback', async (tx) => {
+        await tx.insertConversion(record);
+        return tx.getConversion(record.id);
+      });
+      assert.equal(done?.id, record.id);
+      assert.equal((await store.getConversion(record.id))?.id, record.id, 'committed');
+    } finally {
+      await store.close();
+      await other.drop();
+    }
+  });
+});
+
+function delivery(id: string, conversionId: string, status: DeliveryRecord['status']): DeliveryRecord {
+  return {
+    id, conversion_id: conversionId, account_id: 'acc_prune', event: 'conversion.failed', url: 'https://example.com/hook',
+    body: '{}', status, attempts: [], next_attempt_at: null, created_at: new Date().toISOString(),
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * A real daemon on PostgreSQL (`--database-url`, a schema of its own): the first account and its
+ * key are made in the database; a PNG becomes a WebP (decoded); idempotent duplicates make one
+ * conversion; admin commands with `--database-url` reach the database from outside the daemon (a
+ * key revoked there is refused by the daemon at the next request, the maintenance switch holds at
+ * once); a second daemon on the same database is refused with a message; the conversion and the
+ * account outlive a restart on a new data dir; /readyz says the database answers.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import sharp from 'sharp';
+import { call, png, submitFile, waitForEnd } from './api-support.ts';
+import { ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { freshSchema, postgresSkip, type TestSchema } from './helpers/postgres.ts';
+
+const skip = await postgresSkip();
+
+/** `convd <args> --database-url URL --json`, no data dir anywhere. */
+async function adminOnDatabase(url: string, args: string[]): Promise<{ code: number; stderr: string; json: unknown }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'daemon', 'main.ts'), ...args, '--database-url', url, '--json'], {
+    cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CONVD_DATA_DIR: '/nonexistent/convd-no-data-dir' },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number>((resolve) => child.once('exit', (exit) => resolve(exit ?? 1)));
+  return { code, stderr, json: stdout.trim() ? JSON.parse(stdout) : null };
+}
+
+describe('convd on PostgreSQL', { skip }, () => {
+  let schema: TestSchema;
+  let daemon: DaemonHandle;
+  before(async () => {
+    schema = await freshSchema();
+    daemon = await startDaemon({ args: ['--database-url', schema.url, '--workers', '2'] });
+  });
+  after(async () => {
+    await daemon?.dispose();
+    await schema?.drop();
+  });
+
+  it('converts, replays an idempotent request, and says in /readyz that the database answers', async () => {
+    const image = await png(64, 48);
+    const headers = { 'idempotency-key': 'pg-once' };
+    const answers = await Promise.all(Array.from({ length: 8 }, () => submitFile(daemon, { target: 'webp' }, { data: image, name: 'pic.png' }, headers)));
+    const created = new Set(answers.map((a) => a.body.id));
+    assert.equal(created.size, 1, 'one conversion for eight identical requests');
+    const done = await waitForEnd(daemon, [...created][0]!);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    const download = await fetch(`${daemon.baseUrl}/conversions/${done.id}/download`, { headers: { authorization: `Bearer ${daemon.apiKey}` } });
+    const meta = await sharp(Buffer.from(await download.arrayBuffer())).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 64, 48]);
+    const ready = await fetch(`${daemon.url}/readyz`);
+    const report = (await ready.json()) as { checks: { store: { ok: boolean; detail: string } } };
+    assert.equal(report.checks.store.ok, true);
+    assert.equal(report.checks.store.detail, 'database answers');
+  });
+
+  it('admin commands reach the database from outside: a revoked key is refused at once, maintenance holds', async () => {
+    const account = await adminOnDatabase(schema.url, ['accounts', 'create', '--plan', 'lite', '--name', 'outside']);
+    assert.equal(account.code, 0, account.stderr);
+    const accountId = (account.json as { id: string }).id;
+    const key = await adminOnDatabase(schema.url, ['keys', 'create', '--account', accountId, '--scopes', 'read,convert']);
+    assert.equal(key.code, 0, key.stderr);
+    const made = key.json as { id: string; key: string };
+    const client = { baseUrl: daemon.baseUrl, apiKey: made.key };
+    assert.equal((await call(client, '/account')).status, 200, 'the daemon knows a key made beside it');
+    assert.equal((await adminOnDatabase(schema.url, ['keys', 'revoke', made.id])).code, 0);
+    assert.equal((await call(client, '/account')).status, 401, 'revoked on the database, refused by the daemon');
+
+    assert.equal((await adminOnDatabase(schema.url, ['maintenance', 'on', '--retry-after', '30'])).code, 0);
+    try {
+      const refused = await call(daemon, '/account');
+      assert.equal(refused.status, 503);
+      assert.equal(refused.headers.get('retry-after'), '30');
+    } finally {
+      assert.equal((await adminOnDatabase(schema.url, ['maintenance', 'off'])).code, 0);
+    }
+    assert.equal((await call(daemon, '/account')).status, 200);
+  });
+
+  it('a second daemon on the same database is refused; the store outlives a restart on a new data dir', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'convd-pg-second-'));
+    try {
+      await assert.rejects(
+        startDaemon({ args: ['--database-url', schema.url], dataDir, apiKey: daemon.apiKey, accountId: daemon.accountId }),
+        /another convd daemon uses this database/,
+      );
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+    const listed = await call<{ data: { id: string; status: string }[] }>(daemon, '/conversions');
+    const first = listed.body.data[0]!;
+    await daemon.stop();
+    await rm(daemon.dataDir, { recursive: true, force: true });
+    const freshDir = await mkdtemp(join(tmpdir(), 'convd-pg-restart-'));
+    daemon = await startDaemon({ args: ['--database-url', schema.url], dataDir: freshDir, apiKey: daemon.apiKey, accountId: daemon.accountId });
+    const again = await call(daemon, `/conversions/${first.id}`);
+    assert.equal(again.status, 200, 'the key and the conversion are in the database, not the data dir');
+    assert.equal(again.body.status, first.status);
+  });
+});
