@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { defaultDataDir } from './config.ts';
 import { GROUPS, SCALARS, type Setting } from './config-settings.ts';
@@ -220,6 +221,41 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
     .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((id: string, o: { dataDir?: string; json?: boolean }) => admin('deliveries.redeliver', { id }, o, deliveryLine));
 
+  const storeCommand = program.command('store').description('move a box: its lowdb store out to a directory, and into PostgreSQL');
+  storeCommand.command('export <dir>').description('write the stopped daemon\'s store (and with --with-files the results and waiting inputs) into a new directory')
+    .option('--with-files', 'copy the results of succeeded conversions and the inputs of waiting ones too')
+    .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
+    .action((dir: string, o: { withFiles?: boolean; dataDir?: string; config?: string; json?: boolean }) => transfer(o, async () => {
+      const { exportStore } = await import('./admin/store-transfer.ts');
+      return exportStore(await dataDirOf(o), dir, o.withFiles === true);
+    }));
+  storeCommand.command('import <dir>').description('read an export into the PostgreSQL database (no daemon may run on it meanwhile); again changes nothing')
+    .addOption(databaseOption()).option('--data-dir <dir>', 'the new node\'s data dir, for the exported files (created if missing)')
+    .addOption(configOption()).option('--json', 'print JSON')
+    .action((dir: string, o: { databaseUrl?: string; dataDir?: string; config?: string; json?: boolean }) => transfer(o, async () => {
+      const databaseUrl = await databaseUrlOf(o);
+      if (!databaseUrl) throw new AdminError('import into which database? name it with --database-url (or CONVD_DATABASE_URL)', 2);
+      const { checkExport, importStore } = await import('./admin/store-transfer.ts');
+      await checkExport(dir);
+      const { PostgresStore } = await import('../src/store/postgres/postgres-store.ts');
+      const { LocalBlobStore } = await import('../src/store/blob-store.ts');
+      const target = await PostgresStore.open({ url: databaseUrl, soleNode: true, poolSize: 2 });
+      try {
+        const blobs = o.dataDir ? await LocalBlobStore.open(join(o.dataDir, 'blobs')) : null;
+        return await importStore(dir, target, blobs);
+      } finally {
+        await target.close();
+      }
+    }));
+  program.command('migrate').description('apply the PostgreSQL schema\'s missing steps (a daemon does so at start too)')
+    .addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
+    .action((o: { databaseUrl?: string; config?: string; json?: boolean }) => transfer(o, async () => {
+      const databaseUrl = await databaseUrlOf(o);
+      if (!databaseUrl) throw new AdminError('migrate which database? name it with --database-url (or CONVD_DATABASE_URL)', 2);
+      const { migrateDatabase } = await import('../src/store/postgres/migrate.ts');
+      return migrateDatabase(databaseUrl);
+    }));
+
   program.command('maintenance <state>').description('switch the API off (on) or back on (off); /v1 answers 503 api_disabled while on')
     .option('--retry-after <seconds>', 'Retry-After sent while on').addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((state: string, o: { retryAfter?: string; dataDir?: string; json?: boolean }) => {
@@ -227,6 +263,18 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
       return admin('maintenance', { enabled: state === 'on', retry_after: o.retryAfter }, o, (r: { maintenance: { enabled: boolean } }) => `maintenance ${r.maintenance.enabled ? 'on' : 'off'}`);
     });
   return program;
+}
+
+/** A store command: its report as JSON or as one line; failures as admin commands give them. */
+async function transfer(options: { json?: boolean }, work: () => Promise<object>): Promise<void> {
+  try {
+    const report = await work();
+    print(report, options.json === true, (value: Record<string, unknown>) => Object.entries(value).map(([key, n]) => `${key} ${Array.isArray(n) ? n.join(',') || 'none' : String(n)}`).join(', '));
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`convd: ${message}\n`);
+    process.exitCode = error instanceof AdminError ? error.exitCode : 1;
+  }
 }
 
 function usage(message: string): void {

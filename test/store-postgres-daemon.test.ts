@@ -7,30 +7,19 @@
  * account outlive a restart on a new data dir; /readyz says the database answers.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { call, png, submitFile, waitForEnd } from './api-support.ts';
-import { ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { freshSchema, postgresSkip, type TestSchema } from './helpers/postgres.ts';
 
 const skip = await postgresSkip();
 
-/** `convd <args> --database-url URL --json`, no data dir anywhere. */
-async function adminOnDatabase(url: string, args: string[]): Promise<{ code: number; stderr: string; json: unknown }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'daemon', 'main.ts'), ...args, '--database-url', url, '--json'], {
-    cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CONVD_DATA_DIR: '/nonexistent/convd-no-data-dir' },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number>((resolve) => child.once('exit', (exit) => resolve(exit ?? 1)));
-  return { code, stderr, json: stdout.trim() ? JSON.parse(stdout) : null };
-}
+/** `convd <args> --database-url URL --json`, no data dir named. */
+const adminOnDatabase = (url: string, args: string[]) => convdAdmin(null, [...args, '--database-url', url, '--json']);
 
 describe('convd on PostgreSQL', { skip }, () => {
   let schema: TestSchema;

@@ -38,9 +38,9 @@ export interface StartOptions {
   accountId?: string;
 }
 
-/** Runs the admin CLI (`convd accounts ...`) against a data dir and returns its JSON output. */
-export async function convdAdmin(dataDir: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: unknown }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, '--data-dir', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs the admin CLI (`convd accounts ...`) against a data dir (null: none named) and returns its JSON output. */
+export async function convdAdmin(dataDir: string | null, args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: unknown }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, ...(dataDir === null ? [] : ['--data-dir', dataDir])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

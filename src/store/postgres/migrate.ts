@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
-/** Held while migrating: nodes that start together apply each step once, one after another. */
-const MIGRATION_LOCK = 7_700_001;
+/** Held while migrating (within the schema's name): nodes that start together apply each step once. */
+const MIGRATION_LOCK = 'convd:migrate';
+const LOCK_KEY = "hashtextextended(current_schema() || ':' || $1, 0)";
 
 export interface MigrationReport {
   /** Steps applied by this call, in order. */
@@ -20,7 +21,7 @@ export interface MigrationReport {
 export async function migrate(pool: pg.Pool, steps: readonly Migration[] = MIGRATIONS): Promise<MigrationReport> {
   const client = await pool.connect();
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query(`SELECT pg_advisory_lock(${LOCK_KEY})`, [MIGRATION_LOCK]);
     try {
       await client.query(`CREATE TABLE IF NOT EXISTS convd_schema_migrations (
         version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
@@ -46,9 +47,20 @@ export async function migrate(pool: pg.Pool, steps: readonly Migration[] = MIGRA
       }
       return { applied, version: Math.max(newest, ...applied) };
     } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+      await client.query(`SELECT pg_advisory_unlock(${LOCK_KEY})`, [MIGRATION_LOCK]).catch(() => undefined);
     }
   } finally {
     client.release();
+  }
+}
+
+/** `convd migrate`: applies the missing steps to the database at `url` and says what it did. */
+export async function migrateDatabase(url: string): Promise<MigrationReport> {
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool({ connectionString: url, max: 1, application_name: 'convd migrate' });
+  try {
+    return await migrate(pool);
+  } finally {
+    await pool.end();
   }
 }

@@ -19,8 +19,12 @@ export interface PostgresStoreOptions {
   soleNode?: boolean;
 }
 
-/** The advisory lock a daemon holds for as long as it runs (see `soleNode`). */
-const NODE_LOCK = 7_700_002;
+/**
+ * The advisory lock a daemon holds for as long as it runs (see `soleNode`). Advisory locks are
+ * the database's, so every lock key is taken within the schema's name: two convd on two schemas
+ * of one database are two stores.
+ */
+const NODE_LOCK = 'convd:node';
 
 /** Another daemon holds the database. */
 export class DatabaseInUseError extends Error {
@@ -67,7 +71,7 @@ export class PostgresStore implements Store {
       await migrate(pool);
       if (options.soleNode) {
         nodeLock = await pool.connect();
-        const { rows } = await nodeLock.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [NODE_LOCK]);
+        const { rows } = await nodeLock.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtextextended(current_schema() || ':' || $1, 0)) AS locked", [NODE_LOCK]);
         if (!rows[0]?.locked) throw new DatabaseInUseError();
       }
     } catch (error) {
@@ -98,14 +102,14 @@ export class PostgresStore implements Store {
   async exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T> {
     if (this.pool === null) {
       // Already in a transaction: the same connection takes the lock too (it is re-entrant).
-      await this.db.query({ name: 'convd-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [key] });
+      await this.db.query({ name: 'convd-lock', text: "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || $1, 0))", values: [key] });
       return work(this);
     }
     const client = await this.pool.connect();
     let broken = false;
     try {
       await client.query('BEGIN');
-      await client.query({ name: 'convd-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [key] });
+      await client.query({ name: 'convd-lock', text: "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || $1, 0))", values: [key] });
       const result = await work(new PostgresStore(client, null));
       await client.query('COMMIT');
       return result;

@@ -1,0 +1,115 @@
+/**
+ * Moving a box: a daemon on the embedded store converts and charges; `convd store export
+ * --with-files` is refused while it runs and writes its store and files once it is stopped;
+ * `convd store import` reads them into PostgreSQL and a new data dir, twice with the same
+ * outcome; a daemon on the database then knows the same keys, balance, conversions and serves the
+ * result; an import while that daemon runs is refused; a damaged export is refused in words.
+ */
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import sharp from 'sharp';
+import { call, newAccount, png, submitFile, waitForEnd } from './api-support.ts';
+import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { freshSchema, postgresSkip, type TestSchema } from './helpers/postgres.ts';
+
+const skip = await postgresSkip();
+
+interface AccountView {
+  credits: { remaining: number };
+}
+
+describe('convd store export and import', { skip }, () => {
+  let schema: TestSchema;
+  let work: string;
+  let first: DaemonHandle;
+  let second: DaemonHandle | undefined;
+  before(async () => {
+    schema = await freshSchema();
+    work = await mkdtemp(join(tmpdir(), 'convd-transfer-'));
+    first = await startDaemon({ args: ['--workers', '2'] });
+  });
+  after(async () => {
+    await second?.dispose();
+    await first?.dispose();
+    await rm(work, { recursive: true, force: true });
+    await schema?.drop();
+  });
+
+  it('moves keys, balance, history and results from the first box into PostgreSQL, idempotently', async () => {
+    const tenant = await newAccount(first, 'lite', { credits: 50 });
+    const made = await submitFile(tenant, { target: 'webp' }, { data: await png(80, 60), name: 'moved.png' });
+    const done = await waitForEnd(tenant, made.body.id);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    const balance = (await call<AccountView>(tenant, '/account')).body.credits.remaining;
+    assert.ok(balance < 50, 'the conversion was charged');
+
+    const out = join(work, 'export');
+    const refused = await convdAdmin(first.dataDir, ['store', 'export', out, '--with-files', '--json']);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /a daemon holds .*: stop it first/);
+    await first.stop();
+    const exported = await convdAdmin(first.dataDir, ['store', 'export', out, '--with-files', '--json']);
+    assert.equal(exported.code, 0, exported.stderr);
+    assert.deepEqual(exported.json, { accounts: 2, keys: 2, conversions: 1, deliveries: 0, files: 1 });
+
+    const newDir = join(work, 'node1');
+    const imports = [];
+    for (let i = 0; i < 2; i++) {
+      const imported = await convdAdmin(newDir, ['store', 'import', out, '--database-url', schema.url, '--json']);
+      assert.equal(imported.code, 0, imported.stderr);
+      imports.push(imported.json);
+    }
+    assert.deepEqual(imports[0], { accounts: 2, keys: 2, conversions: 1, deliveries: 0, files: 1 });
+    assert.deepEqual(imports[1], imports[0], 'a second import reads the same');
+    const db = new pg.Client({ connectionString: schema.url });
+    await db.connect();
+    try {
+      const counts = await db.query<{ n: string }>('SELECT (SELECT count(*) FROM convd_accounts) + (SELECT count(*) FROM convd_api_keys) + (SELECT count(*) FROM convd_conversions) AS n');
+      assert.equal(Number(counts.rows[0]!.n), 5, 'nothing doubled by the second import');
+    } finally {
+      await db.end();
+    }
+
+    second = await startDaemon({ args: ['--database-url', schema.url], dataDir: newDir, apiKey: first.apiKey, accountId: first.accountId });
+    const moved = { baseUrl: second.baseUrl, apiKey: tenant.apiKey };
+    assert.equal((await call<AccountView>(moved, '/account')).body.credits.remaining, balance, 'the same key, the same balance');
+    const again = await call(moved, `/conversions/${done.id}`);
+    assert.equal(again.body.status, 'succeeded');
+    const download = await fetch(`${second.baseUrl}/conversions/${done.id}/download`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
+    assert.equal(download.status, 200);
+    const meta = await sharp(Buffer.from(await download.arrayBuffer())).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 80, 60]);
+    assert.equal((await call(second, '/account')).status, 200, 'the owner\'s key too');
+
+    const busy = await convdAdmin(newDir, ['store', 'import', out, '--database-url', schema.url, '--json']);
+    assert.notEqual(busy.code, 0);
+    assert.match(busy.stderr, /another convd daemon uses this database/);
+  });
+
+  it('a damaged or foreign export is refused in words; an export needs a new directory', async () => {
+    // A database no daemon runs on, so that the import gets as far as the records.
+    const spare = await freshSchema();
+    after(() => spare.drop());
+    const damaged = join(work, 'damaged');
+    await rm(damaged, { recursive: true, force: true });
+    await convdAdmin(null, ['store', 'import', damaged, '--database-url', spare.url]).then((result) => {
+      assert.equal(result.code, 2);
+      assert.match(result.stderr, /holds no store\.ndjson/);
+    });
+    await mkdir(damaged, { recursive: true });
+    await writeFile(join(damaged, 'store.ndjson'), '{"type":"header","format":"something-else","version":1}\n');
+    const foreign = await convdAdmin(null, ['store', 'import', damaged, '--database-url', spare.url]);
+    assert.match(foreign.stderr, /not a convd store export/);
+    const header = JSON.stringify({ type: 'header', format: 'convd-store-export', version: 1, exported_at: new Date().toISOString(), with_files: false });
+    await writeFile(join(damaged, 'store.ndjson'), `${header}\n{"type":"conversion","doc":{"id":"../../etc/x"}}\n`);
+    const hostile = await convdAdmin(null, ['store', 'import', damaged, '--database-url', spare.url]);
+    assert.match(hostile.stderr, /invalid id/);
+    const notEmpty = await convdAdmin(first.dataDir, ['store', 'export', damaged]);
+    assert.equal(notEmpty.code, 2);
+    assert.match(notEmpty.stderr, /not empty/);
+  });
+});
