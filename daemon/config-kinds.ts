@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { networkList } from '../src/inputs/address-policy.ts';
+import { parseBlobUrl } from '../src/store/s3/blob-url.ts';
 
 /**
  * The kinds of value a setting can hold. Each parses a value from the command line or the
@@ -84,6 +85,19 @@ export const postgresUrl: Kind<string> = {
     } catch {
       return reject(postgresUrl, value);
     }
+  },
+};
+
+export const blobUrl: Kind<string> = {
+  expects: 'an S3 URL (s3://bucket/prefix, with ?endpoint=URL&region=R&force_path_style=true for an S3-compatible server)',
+  parse(value) {
+    if (typeof value !== 'string') return reject(blobUrl, value);
+    try {
+      parseBlobUrl(value.trim());
+    } catch (error) {
+      throw new ValueError(`must be ${blobUrl.expects}; it ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return value.trim();
   },
 };
 

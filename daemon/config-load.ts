@@ -242,6 +242,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     port: get('port')!,
     dataDir: get('data_dir')!,
     databaseUrl: get('database_url') ?? null,
+    blobUrl: get('blob_url') ?? null,
     workers: get('workers')!,
     publicUrl: get('public_url'),
     allowPrivateUrls: get('allow_private_urls')!,

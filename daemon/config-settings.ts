@@ -5,7 +5,7 @@ import { DEFAULT_INPUT_CAPS, type InputCaps } from '../src/engines/data/input-ca
 import { BYTES_PER_MB, DEFAULT_PLANS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import {
-  addressList, boolean, duration, fraction, httpUrl, integer, listenAddress, oneOf, postgresUrl, text, type Kind,
+  addressList, blobUrl, boolean, duration, fraction, httpUrl, integer, listenAddress, oneOf, postgresUrl, text, type Kind,
 } from './config-kinds.ts';
 import { defaultDataDir } from './config.ts';
 import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
@@ -70,6 +70,7 @@ export const SCALARS = {
   port: setting('port', { kind: integer(0, 65535), fallback: () => 7700, arg: 'port', help: 'port to listen on (0 picks a free one)' }),
   data_dir: setting('data_dir', { kind: text(), fallback: () => defaultDataDir({ ...process.env, CONVD_DATA_DIR: undefined }), arg: 'dir', path: true, help: 'data directory: store, inputs, results' }),
   database_url: setting('database_url', { kind: postgresUrl, arg: 'url', secret: true, help: 'keep accounts, keys, settings, conversions and deliveries in PostgreSQL (schema applied at start) instead of the data dir' }),
+  blob_url: setting('blob_url', { kind: blobUrl, arg: 'url', help: 'keep inputs and results in an S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) instead of the data dir' }),
   workers: setting('workers', { kind: integer(1, 1024), fallback: () => availableParallelism(), arg: 'n', help: 'conversions run at once (default: available cores)' }),
   public_url: setting('public_url', { kind: httpUrl, arg: 'url', reloadable: true, secret: true, help: 'public address used in links and Location (default: X-Forwarded-* from a trusted proxy, else the bound address)' }),
   allow_private_urls: setting('allow_private_urls', { kind: boolean, fallback: () => false, help: 'let URL inputs reach private and loopback addresses (trusted internal use only)' }),

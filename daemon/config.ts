@@ -20,6 +20,8 @@ export interface DaemonConfig {
   dataDir: string;
   /** PostgreSQL for the store (database_url); null: the lowdb files under the data dir. */
   databaseUrl: string | null;
+  /** An S3-compatible bucket for inputs and results (blob_url); null: the data dir. */
+  blobUrl: string | null;
   workers: number;
   publicUrl: string | undefined;
   allowPrivateUrls: boolean;

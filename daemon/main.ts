@@ -1,9 +1,12 @@
 import { availableParallelism } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { defaultDataDir } from './config.ts';
 import { GROUPS, SCALARS, type Setting } from './config-settings.ts';
 import { AdminError } from './admin/operations.ts';
+import type { BlobStore } from '../src/store/blob-store.ts';
 
 const VERSION = '0.1.0';
 
@@ -231,20 +234,27 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
     }));
   storeCommand.command('import <dir>').description('read an export into the PostgreSQL database (no daemon may run on it meanwhile); again changes nothing')
     .addOption(databaseOption()).option('--data-dir <dir>', 'the new node\'s data dir, for the exported files (created if missing)')
+    .option('--blob-url <url>', 'the bucket for the exported files instead (s3://bucket/prefix?endpoint=…; env CONVD_BLOB_URL)')
     .addOption(configOption()).option('--json', 'print JSON')
-    .action((dir: string, o: { databaseUrl?: string; dataDir?: string; config?: string; json?: boolean }) => transfer(o, async () => {
+    .action((dir: string, o: { databaseUrl?: string; dataDir?: string; blobUrl?: string; config?: string; json?: boolean }) => transfer(o, async () => {
       const databaseUrl = await databaseUrlOf(o);
       if (!databaseUrl) throw new AdminError('import into which database? name it with --database-url (or CONVD_DATABASE_URL)', 2);
       const { checkExport, importStore } = await import('./admin/store-transfer.ts');
       await checkExport(dir);
       const { PostgresStore } = await import('../src/store/postgres/postgres-store.ts');
       const { LocalBlobStore } = await import('../src/store/blob-store.ts');
+      const blobUrl = o.blobUrl ?? process.env.CONVD_BLOB_URL;
       const target = await PostgresStore.open({ url: databaseUrl, soleNode: true, poolSize: 2 });
+      // A bucket's uploads go through a scratch directory of their own, removed after.
+      const scratch = blobUrl ? await mkdtemp(join(tmpdir(), 'convd-import-')) : null;
       try {
-        const blobs = o.dataDir ? await LocalBlobStore.open(join(o.dataDir, 'blobs')) : null;
+        let blobs: BlobStore | null = null;
+        if (blobUrl && scratch) blobs = await (await import('../src/store/s3/s3-blob-store.ts')).S3BlobStore.open(blobUrl, scratch);
+        else if (o.dataDir) blobs = await LocalBlobStore.open(join(o.dataDir, 'blobs'));
         return await importStore(dir, target, blobs);
       } finally {
         await target.close();
+        if (scratch) await rm(scratch, { recursive: true, force: true });
       }
     }));
   program.command('migrate').description('apply the PostgreSQL schema\'s missing steps (a daemon does so at start too)')

@@ -4,6 +4,7 @@ import { createLogger, type Logger } from './log.ts';
 import { memoryAllocator } from './ops/allocator.ts';
 import { startDaemon, type RunningDaemon } from './server.ts';
 import { DataDirLockedError } from '../src/store/data-dir-lock.ts';
+import { StoreUnavailableError } from '../src/store/unavailable.ts';
 
 /** Keys whose value differs between two loads. */
 function changedKeys(before: LoadedConfig, after: LoadedConfig): string[] {
@@ -36,7 +37,7 @@ export async function serve(loaded: LoadedConfig, input: ConfigInput): Promise<v
     daemon = await startDaemon(config, logger);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (error instanceof DataDirLockedError || code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+    if (error instanceof DataDirLockedError || error instanceof StoreUnavailableError || code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
       logger.flush();
       process.stderr.write(`convd: ${error instanceof Error ? error.message : String(error)}\n`);
       return exit(1);

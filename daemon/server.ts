@@ -6,7 +6,6 @@ import { BYTES_PER_MB } from '../src/model/plan.ts';
 import { defaultServiceConfig, type ServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
 import { acquireDataDirLock } from '../src/store/data-dir-lock.ts';
-import type { Store } from '../src/store/types.ts';
 import { createApp, type RequestInfo } from './app.ts';
 import { bootstrapFirstAccount } from './bootstrap.ts';
 import type { DaemonConfig } from './config.ts';
@@ -101,6 +100,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   system = await openSystem({
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
+    blobUrl: config.blobUrl,
     config: serviceConfig,
     diskRoom: disk,
     workers: config.workers,
@@ -148,8 +148,10 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   const proxy = new ProxyTrust(config.trustedProxies);
   let draining = false;
   const shutdown = new AbortController();
-  const storeProbe = config.databaseUrl ? databasePing(running.store) : join(config.dataDir, 'store');
-  const readiness = new Readiness(storeProbe, disk, running.registry.statuses, () => draining);
+  const storePing = running.store.ping?.bind(running.store);
+  const storeProbe = storePing ? { ping: storePing } : join(config.dataDir, 'store');
+  const bucketPing = running.blobs.ping?.bind(running.blobs);
+  const readiness = new Readiness(storeProbe, disk, running.registry.statuses, () => draining, undefined, bucketPing ? { ping: bucketPing } : null);
   const openApiCache = new Map<string, string>();
   // Beyond loopback, /metrics on the API port would tell anyone who reaches the API how busy it
   // is, what it runs and which routes fail: there it needs its token (which SIGHUP may set).
@@ -282,11 +284,4 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       return problems;
     },
   };
-}
-
-/** The PostgreSQL store's ping, through the observed store's proxy. */
-function databasePing(store: Store): { ping(): Promise<void> } {
-  const ping = (store as Partial<{ ping(): Promise<void> }>).ping;
-  if (typeof ping !== 'function') throw new Error('the database store has no ping');
-  return { ping: () => ping() };
 }

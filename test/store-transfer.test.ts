@@ -15,6 +15,7 @@ import sharp from 'sharp';
 import { call, newAccount, png, submitFile, waitForEnd } from './api-support.ts';
 import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { freshSchema, postgresSkip, type TestSchema } from './helpers/postgres.ts';
+import { S3_ENV, startS3 } from './helpers/s3.ts';
 
 const skip = await postgresSkip();
 
@@ -72,6 +73,19 @@ describe('convd store export and import', { skip }, () => {
       assert.equal(Number(counts.rows[0]!.n), 5, 'nothing doubled by the second import');
     } finally {
       await db.end();
+    }
+
+    // The same export into another database with its files in a bucket.
+    const bucket = await startS3();
+    const other = await freshSchema();
+    try {
+      const intoBucket = await convdAdmin(null, ['store', 'import', out, '--database-url', other.url, '--blob-url', bucket.blobUrl('moved'), '--json'], S3_ENV);
+      assert.equal(intoBucket.code, 0, intoBucket.stderr);
+      assert.deepEqual(intoBucket.json, imports[0]);
+      assert.deepEqual(await bucket.keys('moved/'), [`moved/results/${done.id}`]);
+    } finally {
+      await other.drop();
+      await bucket.close();
     }
 
     second = await startDaemon({ args: ['--database-url', schema.url], dataDir: newDir, apiKey: first.apiKey, accountId: first.accountId });

@@ -3,11 +3,12 @@ import { copyFile, mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
 import type { AccountRecord, ApiKeyRecord, Settings } from '../../src/model/account.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
 import { ACTIVE_STATUSES } from '../../src/model/status.ts';
 import { isConversionId } from '../../src/service/ids.ts';
-import { LocalBlobStore, type BlobKind } from '../../src/store/blob-store.ts';
+import { LocalBlobStore, type BlobKind, type BlobStore } from '../../src/store/blob-store.ts';
 import { acquireDataDirLock, DataDirLockedError } from '../../src/store/data-dir-lock.ts';
 import { LowdbStore } from '../../src/store/lowdb-store.ts';
 import type { DeliveryRecord, Store } from '../../src/store/types.ts';
@@ -90,7 +91,7 @@ export async function exportStore(dataDir: string, out: string, withFiles: boole
           const kind = neededFile(record);
           if (blobs && kind && (await blobs.exists(kind, record.id))) {
             await mkdir(join(out, FILES_DIR, kind), { recursive: true, mode: 0o700 });
-            await copyFile(kind === 'results' ? blobs.resultPath(record.id) : blobs.inputPath(record.id), join(out, FILES_DIR, kind, record.id));
+            await pipeline(await blobs.openRead(kind, record.id), createWriteStream(join(out, FILES_DIR, kind, record.id), { mode: 0o600 }));
             report.files++;
           }
         }
@@ -118,7 +119,7 @@ export async function exportStore(dataDir: string, out: string, withFiles: boole
  * that no daemon runs on it meanwhile) and its files into `blobs` (a data dir's). Every record is
  * written by its id: a second import of the same export changes nothing.
  */
-export async function importStore(source: string, target: Store, blobs: LocalBlobStore | null): Promise<TransferReport> {
+export async function importStore(source: string, target: Store, blobs: BlobStore | null): Promise<TransferReport> {
   const recordsPath = await checkExport(source);
   const report = emptyReport();
   const lines = createInterface({ input: createReadStream(recordsPath, 'utf8'), crlfDelay: Infinity });
@@ -197,11 +198,19 @@ async function putConversion(target: Store, record: ConversionRecord): Promise<v
   else await target.insertConversion(record);
 }
 
-async function importFile(source: string, blobs: LocalBlobStore, record: ConversionRecord): Promise<number> {
+async function importFile(source: string, blobs: BlobStore, record: ConversionRecord): Promise<number> {
   const kind = neededFile(record);
   if (!kind) return 0;
   const from = join(source, FILES_DIR, kind, record.id);
   if (!existsSync(from)) return 0;
-  await copyFile(from, kind === 'results' ? blobs.resultPath(record.id) : blobs.inputPath(record.id));
+  // Adopting moves a file: a copy is adopted, the export stays whole for another try.
+  const copy = blobs.spoolPath();
+  await copyFile(from, copy);
+  try {
+    if (kind === 'results') await blobs.adoptResult(record.id, copy);
+    else await blobs.adoptInput(record.id, copy);
+  } finally {
+    await blobs.discardSpool(copy);
+  }
   return 1;
 }

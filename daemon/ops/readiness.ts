@@ -11,7 +11,8 @@ export interface Check {
 
 export interface ReadinessReport {
   ready: boolean;
-  checks: { store: Check; disk: Check; engines: Check; accepting: Check };
+  /** `files` only where they are in a bucket. */
+  checks: { store: Check; disk: Check; engines: Check; accepting: Check; files?: Check };
 }
 
 const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
@@ -34,6 +35,8 @@ export class Readiness {
     private readonly engines: readonly EngineStatus[],
     private readonly draining: () => boolean,
     private readonly maxAgeMs = 1000,
+    /** The bucket's ping, where the files are in one. */
+    private readonly bucket: { ping(): Promise<void> } | null = null,
   ) {}
 
   async check(): Promise<ReadinessReport> {
@@ -45,9 +48,12 @@ export class Readiness {
   }
 
   private async probe(): Promise<ReadinessReport> {
-    const [store, disk, engines] = await Promise.all([this.storeCheck(), this.diskCheck(), this.engineCheck()]);
+    const [store, disk, engines, files] = await Promise.all([this.storeCheck(), this.diskCheck(), this.engineCheck(), this.bucketCheck()]);
     const accepting: Check = this.draining() ? { ok: false, detail: 'shutting down' } : { ok: true, detail: 'accepting work' };
-    const report = { ready: store.ok && disk.ok && engines.ok && accepting.ok, checks: { store, disk, engines, accepting } };
+    const report: ReadinessReport = {
+      ready: store.ok && disk.ok && engines.ok && accepting.ok && (files?.ok ?? true),
+      checks: { store, disk, engines, accepting, ...(files ? { files } : {}) },
+    };
     this.last = { at: Date.now(), report };
     return report;
   }
@@ -68,6 +74,16 @@ export class Readiness {
       return { ok: true, detail: 'writable' };
     } catch (error) {
       return { ok: false, detail: `not writable: ${errorCode(error)}` };
+    }
+  }
+
+  private async bucketCheck(): Promise<Check | null> {
+    if (!this.bucket) return null;
+    try {
+      await withinTwoSeconds(this.bucket.ping());
+      return { ok: true, detail: 'bucket answers' };
+    } catch (error) {
+      return { ok: false, detail: `bucket unreachable: ${error instanceof Error ? error.message || error.name : String(error)}` };
     }
   }
 
@@ -98,5 +114,14 @@ export class Readiness {
     }
     // Not ready without a single engine; one missing engine only takes its own pairs away.
     return { ok: usable > 0, detail: problems.length > 0 ? `${usable} usable; ${problems.join('; ')}` : `${usable} usable` };
+  }
+}
+
+async function withinTwoSeconds(work: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer within 2 s')), 2000)))]);
+  } finally {
+    clearTimeout(timer);
   }
 }

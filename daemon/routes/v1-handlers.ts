@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { once } from 'node:events';
-import type { ReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { HTTPResponse, type H3Event } from 'h3';
 import { FastResponse } from 'srvx';
 import { ApiError } from '../../src/errors/api-error.ts';
@@ -144,13 +144,12 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
       const status = range ? 206 : 200;
       // The file's size was just read: a HEAD has what it asked for without opening the file.
       if (wasHead(nodeReq)) return new FastResponse(null, { status, headers });
-      const stream = download.open(range ?? undefined) as ReadStream;
       // Opened before the answer starts: a file gone meanwhile (expired, deleted) is the spec's
       // 410, not a 500 with an empty body after the headers of a 200 were promised.
+      let stream: Readable;
       try {
-        await once(stream, 'ready');
+        stream = await download.open(range ?? undefined);
       } catch {
-        stream.destroy();
         throw new ApiError('expired');
       }
       // srvx pipes a Node stream body straight into the socket; a web stream (Readable.toWeb)

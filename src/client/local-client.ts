@@ -3,7 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { copyFile, link, lstat, stat } from 'node:fs/promises';
 import { availableParallelism, totalmem } from 'node:os';
 import { basename } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { defaultEngines } from '../engines/catalog.ts';
 import type { KnownEngine } from '../engines/lazy.ts';
@@ -240,11 +240,11 @@ class LocalClient implements ConvClient {
       return {
         // Opened on first use only: a caller that copies `localPath` never opens it.
         get stream() {
-          return (stream ??= handle.open() as Readable);
+          return (stream ??= handle.localPath ? createReadStream(handle.localPath) : streamOf(handle.open()));
         },
         filename: handle.record.result!.filename,
         size: handle.size,
-        localPath: handle.localPath,
+        ...(handle.localPath ? { localPath: handle.localPath } : {}),
       };
     });
   }
@@ -300,4 +300,14 @@ class LocalClient implements ConvClient {
     clearTimeout(timer);
     await opened.dataDir.remove();
   }
+}
+
+/** A stream now of a stream that opens later (a result in a bucket): errors and end carried over. */
+function streamOf(opening: Promise<Readable>): Readable {
+  const through = new PassThrough();
+  opening.then((source) => {
+    source.on('error', (error) => through.destroy(error));
+    source.pipe(through);
+  }, (error: unknown) => through.destroy(error instanceof Error ? error : new Error(String(error))));
+  return through;
 }

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { ApiError } from '../errors/api-error.ts';
 import type { FormatRegistry } from '../formats/registry.ts';
 import type { FormatDetails, FormatListing, ListPage } from '../client/types.ts';
@@ -33,9 +34,10 @@ export interface CreateOutcome {
 export interface DownloadHandle {
   record: ConversionRecord;
   size: number;
-  open(range?: { start: number; end: number }): NodeJS.ReadableStream;
-  /** Where the result file is, for a caller on this machine that copies rather than streams it. */
-  localPath: string;
+  /** The result (or the inclusive range), once open; rejects when it is gone (expired, deleted meanwhile). */
+  open(range?: { start: number; end: number }): Promise<Readable>;
+  /** Where the result file is, for a caller on this machine that copies rather than streams it; null in a bucket. */
+  localPath: string | null;
 }
 
 /**
@@ -272,7 +274,7 @@ export class ConversionService {
     if (record.status !== 'succeeded' || !record.result) throw new ApiError('not_ready');
     const size = await this.blobs.size('results', record.id);
     if (size === null) throw new ApiError('expired');
-    return { record, size, open: (range) => this.blobs.openRead('results', record.id, range), localPath: this.blobs.resultPath(record.id) };
+    return { record, size, open: (range) => this.blobs.openRead('results', record.id, range), localPath: this.blobs.localPath('results', record.id) };
   }
 
   listFormats(): FormatListing {

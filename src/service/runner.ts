@@ -1,4 +1,4 @@
-import { rename, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { ConversionFailure } from '../errors/api-error.ts';
 import { formatSeconds } from '../engines/units.ts';
 import type { Engine, EngineOutput } from '../engines/types.ts';
@@ -11,6 +11,7 @@ import { conversionCost, balanceOf } from './credits.ts';
 import { explainOutputCap, outputLimit, outputLimitFailure, withinRoom } from './output-limit.ts';
 import { withTimeLimit } from './time-limit.ts';
 import { withoutServerPaths } from './user-message.ts';
+import type { LocalFile } from '../store/blob-store.ts';
 import type { ConversionService } from './conversion-service.ts';
 
 /** Progress is kept in memory on every change but written at most this often per conversion. */
@@ -47,11 +48,15 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       return record ? update(record) : null;
     });
 
+  /** The local file each running conversion's engine reads (its input, or a copy of it from a bucket). */
+  const localInputs = new Map<string, string>();
+
   const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>) =>
     transition(id, async (record) => {
       if (record.status !== 'fetching' && record.status !== 'processing' && record.status !== 'queued') return null;
       // The engines' messages name the files they were given: the server's paths, never shown.
-      const shown = withoutServerPaths(message, { [blobs.inputPath(id)]: 'the input file' });
+      const input = localInputs.get(id);
+      const shown = withoutServerPaths(message, input ? { [input]: 'the input file' } : {});
       log('conversion.failed', { id, code, ...(shown !== message ? { engine_message: message } : {}) });
       return service.finish(record, { status: 'failed', credits: 0, error: { code, message: shown, ...(details ? { details: { ...details } } : {}) } });
     });
@@ -73,6 +78,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     await store.flush();
     // The output of this run while it is not the conversion's result (yet): removed on any failure.
     let pendingOutput: string | null = null;
+    let input: LocalFile | null = null;
     try {
       let record = started;
       if (record.input.kind === 'url') record = await fetchInput(record, signal);
@@ -104,7 +110,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);
         try {
           return await engine.convert({
-            inputPath: blobs.inputPath(id), outputPath, source: record.source, target: record.target,
+            inputPath: input!.path, outputPath, source: record.source, target: record.target,
             variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
             startClock: limited.start,
             timeLimitMs: timeoutMs,
@@ -119,6 +125,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
           limited.dispose();
         }
       };
+      input = await blobs.localInput(id);
+      localInputs.set(id, input.path);
       const gate = gateOf(engine);
       let produced: EngineOutput | void;
       try {
@@ -130,7 +138,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const size = produced?.size ?? (await stat(outputPath)).size;
       // Every engine's result is measured, whether or not the engine stopped at the cap itself.
       if (size > maxOutput.bytes) throw outputLimitFailure(maxOutput, size);
-      await rename(outputPath, blobs.resultPath(id));
+      await blobs.adoptResult(id, outputPath);
       pendingOutput = null;
       const ended = await transition(id, async (current) => {
         if (current.status !== 'processing') return null;
@@ -162,6 +170,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       }
     } finally {
       if (pendingOutput) await blobs.discardOutput(pendingOutput);
+      await input?.release();
+      localInputs.delete(id);
       // No `await store.flush()` here: the store writes these changes at once by itself (group
       // commit), and waiting for the fsync held this worker's slot idle for every conversion
       // (a quarter of the wall time of `npm run bench` (b) on a busy disk).

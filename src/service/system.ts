@@ -9,7 +9,7 @@ import type { Engine } from '../engines/types.ts';
 import { FormatRegistry } from '../formats/registry.ts';
 import { MemoryJobSource, type JobSource } from '../queue/job-source.ts';
 import { WorkerPool } from '../queue/worker-pool.ts';
-import { LocalBlobStore } from '../store/blob-store.ts';
+import { LocalBlobStore, type BlobStore } from '../store/blob-store.ts';
 import { LowdbStore } from '../store/lowdb-store.ts';
 import { observeStore, type StoreObserver } from '../store/observed-store.ts';
 import { UNLIMITED_ROOM, type DiskRoom } from '../store/disk-room.ts';
@@ -24,8 +24,10 @@ import { RETRY_WAITS_MS } from '../webhooks/schedule.ts';
 
 export interface SystemOptions {
   dataDir: string;
-  /** PostgreSQL holds the store (DESIGN.md, "Scale-out"); blobs stay under the data dir. */
+  /** PostgreSQL holds the store (DESIGN.md, "Scale-out"). */
   databaseUrl?: string | null;
+  /** An S3-compatible bucket holds inputs and results (`s3://bucket/prefix?…`); the data dir keeps only work in progress. */
+  blobUrl?: string | null;
   config: ServiceConfig;
   workers?: number;
   allowInsecureCallbacks?: boolean;
@@ -55,7 +57,7 @@ const RETRIES_AFTER_CRASH = 1;
 /** The whole core wired together: store, blobs, registry, services, queue and worker pool. */
 export interface ConversionSystem {
   store: Store;
-  blobs: LocalBlobStore;
+  blobs: BlobStore;
   registry: FormatRegistry;
   accounts: AccountService;
   conversions: ConversionService;
@@ -74,7 +76,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const opened = await openStore(options);
   const store: Store = options.observer ? observeStore(opened, options.observer) : opened;
-  const blobs = await LocalBlobStore.open(join(options.dataDir, 'blobs'));
+  const blobs = await openBlobs(options);
   const workers = options.workers ?? availableParallelism();
   const log = options.log ?? (() => undefined);
   const { engines, save } = options.engines
@@ -215,4 +217,13 @@ async function openStore(options: SystemOptions): Promise<Store> {
     return PostgresStore.open({ url: options.databaseUrl, soleNode: true });
   }
   return LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });
+}
+
+/** The files' place the options name: a bucket (the SDK loaded only then), or the data dir. */
+async function openBlobs(options: SystemOptions): Promise<BlobStore> {
+  if (options.blobUrl) {
+    const { S3BlobStore } = await import('../store/s3/s3-blob-store.ts');
+    return S3BlobStore.open(options.blobUrl, join(options.dataDir, 'blobs'));
+  }
+  return LocalBlobStore.open(join(options.dataDir, 'blobs'));
 }

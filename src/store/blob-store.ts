@@ -1,33 +1,50 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, type ReadStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { access, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { once } from 'node:events';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 
 export type BlobKind = 'inputs' | 'results';
 
+/** A local file for the length of one engine run; `release` removes it where it is a copy. */
+export interface LocalFile {
+  path: string;
+  release(): Promise<void>;
+}
+
 /**
- * Where input and result files live. Local disk today; the seam for an S3-compatible store later
- * (engines would then work on a local copy). File names are always conversion ids chosen by the
- * service, never anything a client sent, so no request can name a path.
+ * Where input and result files live: the local disk (LocalBlobStore) or an S3-compatible bucket
+ * (S3BlobStore). Stored files are reached through streams and scoped local copies, never by a
+ * path into the store; local paths exist only for scratch (spooled uploads, engine outputs).
+ * File names are always conversion ids chosen by the service, never anything a client sent, so
+ * no request can name a path or a key.
  */
 export interface BlobStore {
   /** A fresh path for spooling an upload or a download before it belongs to a conversion. */
   spoolPath(): string;
-  /** Moves a spooled file into place as the input of a conversion. */
+  /** Moves a spooled file into place as the input of a conversion (the spooled file is gone after). */
   adoptInput(id: string, spooledPath: string): Promise<void>;
-  inputPath(id: string): string;
-  resultPath(id: string): string;
+  /** The input as a local file for an engine run. */
+  localInput(id: string): Promise<LocalFile>;
   /** Where one engine run writes its output, before it is moved into place as the result. */
   outputPathFor(id: string, extension: string): string;
+  /** Moves an engine's output into place as the conversion's result (the output file is gone after). */
+  adoptResult(id: string, outputPath: string): Promise<void>;
   exists(kind: BlobKind, id: string): Promise<boolean>;
   size(kind: BlobKind, id: string): Promise<number | null>;
-  openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): ReadStream;
+  /** A stream of the file (or of the inclusive byte range), once it is open; rejects when the file is not there. */
+  openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): Promise<Readable>;
+  /** The stored file's own path where it is on this machine's disk (the CLI moves rather than copies it); null in a bucket. */
+  localPath(kind: BlobKind, id: string): string | null;
   delete(kind: BlobKind, id: string): Promise<void>;
   /** Removes what a run that did not succeed left of its output, if anything. */
   discardOutput(path: string): Promise<void>;
   discardSpool(path: string): Promise<void>;
   /** Ids that have files of the kind (for the orphan sweep). */
   list(kind: BlobKind): Promise<string[]>;
+  /** The place answers (a bucket: for /readyz); absent where there is nothing to ask. */
+  ping?(): Promise<void>;
   /** Removes leftovers of runs that died with the process (spool and work dirs). */
   clearScratch(): Promise<void>;
 }
@@ -55,12 +72,18 @@ export class LocalBlobStore implements BlobStore {
     await rename(spooledPath, this.path('inputs', id));
   }
 
-  inputPath(id: string): string {
-    return this.path('inputs', id);
+  async localInput(id: string): Promise<LocalFile> {
+    const path = this.path('inputs', id);
+    await access(path);
+    return { path, release: async () => undefined };
   }
 
-  resultPath(id: string): string {
-    return this.path('results', id);
+  async adoptResult(id: string, outputPath: string): Promise<void> {
+    await rename(outputPath, this.path('results', id));
+  }
+
+  localPath(kind: BlobKind, id: string): string {
+    return this.path(kind, id);
   }
 
   outputPathFor(id: string, extension: string): string {
@@ -73,15 +96,23 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async size(kind: BlobKind, id: string): Promise<number | null> {
+    const path = this.path(kind, id);
     try {
-      return (await stat(this.path(kind, id))).size;
+      return (await stat(path)).size;
     } catch {
       return null;
     }
   }
 
-  openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): ReadStream {
-    return createReadStream(this.path(kind, id), range);
+  async openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): Promise<Readable> {
+    const stream = createReadStream(this.path(kind, id), range);
+    try {
+      await once(stream, 'ready');
+    } catch (error) {
+      stream.destroy();
+      throw error;
+    }
+    return stream;
   }
 
   async delete(kind: BlobKind, id: string): Promise<void> {

@@ -93,6 +93,9 @@ export interface Store {
    */
   exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T>;
 
+  /** The database answers (PostgreSQL: for /readyz); absent where there is nothing to ask. */
+  ping?(): Promise<void>;
+
   /** Resolves when every write made so far is on disk. */
   flush(): Promise<void>;
   close(): Promise<void>;

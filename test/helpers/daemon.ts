@@ -39,8 +39,10 @@ export interface StartOptions {
 }
 
 /** Runs the admin CLI (`convd accounts ...`) against a data dir (null: none named) and returns its JSON output. */
-export async function convdAdmin(dataDir: string | null, args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: unknown }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, ...(dataDir === null ? [] : ['--data-dir', dataDir])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function convdAdmin(dataDir: string | null, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string; json: unknown }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, ...(dataDir === null ? [] : ['--data-dir', dataDir])], {
+    cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env },
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -5,6 +5,7 @@ import { ACTIVE_STATUSES, type ConversionStatus } from '../../model/status.ts';
 import { conversionIdFloor, conversionIdTime } from '../../service/ids.ts';
 import type { DeliveryRecord, ListQuery, Store } from '../types.ts';
 import { migrate } from './migrate.ts';
+import { reasonOf, StoreUnavailableError } from '../unavailable.ts';
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` (libpq's parameters, e.g. `?options=-c search_path=x`). */
@@ -27,10 +28,20 @@ export interface PostgresStoreOptions {
 const NODE_LOCK = 'convd:node';
 
 /** Another daemon holds the database. */
-export class DatabaseInUseError extends Error {
+export class DatabaseInUseError extends StoreUnavailableError {
   constructor() {
     super('another convd daemon uses this database: one daemon per database for now (admin commands may run beside it)');
     this.name = 'DatabaseInUseError';
+  }
+}
+
+/** host:port/database of a URL, without user or password, for messages. */
+function describeDatabase(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+  } catch {
+    return 'the database';
   }
 }
 
@@ -68,6 +79,10 @@ export class PostgresStore implements Store {
     pool.on('error', () => undefined);
     let nodeLock: pg.PoolClient | null = null;
     try {
+      // Not reached at all (refused, unknown host, password, no such database): one line naming where.
+      await pool.query('SELECT 1').catch((error: unknown) => {
+        throw new StoreUnavailableError(`cannot use the database at ${describeDatabase(options.url)}: ${reasonOf(error)}`, { cause: error });
+      });
       await migrate(pool);
       if (options.soleNode) {
         nodeLock = await pool.connect();
