@@ -1,6 +1,6 @@
 /**
  * One contract, two stores: every case runs against the LowdbStore (files in a temp dir) and the
- * PostgresStore (a schema of its own on the machine's PostgreSQL). Records, paging, idempotency
+ * PostgresStore (a database of its own on the machine's PostgreSQL). Records, paging, idempotency
  * keys and their expiry, the sums the limits and credits are checked with, pruning, accounts,
  * keys, settings, deliveries, and `exclusive`: submissions racing for an account's last places
  * and credits pass exactly as many as fit, through one store or (PostgreSQL) three of them, as
@@ -19,15 +19,13 @@ import { migrate } from '../src/store/postgres/migrate.ts';
 import { MIGRATIONS } from '../src/store/postgres/migrations.ts';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
 import type { DeliveryRecord, Store } from '../src/store/types.ts';
-import { freshSchema, postgresSkip, type TestSchema } from './helpers/postgres.ts';
+import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 import { account, conversion, DAY, HOUR } from './helpers/store-records.ts';
 
 const ids = (records: { id: string }[]) => records.map((r) => r.id);
-const pgSkip = await postgresSkip();
 
 interface Backend {
   name: string;
-  skip: string | false;
   /** A store for one case, and (PostgreSQL) more stores on the same data, as other nodes. */
   open(): Promise<{ store: Store; peers(n: number): Promise<Store[]>; close(): Promise<void> }>;
 }
@@ -35,7 +33,6 @@ interface Backend {
 const backends: Backend[] = [
   {
     name: 'lowdb',
-    skip: false,
     async open() {
       const dir = await mkdtemp(join(tmpdir(), 'convd-contract-'));
       const store = await LowdbStore.open({ dir, shards: 4 });
@@ -52,21 +49,20 @@ const backends: Backend[] = [
   },
   {
     name: 'postgres',
-    skip: pgSkip,
     async open() {
-      const schema: TestSchema = await freshSchema();
-      const store = await PostgresStore.open({ url: schema.url, poolSize: 4 });
+      const database: TestDatabase = await freshDatabase();
+      const store = await PostgresStore.open({ url: database.url, poolSize: 4 });
       const others: Store[] = [];
       return {
         store,
         async peers(n) {
-          const made = await Promise.all(Array.from({ length: n }, () => PostgresStore.open({ url: schema.url, poolSize: 4 })));
+          const made = await Promise.all(Array.from({ length: n }, () => PostgresStore.open({ url: database.url, poolSize: 4 })));
           others.push(...made);
           return made;
         },
         async close() {
           await Promise.all([store, ...others].map((s) => s.close()));
-          await schema.drop();
+          await database.drop();
         },
       };
     },
@@ -74,7 +70,7 @@ const backends: Backend[] = [
 ];
 
 for (const backend of backends) {
-  describe(`Store contract: ${backend.name}`, { skip: backend.skip }, () => {
+  describe(`Store contract: ${backend.name}`, () => {
     let store: Store;
     let peers: (n: number) => Promise<Store[]>;
     let close: () => Promise<void>;
@@ -236,17 +232,17 @@ for (const backend of backends) {
   });
 }
 
-describe('PostgresStore only', { skip: pgSkip }, () => {
-  let schema: TestSchema;
+describe('PostgresStore only', () => {
+  let database: TestDatabase;
   before(async () => {
-    schema = await freshSchema();
+    database = await freshDatabase();
   });
   after(async () => {
-    await schema?.drop();
+    await database?.drop();
   });
 
   it('three nodes migrating at once apply each step once; a schema newer than this convd is refused', async () => {
-    const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: schema.url, max: 2 }));
+    const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: database.url, max: 2 }));
     try {
       const reports = await Promise.all(pools.map((pool) => migrate(pool)));
       const newest = Math.max(...MIGRATIONS.map((m) => m.version));
@@ -262,7 +258,7 @@ describe('PostgresStore only', { skip: pgSkip }, () => {
   });
 
   it('a failed exclusive leaves nothing behind; the lock is free again after it', async () => {
-    const other = await freshSchema();
+    const other = await freshDatabase();
     const store = await PostgresStore.open({ url: other.url, poolSize: 2 });
     try {
       const record = conversion('acc_rollback');

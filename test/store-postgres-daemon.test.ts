@@ -1,5 +1,5 @@
 /**
- * A real daemon on PostgreSQL (`--database-url`, a schema of its own): the first account and its
+ * A real daemon on PostgreSQL (`--database-url`, a database of its own): the first account and its
  * key are made in the database; a PNG becomes a WebP (decoded); idempotent duplicates make one
  * conversion; admin commands with `--database-url` reach the database from outside the daemon (a
  * key revoked there is refused by the daemon at the next request, the maintenance switch holds at
@@ -14,23 +14,21 @@ import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { call, png, submitFile, waitForEnd } from './api-support.ts';
 import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
-import { freshSchema, postgresSkip, type TestSchema } from './helpers/postgres.ts';
-
-const skip = await postgresSkip();
+import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 
 /** `convd <args> --database-url URL --json`, no data dir named. */
 const adminOnDatabase = (url: string, args: string[]) => convdAdmin(null, [...args, '--database-url', url, '--json']);
 
-describe('convd on PostgreSQL', { skip }, () => {
-  let schema: TestSchema;
+describe('convd on PostgreSQL', () => {
+  let database: TestDatabase;
   let daemon: DaemonHandle;
   before(async () => {
-    schema = await freshSchema();
-    daemon = await startDaemon({ args: ['--database-url', schema.url, '--workers', '2'] });
+    database = await freshDatabase();
+    daemon = await startDaemon({ args: ['--database-url', database.url, '--workers', '2'] });
   });
   after(async () => {
     await daemon?.dispose();
-    await schema?.drop();
+    await database?.drop();
   });
 
   it('converts, replays an idempotent request, and says in /readyz that the database answers', async () => {
@@ -51,24 +49,24 @@ describe('convd on PostgreSQL', { skip }, () => {
   });
 
   it('admin commands reach the database from outside: a revoked key is refused at once, maintenance holds', async () => {
-    const account = await adminOnDatabase(schema.url, ['accounts', 'create', '--plan', 'lite', '--name', 'outside']);
+    const account = await adminOnDatabase(database.url, ['accounts', 'create', '--plan', 'lite', '--name', 'outside']);
     assert.equal(account.code, 0, account.stderr);
     const accountId = (account.json as { id: string }).id;
-    const key = await adminOnDatabase(schema.url, ['keys', 'create', '--account', accountId, '--scopes', 'read,convert']);
+    const key = await adminOnDatabase(database.url, ['keys', 'create', '--account', accountId, '--scopes', 'read,convert']);
     assert.equal(key.code, 0, key.stderr);
     const made = key.json as { id: string; key: string };
     const client = { baseUrl: daemon.baseUrl, apiKey: made.key };
     assert.equal((await call(client, '/account')).status, 200, 'the daemon knows a key made beside it');
-    assert.equal((await adminOnDatabase(schema.url, ['keys', 'revoke', made.id])).code, 0);
+    assert.equal((await adminOnDatabase(database.url, ['keys', 'revoke', made.id])).code, 0);
     assert.equal((await call(client, '/account')).status, 401, 'revoked on the database, refused by the daemon');
 
-    assert.equal((await adminOnDatabase(schema.url, ['maintenance', 'on', '--retry-after', '30'])).code, 0);
+    assert.equal((await adminOnDatabase(database.url, ['maintenance', 'on', '--retry-after', '30'])).code, 0);
     try {
       const refused = await call(daemon, '/account');
       assert.equal(refused.status, 503);
       assert.equal(refused.headers.get('retry-after'), '30');
     } finally {
-      assert.equal((await adminOnDatabase(schema.url, ['maintenance', 'off'])).code, 0);
+      assert.equal((await adminOnDatabase(database.url, ['maintenance', 'off'])).code, 0);
     }
     assert.equal((await call(daemon, '/account')).status, 200);
   });
@@ -77,7 +75,7 @@ describe('convd on PostgreSQL', { skip }, () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'convd-pg-second-'));
     try {
       await assert.rejects(
-        startDaemon({ args: ['--database-url', schema.url], dataDir, apiKey: daemon.apiKey, accountId: daemon.accountId }),
+        startDaemon({ args: ['--database-url', database.url], dataDir, apiKey: daemon.apiKey, accountId: daemon.accountId }),
         /another convd daemon uses this database/,
       );
     } finally {
@@ -88,7 +86,7 @@ describe('convd on PostgreSQL', { skip }, () => {
     await daemon.stop();
     await rm(daemon.dataDir, { recursive: true, force: true });
     const freshDir = await mkdtemp(join(tmpdir(), 'convd-pg-restart-'));
-    daemon = await startDaemon({ args: ['--database-url', schema.url], dataDir: freshDir, apiKey: daemon.apiKey, accountId: daemon.accountId });
+    daemon = await startDaemon({ args: ['--database-url', database.url], dataDir: freshDir, apiKey: daemon.apiKey, accountId: daemon.accountId });
     const again = await call(daemon, `/conversions/${first.id}`);
     assert.equal(again.status, 200, 'the key and the conversion are in the database, not the data dir');
     assert.equal(again.body.status, first.status);

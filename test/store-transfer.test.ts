@@ -14,22 +14,20 @@ import pg from 'pg';
 import sharp from 'sharp';
 import { call, newAccount, png, submitFile, waitForEnd } from './api-support.ts';
 import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
-import { freshSchema, postgresSkip, type TestSchema } from './helpers/postgres.ts';
+import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 import { S3_ENV, startS3 } from './helpers/s3.ts';
-
-const skip = await postgresSkip();
 
 interface AccountView {
   credits: { remaining: number };
 }
 
-describe('convd store export and import', { skip }, () => {
-  let schema: TestSchema;
+describe('convd store export and import', () => {
+  let database: TestDatabase;
   let work: string;
   let first: DaemonHandle;
   let second: DaemonHandle | undefined;
   before(async () => {
-    schema = await freshSchema();
+    database = await freshDatabase();
     work = await mkdtemp(join(tmpdir(), 'convd-transfer-'));
     first = await startDaemon({ args: ['--workers', '2'] });
   });
@@ -37,7 +35,7 @@ describe('convd store export and import', { skip }, () => {
     await second?.dispose();
     await first?.dispose();
     await rm(work, { recursive: true, force: true });
-    await schema?.drop();
+    await database?.drop();
   });
 
   it('moves keys, balance, history and results from the first box into PostgreSQL, idempotently', async () => {
@@ -60,13 +58,13 @@ describe('convd store export and import', { skip }, () => {
     const newDir = join(work, 'node1');
     const imports = [];
     for (let i = 0; i < 2; i++) {
-      const imported = await convdAdmin(newDir, ['store', 'import', out, '--database-url', schema.url, '--json']);
+      const imported = await convdAdmin(newDir, ['store', 'import', out, '--database-url', database.url, '--json']);
       assert.equal(imported.code, 0, imported.stderr);
       imports.push(imported.json);
     }
     assert.deepEqual(imports[0], { accounts: 2, keys: 2, conversions: 1, deliveries: 0, files: 1 });
     assert.deepEqual(imports[1], imports[0], 'a second import reads the same');
-    const db = new pg.Client({ connectionString: schema.url });
+    const db = new pg.Client({ connectionString: database.url });
     await db.connect();
     try {
       const counts = await db.query<{ n: string }>('SELECT (SELECT count(*) FROM convd_accounts) + (SELECT count(*) FROM convd_api_keys) + (SELECT count(*) FROM convd_conversions) AS n');
@@ -77,7 +75,7 @@ describe('convd store export and import', { skip }, () => {
 
     // The same export into another database with its files in a bucket.
     const bucket = await startS3();
-    const other = await freshSchema();
+    const other = await freshDatabase();
     try {
       const intoBucket = await convdAdmin(null, ['store', 'import', out, '--database-url', other.url, '--blob-url', bucket.blobUrl('moved'), '--json'], S3_ENV);
       assert.equal(intoBucket.code, 0, intoBucket.stderr);
@@ -88,7 +86,7 @@ describe('convd store export and import', { skip }, () => {
       await bucket.close();
     }
 
-    second = await startDaemon({ args: ['--database-url', schema.url], dataDir: newDir, apiKey: first.apiKey, accountId: first.accountId });
+    second = await startDaemon({ args: ['--database-url', database.url], dataDir: newDir, apiKey: first.apiKey, accountId: first.accountId });
     const moved = { baseUrl: second.baseUrl, apiKey: tenant.apiKey };
     assert.equal((await call<AccountView>(moved, '/account')).body.credits.remaining, balance, 'the same key, the same balance');
     const again = await call(moved, `/conversions/${done.id}`);
@@ -99,14 +97,14 @@ describe('convd store export and import', { skip }, () => {
     assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 80, 60]);
     assert.equal((await call(second, '/account')).status, 200, 'the owner\'s key too');
 
-    const busy = await convdAdmin(newDir, ['store', 'import', out, '--database-url', schema.url, '--json']);
+    const busy = await convdAdmin(newDir, ['store', 'import', out, '--database-url', database.url, '--json']);
     assert.notEqual(busy.code, 0);
     assert.match(busy.stderr, /another convd daemon uses this database/);
   });
 
   it('a damaged or foreign export is refused in words; an export needs a new directory', async () => {
     // A database no daemon runs on, so that the import gets as far as the records.
-    const spare = await freshSchema();
+    const spare = await freshDatabase();
     after(() => spare.drop());
     const damaged = join(work, 'damaged');
     await rm(damaged, { recursive: true, force: true });

@@ -36,6 +36,8 @@ export interface StartOptions {
   /** Known key and account when restarting on an existing data dir. */
   apiKey?: string;
   accountId?: string;
+  /** The database and bucket of a restart (CONVD_TEST_STORE=postgres). */
+  stores?: SharedStores;
 }
 
 /** Runs the admin CLI (`convd accounts ...`) against a data dir (null: none named) and returns its JSON output. */
@@ -72,16 +74,39 @@ export async function readFirstKey(path: string): Promise<string> {
 }
 
 /** Spawns the real convd on an ephemeral port with its own data dir and waits until it listens. */
+/**
+ * `CONVD_TEST_STORE=postgres`: every daemon a suite starts without a store of its own runs on a
+ * fresh PostgreSQL database and keeps its files in an S3 bucket (s3rver, a prefix per daemon),
+ * so that the same suites, with the same assertions, check both stores (`npm run test:postgres`).
+ */
+const SHARED_STORES = process.env.CONVD_TEST_STORE === 'postgres';
+
+interface SharedStores {
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  drop(): Promise<void>;
+}
+
+async function sharedStores(): Promise<SharedStores> {
+  const [{ freshDatabase }, { sharedBucket, S3_ENV }] = await Promise.all([import('./postgres.ts'), import('./s3.ts')]);
+  const [database, bucket] = await Promise.all([freshDatabase(), sharedBucket()]);
+  await bucket.keepDirs(database.name);
+  return { args: ['--database-url', database.url, '--blob-url', bucket.blobUrl(database.name)], env: { ...S3_ENV }, drop: () => database.drop() };
+}
+
 export async function startDaemon(options: StartOptions = {}): Promise<DaemonHandle> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'convd-test-')));
-  const args = ['--import', 'tsx', MAIN, 'serve', '--port', '0', '--data-dir', dataDir, ...(options.args ?? [])];
+  const ownStore = (options.args ?? []).some((arg) => arg === '--database-url' || arg === '--blob-url');
+  const stores = options.stores ?? (SHARED_STORES && !ownStore ? await sharedStores() : undefined);
+  const args = ['--import', 'tsx', MAIN, 'serve', '--port', '0', '--data-dir', dataDir, ...(stores?.args ?? []), ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, ...options.env },
+    env: { ...process.env, ...stores?.env, ...options.env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const madeHere = stores !== undefined && options.stores === undefined;
   const ready = await new Promise<{ url: string; keyFile?: string; accountId?: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`convd did not start in time:\n${stderr}`)), 30_000);
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -96,6 +121,10 @@ export async function startDaemon(options: StartOptions = {}): Promise<DaemonHan
       clearTimeout(timer);
       reject(new Error(`convd exited with ${code} before listening:\n${stderr}`));
     });
+  }).catch(async (error: unknown) => {
+    // A start that failed leaves no database behind.
+    if (madeHere) await stores.drop().catch(() => undefined);
+    throw error;
   });
   const apiKey = (ready.keyFile ? await readFirstKey(ready.keyFile) : undefined) ?? options.apiKey;
   const accountId = ready.accountId ?? options.accountId;
@@ -114,10 +143,11 @@ export async function startDaemon(options: StartOptions = {}): Promise<DaemonHan
     stderr: () => stderr,
     stop: () => waitExit('SIGTERM'),
     kill: () => waitExit('SIGKILL'),
-    restart: (extraArgs) => startDaemon({ ...options, args: extraArgs ?? options.args, dataDir, apiKey, accountId }),
+    restart: (extraArgs) => startDaemon({ ...options, args: extraArgs ?? options.args, dataDir, apiKey, accountId, ...(stores ? { stores } : {}) }),
     async dispose() {
       await waitExit('SIGKILL');
       await rm(dataDir, { recursive: true, force: true });
+      await stores?.drop();
     },
   };
   return handle;

@@ -1,56 +1,51 @@
 /**
- * A PostgreSQL schema of its own for each suite: the development and CI machines run PostgreSQL
- * on 127.0.0.1:5432 (trust auth, database `test`); CONVD_TEST_DATABASE_URL names another. A schema
- * per suite keeps suites that run at once apart, and is dropped at the end.
+ * A PostgreSQL database of its own for each suite: the development and CI machines run
+ * PostgreSQL 15 on 127.0.0.1:5432 (trust auth, database `test`); CONVD_TEST_DATABASE_URL names
+ * another server. Each suite creates its databases there and drops them at the end, so suites
+ * running at once never meet and nothing is left behind. Without a server the suites fail with a
+ * message naming what to install: they never skip in silence.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
 export const TEST_DATABASE_URL = process.env.CONVD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-/** Why the PostgreSQL suites cannot run here, or false. In CI they always run (and fail without a server). */
-export async function postgresSkip(): Promise<string | false> {
-  if (process.env.CI === 'true') return false;
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 2000 });
+const where = () => TEST_DATABASE_URL.replace(/\/\/[^@/]*@/, '//');
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 5000 });
   try {
     await client.connect();
-    return false;
   } catch (error) {
-    return `PostgreSQL is not reachable at ${TEST_DATABASE_URL.replace(/\/\/[^@/]*@/, '//')}: ${error instanceof Error ? error.message : String(error)}`;
+    throw new Error(
+      `PostgreSQL is not reachable at ${where()} (${error instanceof Error ? error.message : String(error)}): the PostgreSQL suites need a server. `
+      + 'Install and start one (Debian: apt-get install postgresql; pg_ctlcluster 15 main start), with a role that may create databases, '
+      + 'or name another with CONVD_TEST_DATABASE_URL=postgres://user@host:5432/db',
+    );
+  }
+  try {
+    return await work(client);
   } finally {
     await client.end().catch(() => undefined);
   }
 }
 
-export interface TestSchema {
-  /** The test database's URL with this schema as its search path. */
+export interface TestDatabase {
+  /** The new database's URL. */
   url: string;
   name: string;
   drop(): Promise<void>;
 }
 
-export async function freshSchema(): Promise<TestSchema> {
+/** A new, empty database on the test server; `drop` removes it even with connections left open. */
+export async function freshDatabase(): Promise<TestDatabase> {
   const name = `convd_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE SCHEMA ${name}`);
-  } finally {
-    await admin.end();
-  }
+  await admin((client) => client.query(`CREATE DATABASE ${name}`));
   const url = new URL(TEST_DATABASE_URL);
-  url.searchParams.set('options', `-c search_path=${name}`);
+  url.pathname = `/${name}`;
   return {
     url: url.href,
     name,
-    async drop() {
-      const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
-      } finally {
-        await client.end();
-      }
-    },
+    drop: () => admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
   };
 }

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 // s3rver ships no types: the two calls used here, typed by hand.
 // @ts-expect-error: no declaration file
 import S3rverModule from 's3rver';
@@ -14,6 +14,7 @@ import S3rverModule from 's3rver';
 interface S3rverInstance {
   run(): Promise<{ port: number }>;
   close(): Promise<void>;
+  httpServer?: { unref(): void };
 }
 const S3rver = S3rverModule as new (options: Record<string, unknown>) => S3rverInstance;
 
@@ -25,17 +26,36 @@ export interface TestBucket {
   bucket: string;
   /** `s3://bucket/prefix?endpoint=…&region=us-east-1` */
   blobUrl(prefix?: string): string;
+  /**
+   * Puts `.keep` objects in the prefix's inputs/ and results/ (convd never lists or deletes a key
+   * that is not an id). s3rver keeps objects as files and removes a directory left empty by a
+   * DELETE, while a PUT into it may be opening its file: an ENOENT thrown in this process. A
+   * directory that never empties avoids that race of the test server (S3 has no directories).
+   */
+  keepDirs(prefix: string): Promise<void>;
   /** Keys under a prefix, sorted. */
   keys(prefix?: string): Promise<string[]>;
   client: S3Client;
   close(): Promise<void>;
 }
 
-export async function startS3(bucket = 'convd-test'): Promise<TestBucket> {
+let shared: Promise<TestBucket> | null = null;
+
+/**
+ * One bucket for every daemon a test process starts in the PostgreSQL + S3 mode (each under a
+ * prefix of its own); it does not keep the process alive and goes with it.
+ */
+export function sharedBucket(): Promise<TestBucket> {
+  shared ??= startS3('convd-shared', { unref: true });
+  return shared;
+}
+
+export async function startS3(bucket = 'convd-test', options: { unref?: boolean } = {}): Promise<TestBucket> {
   Object.assign(process.env, { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
   const directory = await mkdtemp(join(tmpdir(), 'convd-s3-'));
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory });
   const { port } = await server.run();
+  if (options.unref) server.httpServer?.unref();
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({
     endpoint, region: 'us-east-1', forcePathStyle: true,
@@ -48,6 +68,9 @@ export async function startS3(bucket = 'convd-test'): Promise<TestBucket> {
     bucket,
     client,
     blobUrl: (prefix = '') => `s3://${bucket}/${prefix}?endpoint=${encodeURIComponent(endpoint)}&region=us-east-1`,
+    async keepDirs(prefix) {
+      for (const dir of ['inputs', 'results']) await client.send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}/${dir}/.keep`, Body: '' }));
+    },
     async keys(prefix = '') {
       const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
       return (listed.Contents ?? []).map((item) => item.Key ?? '').sort();
