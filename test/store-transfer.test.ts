@@ -16,6 +16,10 @@ import { call, newAccount, png, submitFile, waitForEnd } from './api-support.ts'
 import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 import { S3_ENV, startS3 } from './helpers/s3.ts';
+import { conversion, HOUR } from './helpers/store-records.ts';
+import { LowdbStore } from '../src/store/lowdb-store.ts';
+
+const HISTORY = 1000;
 
 interface AccountView {
   credits: { remaining: number };
@@ -51,9 +55,25 @@ describe('convd store export and import', () => {
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /a daemon holds .*: stop it first/);
     await first.stop();
+    // A box with a history: 1,000 older ended conversions of the tenant and 40 webhook deliveries,
+    // written into its store while no daemon runs (the export pages through them).
+    const box = await LowdbStore.open({ dir: join(first.dataDir, 'store') });
+    const older = Date.now() - 2 * HOUR;
+    for (let i = 0; i < HISTORY; i++) {
+      const at = new Date(older + i).toISOString();
+      await box.insertConversion(conversion(tenant.accountId, { status: 'failed', reserved_credits: 0, created_at: at, finished_at: at }));
+    }
+    for (let i = 0; i < 40; i++) {
+      await box.putDelivery({
+        id: `dlv_${String(i).padStart(4, '0')}`, conversion_id: done.id, account_id: tenant.accountId, event: 'conversion.succeeded',
+        url: 'https://hooks.example.com/convd', body: '{}', status: i % 2 ? 'delivered' : 'failed', attempts: [], next_attempt_at: null,
+        created_at: new Date(older + i).toISOString(),
+      });
+    }
+    await box.close();
     const exported = await convdAdmin(first.dataDir, ['store', 'export', out, '--with-files', '--json']);
     assert.equal(exported.code, 0, exported.stderr);
-    assert.deepEqual(exported.json, { accounts: 2, keys: 2, conversions: 1, deliveries: 0, files: 1 });
+    assert.deepEqual(exported.json, { accounts: 2, keys: 2, conversions: HISTORY + 1, deliveries: 40, files: 1 });
 
     const newDir = join(work, 'node1');
     const imports = [];
@@ -62,13 +82,13 @@ describe('convd store export and import', () => {
       assert.equal(imported.code, 0, imported.stderr);
       imports.push(imported.json);
     }
-    assert.deepEqual(imports[0], { accounts: 2, keys: 2, conversions: 1, deliveries: 0, files: 1 });
+    assert.deepEqual(imports[0], { accounts: 2, keys: 2, conversions: HISTORY + 1, deliveries: 40, files: 1 });
     assert.deepEqual(imports[1], imports[0], 'a second import reads the same');
     const db = new pg.Client({ connectionString: database.url });
     await db.connect();
     try {
       const counts = await db.query<{ n: string }>('SELECT (SELECT count(*) FROM convd_accounts) + (SELECT count(*) FROM convd_api_keys) + (SELECT count(*) FROM convd_conversions) AS n');
-      assert.equal(Number(counts.rows[0]!.n), 5, 'nothing doubled by the second import');
+      assert.equal(Number(counts.rows[0]!.n), 4 + HISTORY + 1, 'nothing doubled by the second import');
     } finally {
       await db.end();
     }
@@ -89,6 +109,15 @@ describe('convd store export and import', () => {
     second = await startDaemon({ args: ['--database-url', database.url], dataDir: newDir, apiKey: first.apiKey, accountId: first.accountId });
     const moved = { baseUrl: second.baseUrl, apiKey: tenant.apiKey };
     assert.equal((await call<AccountView>(moved, '/account')).body.credits.remaining, balance, 'the same key, the same balance');
+    let listed = 0;
+    for (let cursor: string | null = null; ;) {
+      const page: { status: number; body: { data: unknown[]; next_cursor: string | null } } = await call(moved, `/conversions?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(page.status, 200);
+      listed += page.body.data.length;
+      cursor = page.body.next_cursor;
+      if (!cursor) break;
+    }
+    assert.equal(listed, HISTORY + 1, 'the whole history, page by page');
     const again = await call(moved, `/conversions/${done.id}`);
     assert.equal(again.body.status, 'succeeded');
     const download = await fetch(`${second.baseUrl}/conversions/${done.id}/download`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
