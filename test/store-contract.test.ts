@@ -273,6 +273,24 @@ describe('PostgresStore only', () => {
       });
       assert.equal(done?.id, record.id);
       assert.equal((await store.getConversion(record.id))?.id, record.id, 'committed');
+
+      // What others may read runs after the commit, never after a rollback.
+      const seen: (string | undefined)[] = [];
+      const later = conversion('acc_rollback');
+      await store.exclusive('account:acc_rollback', async (tx) => {
+        await tx.insertConversion(later);
+        tx.afterCommit!(() => void store.getConversion(later.id).then((found) => seen.push(found?.id)));
+      });
+      const dropped = conversion('acc_rollback');
+      let ran = false;
+      await assert.rejects(store.exclusive('account:acc_rollback', async (tx) => {
+        await tx.insertConversion(dropped);
+        tx.afterCommit!(() => (ran = true));
+        throw new Error('after all, no');
+      }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.deepEqual(seen, [later.id], 'the callback read the committed row from another connection');
+      assert.equal(ran, false, 'nothing runs for a rolled-back transaction');
     } finally {
       await store.close();
       await other.drop();

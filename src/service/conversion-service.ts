@@ -16,7 +16,6 @@ import { conversionCost } from './credits.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from './ids.ts';
-import { KeyedMutex } from '../store/keyed-mutex.ts';
 import { PublicJsonCache } from './public-json-cache.ts';
 import { checkSubmissionLimits } from './submission-limits.ts';
 import { UploadHolds, type UploadHold } from './upload-holds.ts';
@@ -46,8 +45,6 @@ export interface DownloadHandle {
  */
 export class ConversionService {
   readonly events = new EndEvents();
-  /** Serializes each conversion's transitions (an account's submissions hold the store's `exclusive`). */
-  readonly locks = new KeyedMutex();
   /** Uploads between `admitUpload` and the end of `create`. */
   readonly uploads = new UploadHolds();
 
@@ -247,18 +244,18 @@ export class ConversionService {
   async delete(account: AccountRecord, id: string): Promise<ConversionRecord> {
     const owned = await this.get(account, id);
     let abortRunning = false;
-    const updated = await this.locks.run(`conversion:${owned.id}`, async () => {
-      const record = (await this.store.getConversion(owned.id))!;
+    const updated = await this.store.exclusive(`conversion:${owned.id}`, async (store) => {
+      const record = (await store.getConversion(owned.id))!;
       if (ACTIVE_STATUSES.has(record.status)) {
         abortRunning = record.status !== 'queued' || !this.queue.remove(record.id);
-        return this.finish(record, { status: 'cancelled', progress: record.progress });
+        return this.finish(record, { status: 'cancelled', progress: record.progress }, store);
       }
       if (record.status === 'succeeded') {
         await this.blobs.delete('results', record.id);
         // Deleted is expired early: the result says when it stopped being there, as one that ran
         // out does, and never again a future expires_at beside a download that answers 410.
         const result = record.result ? { ...record.result, expires_at: this.now().toISOString() } : null;
-        const expired = await this.store.updateConversion(record.id, { status: 'expired', result });
+        const expired = await store.updateConversion(record.id, { status: 'expired', result });
         return expired!;
       }
       throw new ApiError('invalid_state', { params: { status: record.status }, details: { status: record.status } });
@@ -307,23 +304,29 @@ export class ConversionService {
    * Moves a conversion to an end state (caller holds its lock): releases the reservation, drops
    * the input, wakes waiters and subscribers (webhooks).
    */
-  async finish(record: ConversionRecord, patch: Partial<ConversionRecord>): Promise<ConversionRecord> {
+  async finish(record: ConversionRecord, patch: Partial<ConversionRecord>, store: Store = this.store): Promise<ConversionRecord> {
     // The transition table of src/model/status.ts is the rule; a caller that breaks it is a bug.
     if (patch.status && !canTransition(record.status, patch.status)) {
       throw new Error(`illegal transition of ${record.id}: ${record.status} -> ${patch.status}`);
     }
-    const updated = await this.store.updateConversion(record.id, {
+    const updated = await store.updateConversion(record.id, {
       ...patch,
       // A password is kept no longer than the conversion needs it.
       secret_options: undefined,
       reserved_credits: 0,
       finished_at: this.now().toISOString(),
     });
-    // The input goes only once the end state is on disk: after a crash before that, the
-    // conversion is still active on disk and is run again from its input.
-    void this.store.flush().then(() => this.blobs.delete('inputs', record.id)).catch(() => undefined);
-    this.events.emit(updated!);
-    return updated!;
+    const ended = updated!;
+    // After the commit (PostgreSQL): a waiter woken earlier could read the conversion still running.
+    const announce = () => {
+      // The input goes only once the end state is on disk: after a crash before that, the
+      // conversion is still active on disk and is run again from its input.
+      void this.store.flush().then(() => this.blobs.delete('inputs', record.id)).catch(() => undefined);
+      this.events.emit(ended);
+    };
+    if (store.afterCommit) store.afterCommit(announce);
+    else announce();
+    return ended;
   }
 
   private async expireIfDue(record: ConversionRecord): Promise<ConversionRecord> {
@@ -332,11 +335,11 @@ export class ConversionService {
   }
 
   private async expire(id: string): Promise<ConversionRecord> {
-    return this.locks.run(`conversion:${id}`, async () => {
-      const current = (await this.store.getConversion(id))!;
+    return this.store.exclusive(`conversion:${id}`, async (store) => {
+      const current = (await store.getConversion(id))!;
       if (current.status !== 'succeeded') return current;
       await this.blobs.delete('results', id);
-      return (await this.store.updateConversion(id, { status: 'expired' }))!;
+      return (await store.updateConversion(id, { status: 'expired' }))!;
     });
   }
 

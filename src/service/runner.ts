@@ -12,6 +12,7 @@ import { explainOutputCap, outputLimit, outputLimitFailure, withinRoom } from '.
 import { withTimeLimit } from './time-limit.ts';
 import { withoutServerPaths } from './user-message.ts';
 import type { LocalFile } from '../store/blob-store.ts';
+import type { Store } from '../store/types.ts';
 import type { ConversionService } from './conversion-service.ts';
 
 /** Progress is kept in memory on every change but written at most this often per conversion. */
@@ -42,32 +43,33 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     return gate;
   };
 
-  const transition = (id: string, update: (record: ConversionRecord) => Promise<ConversionRecord | null>) =>
-    service.locks.run(`conversion:${id}`, async () => {
-      const record = await store.getConversion(id);
-      return record ? update(record) : null;
+  /** A conversion's read, check and change as one step (a transaction holding its lock, in PostgreSQL). */
+  const transition = (id: string, update: (record: ConversionRecord, tx: Store) => Promise<ConversionRecord | null>) =>
+    store.exclusive(`conversion:${id}`, async (tx) => {
+      const record = await tx.getConversion(id);
+      return record ? update(record, tx) : null;
     });
 
   /** The local file each running conversion's engine reads (its input, or a copy of it from a bucket). */
   const localInputs = new Map<string, string>();
 
   const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>) =>
-    transition(id, async (record) => {
+    transition(id, async (record, tx) => {
       if (record.status !== 'fetching' && record.status !== 'processing' && record.status !== 'queued') return null;
       // The engines' messages name the files they were given: the server's paths, never shown.
       const input = localInputs.get(id);
       const shown = withoutServerPaths(message, input ? { [input]: 'the input file' } : {});
       log('conversion.failed', { id, code, ...(shown !== message ? { engine_message: message } : {}) });
-      return service.finish(record, { status: 'failed', credits: 0, error: { code, message: shown, ...(details ? { details: { ...details } } : {}) } });
+      return service.finish(record, { status: 'failed', credits: 0, error: { code, message: shown, ...(details ? { details: { ...details } } : {}) } }, tx);
     });
 
   /** `releaseSlot`: see JobHandler; called once the engine has ended, whichever way. */
   return async function run(id: string, signal: AbortSignal, releaseSlot: () => void): Promise<void> {
-    const started = await transition(id, async (record) => {
+    const started = await transition(id, async (record, tx) => {
       if (record.status !== 'queued') return null;
       const status = record.input.kind === 'url' ? 'fetching' : 'processing';
       log('conversion.started', { id, status });
-      return (await store.updateConversion(id, {
+      return (await tx.updateConversion(id, {
         status, started_at: service.now().toISOString(), progress: status === 'processing' ? 0 : null,
       }))!;
     });
@@ -140,7 +142,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       if (size > maxOutput.bytes) throw outputLimitFailure(maxOutput, size);
       await blobs.adoptResult(id, outputPath);
       pendingOutput = null;
-      const ended = await transition(id, async (current) => {
+      const ended = await transition(id, async (current, tx) => {
         if (current.status !== 'processing') return null;
         const now = service.now();
         const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(registry.creditWeight(pair), current.input_size);
@@ -153,7 +155,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
             mime: registry.format(current.target)?.mime ?? 'application/octet-stream',
             expires_at: new Date(now.getTime() + plan.result_ttl_hours * 3_600_000).toISOString(),
           },
-        });
+        }, tx);
       });
       // Cancelled while the result was being written: the file belongs to nobody.
       if (!ended) await blobs.delete('results', id);
@@ -203,16 +205,16 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       await blobs.adoptInput(record.id, spool);
       const pair = registry.pair(record.source, record.target)!;
       const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(registry.creditWeight(pair), fetched.bytes);
-      const moved = await transition(record.id, async (current) => {
+      const moved = await transition(record.id, async (current, tx) => {
         if (current.status !== 'fetching') return null;
         // A URL's size is known only now; a larger bracket needs the balance to cover it.
         if (cost > current.reserved_credits && account) {
-          const balance = await balanceOf(store, account);
+          const balance = await balanceOf(tx, account);
           if (balance.available < cost - current.reserved_credits) {
             throw new ConversionFailure('file_too_large', `The file's size (${Math.ceil(fetched.bytes / BYTES_PER_MB)} MB) costs ${cost} credits, more than the balance covers.`);
           }
         }
-        return (await store.updateConversion(record.id, {
+        return (await tx.updateConversion(record.id, {
           status: 'processing', input_size: fetched.bytes, progress: 0, reserved_credits: Math.max(cost, current.reserved_credits),
         }, { deferred: true }))!;
       });
@@ -224,9 +226,9 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
   }
 
   async function requeue(id: string): Promise<void> {
-    await transition(id, async (record) => {
+    await transition(id, async (record, tx) => {
       if (record.status !== 'fetching' && record.status !== 'processing') return null;
-      return (await store.updateConversion(id, { status: 'queued', progress: null, started_at: null }))!;
+      return (await tx.updateConversion(id, { status: 'queued', progress: null, started_at: null }))!;
     });
   }
 }

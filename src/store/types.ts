@@ -93,6 +93,13 @@ export interface Store {
    */
   exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T>;
 
+  /**
+   * Runs `callback` once what this store has written is committed: at the end of the `exclusive`
+   * transaction it belongs to (PostgreSQL), at once elsewhere (absent). What others may read
+   * (waiters woken, webhooks sent, an input removed) must not run ahead of the commit.
+   */
+  afterCommit?(callback: () => void): void;
+
   /** The database answers (PostgreSQL: for /readyz); absent where there is nothing to ask. */
   ping?(): Promise<void>;
 

@@ -70,7 +70,14 @@ export class PostgresStore implements Store {
     private readonly pool: pg.Pool | null,
     /** The connection that holds the node lock (soleNode), released on close. */
     private readonly nodeLock: pg.PoolClient | null = null,
+    /** Inside a transaction: what runs once it commits (dropped if it rolls back). */
+    private readonly committed: (() => void)[] | null = null,
   ) {}
+
+  afterCommit(callback: () => void): void {
+    if (this.committed) this.committed.push(callback);
+    else callback();
+  }
 
   /** Connects, applies the schema's missing steps, and checks that the database answers. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -125,8 +132,10 @@ export class PostgresStore implements Store {
     try {
       await client.query('BEGIN');
       await client.query({ name: 'convd-lock', text: "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || $1, 0))", values: [key] });
-      const result = await work(new PostgresStore(client, null));
+      const committed: (() => void)[] = [];
+      const result = await work(new PostgresStore(client, null, null, committed));
       await client.query('COMMIT');
+      for (const callback of committed) callback();
       return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {
