@@ -77,13 +77,17 @@ export function oneOf<const T extends string>(values: readonly T[]): Kind<T> {
 export const postgresUrl: Kind<string> = {
   expects: 'a PostgreSQL URL (postgres://user:password@host:5432/database)',
   parse(value) {
-    if (typeof value !== 'string') return reject(postgresUrl, value);
+    // Never quoted back: a database URL may hold a password (start-up messages, SIGHUP log lines).
+    const refuse = (): never => {
+      throw new ValueError(`must be ${postgresUrl.expects} (the value given is not shown: it may hold a password)`);
+    };
+    if (typeof value !== 'string') return refuse();
     try {
       const url = new URL(value.trim());
-      if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') return reject(postgresUrl, value);
+      if ((url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') || !url.hostname) return refuse();
       return value.trim();
     } catch {
-      return reject(postgresUrl, value);
+      return refuse();
     }
   },
 };

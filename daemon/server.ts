@@ -100,6 +100,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
   system = await openSystem({
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
+    // One daemon per database: without its lock, it stops (draining) rather than run beside another.
+    onStoreLost: () => process.kill(process.pid, 'SIGTERM'),
     blobUrl: config.blobUrl,
     config: serviceConfig,
     diskRoom: disk,

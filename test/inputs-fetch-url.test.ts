@@ -328,9 +328,12 @@ describe('fetchUrlToFile: the operator\'s own private networks (url_allow_networ
   });
 
   it('never lets the cloud metadata address through, even inside an allowed range', () => {
-    const list = networkList(['169.254.0.0/16', '10.0.0.0/8', 'fd00::/8']);
-    assert.equal(blockedAddressReason('169.254.169.254', list), 'cloud metadata');
-    assert.equal(blockedAddressReason('169.254.1.1', list), null);
+    const list = networkList(['169.254.0.0/16', '10.0.0.0/8', 'fd00::/8', '100.64.0.0/10']);
+    for (const metadata of ['169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::23', 'fd00:ec2::254']) {
+      assert.equal(blockedAddressReason(metadata, list), 'cloud metadata', metadata);
+    }
+    assert.equal(blockedAddressReason('169.254.1.1', list), 'link-local', 'link-local is never let through');
+    assert.equal(blockedAddressReason('100.64.1.1', list), null);
     assert.equal(blockedAddressReason('10.1.2.3', list), null);
     assert.equal(blockedAddressReason('::ffff:10.1.2.3', list), null, 'the same host, IPv4-mapped');
     assert.equal(blockedAddressReason('fd00::5', list), null);

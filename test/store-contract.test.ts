@@ -127,6 +127,12 @@ for (const backend of backends) {
       await store.insertConversion(again);
       assert.equal((await store.findByIdempotencyKey('acc_idem_old', 'same'))?.id, again.id);
       assert.equal((await store.getConversion(old.id))?.idempotency_key, 'same', 'the old record keeps its key');
+      // An import writes a history newest first: an expired twin of a live key comes after it.
+      const live = conversion('acc_idem_import', { idempotency_key: 'twice' });
+      const expired = conversion('acc_idem_import', { idempotency_key: 'twice', created_at: new Date(Date.now() - 30 * HOUR).toISOString() });
+      await store.insertConversion(live);
+      await store.insertConversion(expired);
+      assert.equal((await store.findByIdempotencyKey('acc_idem_import', 'twice'))?.id, live.id);
     });
 
     it('counts what the limits and the balance are checked with', async () => {
@@ -145,6 +151,8 @@ for (const backend of backends) {
       assert.equal(await store.creditsReserved(a), 6);
       assert.equal(await store.creditsChargedSince(a, since), 4);
       assert.equal(await store.creditsChargedSince('acc_nobody', since), 0);
+      assert.deepEqual(await store.creditSums(a, since), { charged: 4, reserved: 6 });
+      assert.deepEqual(await store.creditSums('acc_nobody', since), { charged: 0, reserved: 0 });
       const newestMs = Date.parse(records.at(-1)!.created_at);
       assert.equal(await store.createdAtOfNewest(a, 1), newestMs);
       assert.equal(await store.createdAtOfNewest(a, 2), Date.parse(records.at(-2)!.created_at));
@@ -254,6 +262,21 @@ describe('PostgresStore only', () => {
       await assert.rejects(migrate(pools[1]!), /newer than this convd knows/);
     } finally {
       await Promise.all(pools.map((pool) => pool.end()));
+    }
+  });
+
+  it('a NUL character, which jsonb cannot hold, is stored as U+FFFD rather than failing the write', async () => {
+    const other = await freshDatabase();
+    const store = await PostgresStore.open({ url: other.url, poolSize: 2 });
+    try {
+      const record = conversion('acc_nul', { original_name: 'a\u0000b.png', options: { header_html: '<p>\u0000</p>' } });
+      await store.insertConversion(record);
+      const failed = await store.updateConversion(record.id, { status: 'failed', error: { code: 'conversion_failed', message: 'engine said \u0000' } });
+      assert.equal(failed?.error?.message, 'engine said \uFFFD');
+      assert.equal((await store.getConversion(record.id))?.original_name, 'a\uFFFDb.png');
+    } finally {
+      await store.close();
+      await other.drop();
     }
   });
 

@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { copyFile, mkdir, readdir, rename } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
@@ -59,7 +59,8 @@ function neededFile(record: ConversionRecord): BlobKind | null {
 /** Exports the lowdb store of `dataDir` (no daemon may hold it) into the empty or new directory `out`. */
 export async function exportStore(dataDir: string, out: string, withFiles: boolean): Promise<TransferReport> {
   if (!existsSync(join(dataDir, 'store'))) throw new AdminError(`no convd data dir at ${dataDir} (no daemon has run with it)`, 4);
-  if (existsSync(out) && (await readdir(out)).length > 0) throw new AdminError(`${out} is not empty: export into a new directory`, 2);
+  const existed = existsSync(out);
+  if (existed && (await readdir(out)).length > 0) throw new AdminError(`${out} is not empty: export into a new directory`, 2);
   const release = await acquireDataDirLock(dataDir).catch((error: unknown) => {
     if (error instanceof DataDirLockedError) throw new AdminError(`a daemon holds ${dataDir}: stop it first (the export must not miss its last writes)`, 1);
     throw error;
@@ -108,6 +109,14 @@ export async function exportStore(dataDir: string, out: string, withFiles: boole
     // Named only when whole: an export cut short is never taken for one.
     await rename(partial, join(out, RECORDS_FILE));
     return report;
+  } catch (error) {
+    // A failed export leaves nothing a retry would stumble on (the directory was empty or new).
+    if (existed) {
+      for (const name of await readdir(out).catch(() => [])) await rm(join(out, name), { recursive: true, force: true });
+    } else {
+      await rm(out, { recursive: true, force: true });
+    }
+    throw error;
   } finally {
     await store.close();
     await release();
@@ -202,7 +211,11 @@ async function importFile(source: string, blobs: BlobStore, record: ConversionRe
   const kind = neededFile(record);
   if (!kind) return 0;
   const from = join(source, FILES_DIR, kind, record.id);
-  if (!existsSync(from)) return 0;
+  // A regular file only: a link in an export edited by hand must not carry another file of this
+  // machine into the store (and so to whoever holds the conversion's key).
+  const info = await lstat(from).catch(() => null);
+  if (!info) return 0;
+  if (!info.isFile()) throw new AdminError(`${FILES_DIR}/${kind}/${record.id} is not a regular file: the export is refused`, 2);
   // Adopting moves a file: a copy is adopted, the export stays whole for another try.
   const copy = blobs.spoolPath();
   await copyFile(from, copy);

@@ -149,8 +149,10 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
       let stream: Readable;
       try {
         stream = await download.open(range ?? undefined);
-      } catch {
-        throw new ApiError('expired');
+      } catch (error) {
+        // Gone (expired, deleted meanwhile) is 410; a bucket that does not answer is not that.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ApiError('expired');
+        throw error;
       }
       // srvx pipes a Node stream body straight into the socket; a web stream (Readable.toWeb)
       // would copy every chunk through the web streams machinery and back.

@@ -302,12 +302,11 @@ class LocalClient implements ConvClient {
   }
 }
 
-/** A stream now of a stream that opens later (a result in a bucket): errors and end carried over. */
+/** A stream now of a stream that opens later (a result in a bucket): errors, end and an early destroy carried over. */
 function streamOf(opening: Promise<Readable>): Readable {
   const through = new PassThrough();
   opening.then((source) => {
-    source.on('error', (error) => through.destroy(error));
-    source.pipe(through);
+    pipeline(source, through).catch(() => undefined);
   }, (error: unknown) => through.destroy(error instanceof Error ? error : new Error(String(error))));
   return through;
 }

@@ -14,7 +14,12 @@ type Range = readonly [network: string, prefix: number];
 
 /** Checked in order: the first group that matches names the reason, so narrow groups come first. */
 const GROUPS: readonly { label: string; v4?: readonly Range[]; v6?: readonly Range[] }[] = [
-  { label: 'cloud metadata', v4: [['169.254.169.254', 32]], v6: [['fd00:ec2::254', 128]] },
+  // AWS (and most clouds) instance metadata, ECS task credentials, Alibaba's metadata, EKS pod identity.
+  {
+    label: 'cloud metadata',
+    v4: [['169.254.169.254', 32], ['169.254.170.2', 32], ['169.254.169.253', 32], ['100.100.100.200', 32]],
+    v6: [['fd00:ec2::254', 128], ['fd00:ec2::23', 128]],
+  },
   { label: 'loopback', v4: [['127.0.0.0', 8]], v6: [['::1', 128]] },
   { label: 'unspecified', v4: [['0.0.0.0', 8]], v6: [['::', 128]] },
   { label: 'private (RFC 1918)', v4: [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16]] },
@@ -75,12 +80,13 @@ export function blockedAddressReason(address: string, allowed?: BlockList): stri
   if (version === 0) return 'not an IP address';
   if (version === 6 && bare.includes('%')) return 'scoped IPv6 address';
   const reason = classify(bare, version);
-  // An operator's own private network (url_allow_networks); cloud metadata is never one of them.
-  if (reason !== null && reason !== METADATA && allowed?.check(bare, version === 4 ? 'ipv4' : 'ipv6')) return null;
+  // An operator's own private network (url_allow_networks). Never one of them: cloud metadata,
+  // link-local (where clouds put their credential services) and forms that embed an IPv4 address.
+  if (reason !== null && !NEVER_ALLOWED.has(reason) && allowed?.check(bare, version === 4 ? 'ipv4' : 'ipv6')) return null;
   return reason;
 }
 
-const METADATA = GROUPS[0]!.label;
+const NEVER_ALLOWED = new Set(['cloud metadata', 'link-local', 'IPv4-embedding (mapped/compatible/NAT64/6to4)']);
 
 function classify(bare: string, version: number): string | null {
   for (const group of COMPILED) {

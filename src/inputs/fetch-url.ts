@@ -151,8 +151,11 @@ export async function fetchUrlToFile(url: string, destPath: string, options: Fet
  * check every address again at connect time, a second layer under our own lookup guard.
  */
 function createAgents(allowPrivate: boolean, allowedNetworks: readonly string[]): { http: http.Agent; https: https.Agent } {
-  if (allowPrivate) return { http: new http.Agent({ keepAlive: false }), https: new https.Agent({ keepAlive: false }) };
-  const filter = { keepAlive: false, allowPrivateIPAddress: false, allowMetaIPAddress: false, allowIPAddressList: [...allowedNetworks] };
+  // With the operator's own networks let through, our lookup guard and literal check (both on
+  // every hop) are the policy: request-filtering-agent's allow list compares single addresses as
+  // text and fails on a list of both families, so it would refuse what the policy allows.
+  if (allowPrivate || allowedNetworks.length > 0) return { http: new http.Agent({ keepAlive: false }), https: new https.Agent({ keepAlive: false }) };
+  const filter = { keepAlive: false, allowPrivateIPAddress: false, allowMetaIPAddress: false };
   return { http: new RequestFilteringHttpAgent(filter), https: new RequestFilteringHttpsAgent(filter) };
 }
 

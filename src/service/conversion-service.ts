@@ -116,12 +116,22 @@ export class ConversionService {
 
   /** `hold`: the request's own from `admitUpload`, released here whatever the outcome. */
   async create(account: AccountRecord, input: CreateRequestInput, hold?: UploadHold): Promise<CreateOutcome> {
-    let adopted = false;
+    let adopted: string | null = null;
+    let kept = false;
     try {
       const request = await validateCreateRequest(input, this.registry, this.rules);
       const plan = this.config.plans[account.plan];
       const inputSize = request.input.kind === 'file' ? request.input.file.size : null;
       const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(this.registry.creditWeight(request.pair), inputSize);
+      const created = this.now();
+      const id = newConversionId(created.getTime());
+      if (request.input.kind === 'file') {
+        // Before the account's lock: into a bucket this takes as long as the file, and the lock
+        // (in PostgreSQL a transaction on a pooled connection) must not wait for it. Removed
+        // again below when the submission is refused or replayed.
+        await this.blobs.adoptInput(id, request.input.file.path);
+        adopted = id;
+      }
 
       const outcome = await this.store.exclusive(`account:${account.id}`, async (store): Promise<CreateOutcome> => {
         if (request.idempotencyKey) {
@@ -132,9 +142,8 @@ export class ConversionService {
           }
         }
         await checkSubmissionLimits(store, account, plan, cost, this.uploads.heldBy(account.id, hold), this.now().getTime());
-        const created = this.now();
         const record: ConversionRecord = {
-          id: newConversionId(created.getTime()),
+          id,
           account_id: account.id,
           status: 'queued',
           source: request.pair.source,
@@ -158,16 +167,13 @@ export class ConversionService {
           idempotency_key: request.idempotencyKey,
           request_fingerprint: request.fingerprint,
         };
-        if (request.input.kind === 'file') {
-          await this.blobs.adoptInput(record.id, request.input.file.path);
-          adopted = true;
-        }
         await store.insertConversion(record);
         // The conversion holds the place and its credits from here on.
         hold?.release();
         return { record, replayed: false, wait: request.wait };
       });
       if (!outcome.replayed) {
+        kept = true;
         // Work starts at once, while the record goes to disk: a worker need not sit idle for an
         // fsync. The answer still waits for the flush: a crash right after the 202 must not lose
         // the conversion (and a crash before it loses only work nobody was told about).
@@ -177,7 +183,8 @@ export class ConversionService {
       return outcome;
     } finally {
       hold?.release();
-      if (!adopted) for (const file of input.files) await this.blobs.discardSpool(file.path);
+      if (adopted === null) for (const file of input.files) await this.blobs.discardSpool(file.path);
+      else if (!kept) await this.blobs.delete('inputs', adopted).catch(() => undefined);
     }
   }
 

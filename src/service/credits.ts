@@ -45,8 +45,7 @@ export interface Balance {
 }
 
 export async function balanceOf(store: Store, account: AccountRecord): Promise<Balance> {
-  const charged = await store.creditsChargedSince(account.id, account.credits_base_at);
-  const reserved = await store.creditsReserved(account.id);
+  const { charged, reserved } = await store.creditSums(account.id, account.credits_base_at);
   const remaining = Math.max(0, account.credits_base - charged);
   return { remaining, reserved, available: remaining - reserved };
 }

@@ -26,6 +26,11 @@ export interface SystemOptions {
   dataDir: string;
   /** PostgreSQL holds the store (DESIGN.md, "Scale-out"). */
   databaseUrl?: string | null;
+  /**
+   * The store's hold on the database was lost (PostgreSQL restarted or dropped the node's
+   * connection): another daemon could now take it, so this one should stop (the daemon drains).
+   */
+  onStoreLost?: (error: Error) => void;
   /** An S3-compatible bucket holds inputs and results (`s3://bucket/prefix?…`); the data dir keeps only work in progress. */
   blobUrl?: string | null;
   config: ServiceConfig;
@@ -214,7 +219,14 @@ async function catalogEngines(options: SystemOptions, workers: number, log: Runn
 async function openStore(options: SystemOptions): Promise<Store> {
   if (options.databaseUrl) {
     const { PostgresStore } = await import('../store/postgres/postgres-store.ts');
-    return PostgresStore.open({ url: options.databaseUrl, soleNode: true });
+    return PostgresStore.open({
+      url: options.databaseUrl,
+      soleNode: true,
+      onConnectionLost: (error) => {
+        options.log?.('store.connection_lost', { error: error.message });
+        options.onStoreLost?.(error);
+      },
+    });
   }
   return LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });
 }

@@ -210,7 +210,10 @@ export class LowdbStore implements Store {
     else ids.splice(lowerBound(ids, record.id), 0, record.id);
     this.indexStatus(record);
     if (record.idempotency_key) {
-      this.byIdempotencyKey.set(idempotencyIndexKey(record.account_id, record.idempotency_key), record.id);
+      // The newest conversion holds a key, whatever order they arrive in (an import: newest first).
+      const key = idempotencyIndexKey(record.account_id, record.idempotency_key);
+      const holder = this.conversions.get(this.byIdempotencyKey.get(key) ?? '');
+      if (!holder || holder.created_at <= record.created_at) this.byIdempotencyKey.set(key, record.id);
     }
   }
 
@@ -390,6 +393,11 @@ export class LowdbStore implements Store {
     let total = 0;
     for (const id of this.activeByAccount.get(accountId) ?? []) total += this.conversions.get(id)?.reserved_credits ?? 0;
     return total;
+  }
+
+  async creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }> {
+    // Both from memory in one turn of the event loop: one moment.
+    return { charged: await this.creditsChargedSince(accountId, sinceIso), reserved: await this.creditsReserved(accountId) };
   }
 
   async countCreatedSince(accountId: string, sinceMs: number): Promise<number> {

@@ -62,6 +62,11 @@ export interface Store {
   creditsChargedSince(accountId: string, sinceIso: string): Promise<number>;
   /** Sum of `reserved_credits` of the account's active conversions. */
   creditsReserved(accountId: string): Promise<number>;
+  /**
+   * Both sums the balance is made of, read at one moment: a conversion that ends between two
+   * separate reads would be in neither (no longer reserved, not yet seen charged).
+   */
+  creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }>;
   /** How many of the account's conversions were created at or after `sinceMs`. */
   countCreatedSince(accountId: string, sinceMs: number): Promise<number>;
   /** Creation time (ms) of the account's n-th newest conversion (n = 1 is the newest). */

@@ -18,6 +18,8 @@ export interface PostgresStoreOptions {
    * the same database would take the first one's running conversions for interrupted ones.
    */
   soleNode?: boolean;
+  /** The node lock's connection was lost (the database restarted or dropped it). */
+  onConnectionLost?: (error: Error) => void;
 }
 
 /**
@@ -81,7 +83,8 @@ export class PostgresStore implements Store {
 
   /** Connects, applies the schema's missing steps, and checks that the database answers. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, application_name: 'convd' });
+    // A pool that cannot hand out a connection within 10 s fails the request rather than hangs it.
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, application_name: 'convd', connectionTimeoutMillis: 10_000 });
     // An idle connection the server drops (restart, network) must not take the process down.
     pool.on('error', () => undefined);
     let nodeLock: pg.PoolClient | null = null;
@@ -90,12 +93,16 @@ export class PostgresStore implements Store {
       await pool.query('SELECT 1').catch((error: unknown) => {
         throw new StoreUnavailableError(`cannot use the database at ${describeDatabase(options.url)}: ${reasonOf(error)}`, { cause: error });
       });
-      await migrate(pool);
+      // The node lock first: a newer convd started beside a running one must not change its schema.
       if (options.soleNode) {
         nodeLock = await pool.connect();
+        // Checked out for good, so the pool's own error listener is off it: a dropped connection
+        // (a restart of PostgreSQL, a failover) is said here, not thrown as an uncaught 'error'.
+        nodeLock.on('error', (error) => options.onConnectionLost?.(error));
         const { rows } = await nodeLock.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtextextended(current_schema() || ':' || $1, 0)) AS locked", [NODE_LOCK]);
         if (!rows[0]?.locked) throw new DatabaseInUseError();
       }
+      await migrate(pool);
     } catch (error) {
       nodeLock?.release();
       await pool.end().catch(() => undefined);
@@ -128,6 +135,10 @@ export class PostgresStore implements Store {
       return work(this);
     }
     const client = await this.pool.connect();
+    // Checked out, the client has no listener of the pool's: a connection dropped mid-transaction
+    // fails the query in flight, and must not also be thrown as an uncaught 'error'.
+    const onError = () => undefined;
+    client.on('error', onError);
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -143,6 +154,7 @@ export class PostgresStore implements Store {
       });
       throw error;
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }
@@ -161,10 +173,12 @@ export class PostgresStore implements Store {
         values: [record.account_id, record.idempotency_key, staleBefore],
       });
     }
+    // A key past its 24 hours (an imported history) is in the record only, not in the unique index.
+    const live = record.idempotency_key && Date.now() - Date.parse(record.created_at) < IDEMPOTENCY_TTL_MS ? record.idempotency_key : null;
     await this.db.query({
       name: 'convd-conversion-insert',
       text: 'INSERT INTO convd_conversions (id, doc, idem_key) VALUES ($1, $2, $3)',
-      values: [record.id, JSON.stringify(record), record.idempotency_key ?? null],
+      values: [record.id, toJson(record), live],
     });
   }
 
@@ -173,7 +187,7 @@ export class PostgresStore implements Store {
     // A field set to undefined is removed (as Object.assign + JSON would drop it); the rest is merged.
     const removed = Object.entries(rest).filter(([, value]) => value === undefined).map(([key]) => key);
     return this.one('convd-conversion-update', 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 RETURNING doc', [
-      id, removed, JSON.stringify(rest),
+      id, removed, toJson(rest),
     ]);
   }
 
@@ -208,6 +222,14 @@ export class PostgresStore implements Store {
 
   async creditsReserved(accountId: string): Promise<number> {
     return this.count('convd-credits-reserved', 'SELECT sum(reserved_credits) AS n FROM convd_conversions WHERE account_id = $1 AND status = ANY($2::text[])', [accountId, ACTIVE]);
+  }
+
+  async creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }> {
+    // One statement, one snapshot (READ COMMITTED takes one per statement).
+    const [row] = await this.rows<{ charged: string | null; reserved: string | null }>('convd-credit-sums', `SELECT
+      (SELECT sum(credits) FROM convd_conversions WHERE account_id = $1 AND charged_at >= $2) AS charged,
+      (SELECT sum(reserved_credits) FROM convd_conversions WHERE account_id = $1 AND status = ANY($3::text[])) AS reserved`, [accountId, sinceIso, ACTIVE]);
+    return { charged: Number(row?.charged ?? 0), reserved: Number(row?.reserved ?? 0) };
   }
 
   async countCreatedSince(accountId: string, sinceMs: number): Promise<number> {
@@ -251,7 +273,7 @@ export class PostgresStore implements Store {
     await this.db.query({
       name: 'convd-account-put',
       text: 'INSERT INTO convd_accounts (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
-      values: [record.id, JSON.stringify(record)],
+      values: [record.id, toJson(record)],
     });
   }
 
@@ -271,7 +293,7 @@ export class PostgresStore implements Store {
     await this.db.query({
       name: 'convd-key-put',
       text: 'INSERT INTO convd_api_keys (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
-      values: [record.id, JSON.stringify(record)],
+      values: [record.id, toJson(record)],
     });
   }
 
@@ -283,7 +305,7 @@ export class PostgresStore implements Store {
     await this.db.query({
       name: 'convd-settings-put',
       text: 'INSERT INTO convd_settings (id, doc) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
-      values: [JSON.stringify(settings)],
+      values: [toJson(settings)],
     });
   }
 
@@ -295,7 +317,7 @@ export class PostgresStore implements Store {
     await this.db.query({
       name: 'convd-delivery-put',
       text: 'INSERT INTO convd_deliveries (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
-      values: [record.id, JSON.stringify(record)],
+      values: [record.id, toJson(record)],
     });
   }
 
@@ -328,4 +350,13 @@ export class PostgresStore implements Store {
     this.nodeLock?.release(true);
     await this.pool?.end();
   }
+}
+
+/**
+ * A record as jsonb text. PostgreSQL's jsonb cannot hold the NUL character, which a string of a
+ * request (an option) or of an engine (an error message) may contain: it becomes U+FFFD, as an
+ * undecodable byte would.
+ */
+function toJson(value: unknown): string {
+  return JSON.stringify(value, (_key, field: unknown) => (typeof field === 'string' && field.includes('\u0000') ? field.replaceAll('\u0000', '\uFFFD') : field));
 }

@@ -125,7 +125,9 @@ export class S3BlobStore implements BlobStore {
       Bucket: this.location.bucket,
       Key: this.key(kind, id),
       ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
-    }));
+    })).catch((error: unknown) => {
+      throw isNotFound(error) ? Object.assign(new Error(`no ${kind} object ${id}`), { code: 'ENOENT' }) : error;
+    });
     // In Node the SDK's body is the response's IncomingMessage, a Readable.
     return got.Body as Readable;
   }
