@@ -82,7 +82,8 @@ async function databaseUrlOf(options: { databaseUrl?: string; config?: string })
 async function admin(op: string, args: Record<string, unknown>, options: { dataDir?: string; databaseUrl?: string; config?: string; json?: boolean }, human: (value: never) => string) {
   const { runAdminOperation, runAdminOnDatabase } = await import('./admin/run.ts');
   try {
-    const databaseUrl = await databaseUrlOf(options);
+    // A redelivery is sent by a daemon's delivery worker: through its socket, whatever the store.
+    const databaseUrl = op === 'deliveries.redeliver' ? null : await databaseUrlOf(options);
     const result = databaseUrl ? await runAdminOnDatabase(databaseUrl, op, args) : await runAdminOperation(await dataDirOf(options), op, args);
     print(result, options.json === true, human);
   } catch (error) {
@@ -240,7 +241,9 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
       const databaseUrl = await databaseUrlOf(o);
       if (!databaseUrl) throw new AdminError('import into which database? name it with --database-url (or CONVD_DATABASE_URL)', 2);
       const { checkExport, importStore } = await import('./admin/store-transfer.ts');
-      await checkExport(dir);
+      const checked = await checkExport(dir);
+      const blobTarget = o.blobUrl ?? process.env.CONVD_BLOB_URL ?? o.dataDir;
+      if (checked.withFiles && !blobTarget) throw new AdminError('the export holds files: say where they go with --data-dir DIR or --blob-url URL', 2);
       const { PostgresStore } = await import('../src/store/postgres/postgres-store.ts');
       const { LocalBlobStore } = await import('../src/store/blob-store.ts');
       const blobUrl = o.blobUrl ?? process.env.CONVD_BLOB_URL;

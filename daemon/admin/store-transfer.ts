@@ -129,7 +129,7 @@ export async function exportStore(dataDir: string, out: string, withFiles: boole
  * written by its id: a second import of the same export changes nothing.
  */
 export async function importStore(source: string, target: Store, blobs: BlobStore | null): Promise<TransferReport> {
-  const recordsPath = await checkExport(source);
+  const { recordsPath } = await checkExport(source);
   const report = emptyReport();
   const lines = createInterface({ input: createReadStream(recordsPath, 'utf8'), crlfDelay: Infinity });
   let header: Extract<Line, { type: 'header' }> | null = null;
@@ -178,27 +178,45 @@ export async function importStore(source: string, target: Store, blobs: BlobStor
   return report;
 }
 
-/** The export's records file, once its first line says it is one this convd reads (before any database is opened). */
-export async function checkExport(source: string): Promise<string> {
+/**
+ * Reads the whole export once before any database is opened: every line JSON of a known type,
+ * every conversion id valid, so a damaged export is refused without a partial import. Says
+ * whether it holds files.
+ */
+export async function checkExport(source: string): Promise<{ recordsPath: string; withFiles: boolean }> {
   const recordsPath = join(source, RECORDS_FILE);
   if (!existsSync(recordsPath)) throw new AdminError(`${source} holds no ${RECORDS_FILE}: not a finished convd store export`, 2);
   const lines = createInterface({ input: createReadStream(recordsPath, 'utf8'), crlfDelay: Infinity });
-  let first = '';
+  let header: Partial<Extract<Line, { type: 'header' }>> | null = null;
+  let number = 0;
   for await (const text of lines) {
-    first = text;
-    break;
+    number++;
+    if (text.trim() === '') continue;
+    let line: Partial<Line> & { doc?: { id?: unknown } };
+    try {
+      line = JSON.parse(text) as typeof line;
+    } catch {
+      throw new AdminError(`${RECORDS_FILE} line ${number} is not JSON: the export is damaged`, 2);
+    }
+    if (!header) {
+      const first = line as Partial<Extract<Line, { type: 'header' }>>;
+      if (first.type !== 'header' || first.format !== FORMAT) throw new AdminError(`${RECORDS_FILE} is not a convd store export`, 2);
+      if (typeof first.version !== 'number' || first.version > VERSION) throw new AdminError(`the export is of version ${String(first.version)}, newer than this convd reads (${VERSION})`, 2);
+      header = first;
+      continue;
+    }
+    if (!line.type || !RECORD_TYPES.has(line.type) || typeof line.doc !== 'object' || line.doc === null) {
+      throw new AdminError(`${RECORDS_FILE} line ${number} is not a record this convd knows: the export is damaged`, 2);
+    }
+    if (line.type === 'conversion' && (typeof line.doc.id !== 'string' || !isConversionId(line.doc.id))) {
+      throw new AdminError(`${RECORDS_FILE} line ${number} holds a conversion with an invalid id`, 2);
+    }
   }
-  lines.close();
-  let header: Partial<Extract<Line, { type: 'header' }>> = {};
-  try {
-    header = JSON.parse(first) as typeof header;
-  } catch {
-    // judged below
-  }
-  if (header.type !== 'header' || header.format !== FORMAT) throw new AdminError(`${RECORDS_FILE} is not a convd store export`, 2);
-  if (typeof header.version !== 'number' || header.version > VERSION) throw new AdminError(`the export is of version ${String(header.version)}, newer than this convd reads (${VERSION})`, 2);
-  return recordsPath;
+  if (!header) throw new AdminError(`${RECORDS_FILE} is empty`, 2);
+  return { recordsPath, withFiles: header.with_files === true };
 }
+
+const RECORD_TYPES = new Set(['settings', 'account', 'key', 'conversion', 'delivery']);
 
 async function putConversion(target: Store, record: ConversionRecord): Promise<void> {
   // Ids name files: an export edited by hand gets no say in paths.
