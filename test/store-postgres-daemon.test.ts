@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
-import { call, png, submitFile, waitForEnd } from './api-support.ts';
+import { call, newAccount, png, slowPng, submitFile, waitForEnd } from './api-support.ts';
+import { waitUntil } from './ops-support.ts';
+import { S3_ENV, startS3 } from './helpers/s3.ts';
 import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 
@@ -90,5 +92,41 @@ describe('convd on PostgreSQL', () => {
     const again = await call(daemon, `/conversions/${first.id}`);
     assert.equal(again.status, 200, 'the key and the conversion are in the database, not the data dir');
     assert.equal(again.body.status, first.status);
+  });
+});
+
+describe('convd on PostgreSQL and a bucket, killed (-9) mid-work', () => {
+  it('restarted, it takes back the queue from the database (leases of the dead process cleared) and every conversion succeeds once', async () => {
+    const database = await freshDatabase();
+    const bucket = await startS3();
+    const stores = ['--database-url', database.url, '--blob-url', bucket.blobUrl('crash'), '--workers', '1'];
+    let daemon = await startDaemon({ args: stores, env: S3_ENV });
+    try {
+      const tenant = await newAccount(daemon, 'lite', { credits: 100 });
+      const image = await slowPng(1400);
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const made = await submitFile(tenant, { target: 'avif' }, { data: image, name: `crash-${i}.png` });
+        assert.equal(made.status, 202, JSON.stringify(made.body));
+        ids.push(made.body.id);
+      }
+      await waitUntil('one conversion running, work queued behind it', async () => {
+        const list = (await call<{ data: { status: string }[] }>(tenant, '/conversions?limit=10')).body.data;
+        return list.some((c) => c.status === 'processing') && list.filter((c) => c.status === 'queued').length >= 2 ? true : undefined;
+      }, 60_000);
+      await daemon.kill();
+      daemon = await daemon.restart();
+      const ended = [];
+      for (const id of ids) ended.push(await waitForEnd({ baseUrl: daemon.baseUrl, apiKey: tenant.apiKey }, id));
+      assert.deepEqual(ended.map((c) => c.status), ids.map(() => 'succeeded'), JSON.stringify(ended.map((c) => c.error)));
+      const charged = ended.reduce((sum, c) => sum + c.credits, 0);
+      const account = (await call<{ credits: { remaining: number } }>({ baseUrl: daemon.baseUrl, apiKey: tenant.apiKey }, '/account')).body;
+      assert.equal(account.credits.remaining, 100 - charged, 'each charged once');
+      assert.deepEqual((await bucket.keys('crash/')).filter((key) => key.includes('/inputs/')), [], 'inputs gone with their ends');
+    } finally {
+      await daemon.dispose();
+      await bucket.close();
+      await database.drop();
+    }
   });
 });

@@ -7,20 +7,26 @@ export interface JobOwner {
 }
 
 /**
- * Where the worker pool takes conversion ids from. In-process today; the seam for the
- * PostgreSQL conversions table when one box is outgrown.
+ * Where the worker pool takes conversion ids from: in-process (MemoryJobSource), or the
+ * PostgreSQL conversions table (PostgresJobSource: claims with leases, woken by NOTIFY).
  */
 export interface JobSource {
   push(id: string, owner?: JobOwner): void;
   /** Removes a queued id (cancel); true when it was still waiting. */
   remove(id: string): boolean;
-  /** The next id to run, or undefined when none may run now (empty, or every owner at its share). */
-  take(): string | undefined;
+  /**
+   * The next id to run, or undefined when none may run now (empty, or every owner at its share).
+   * A source in a database answers later (a claim); one in memory at once.
+   */
+  take(): string | undefined | Promise<string | undefined>;
   /** The job taken as `id` has ended: its owner's place is free again. */
   done(id: string): void;
   readonly size: number;
   /** Called whenever an id is pushed, so idle workers wake without polling. */
   onPush(listener: () => void): void;
+  /** Starts what the source runs beside the pool (a database's listener, lease renewal). */
+  start?(): Promise<void>;
+  stop?(): Promise<void>;
 }
 
 const NOBODY: JobOwner = { account: '', share: Infinity };

@@ -54,10 +54,34 @@ export class WorkerPool {
     return [...this.running.keys()];
   }
 
+  /** A pump is running (a database source answers asynchronously); another call asks it to go round again. */
+  private pumping = false;
+  private pumpAgain = false;
+
   private pump(): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    this.pumpAgain = false;
+    void this.fill().catch((error: unknown) => this.onError('', error)).finally(() => {
+      this.pumping = false;
+      if (this.pumpAgain) this.pump();
+    });
+  }
+
+  /** Takes jobs while slots are free; with a source in memory it runs to its end without waiting. */
+  private async fill(): Promise<void> {
     while (!this.stopped && this.slotsTaken < this.concurrency) {
-      const id = this.source.take();
+      this.pumpAgain = false;
+      const taken = this.source.take();
+      const id = typeof taken === 'object' ? await taken : taken;
       if (id === undefined) return;
+      if (this.stopped) {
+        this.source.done(id);
+        return;
+      }
       this.launch(id);
     }
   }

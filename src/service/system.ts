@@ -79,18 +79,17 @@ export interface ConversionSystem {
 export async function openSystem(options: SystemOptions): Promise<ConversionSystem> {
   const { config } = options;
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  const opened = await openStore(options);
+  const log = options.log ?? (() => undefined);
+  const { store: opened, queue } = await openStore(options, log);
   const store: Store = options.observer ? observeStore(opened, options.observer) : opened;
   const blobs = await openBlobs(options);
   const workers = options.workers ?? availableParallelism();
-  const log = options.log ?? (() => undefined);
   const { engines, save } = options.engines
     ? { engines: options.engines, save: null }
     : await catalogEngines(options, workers, log);
   const registry = await FormatRegistry.create(engines, config.creditWeights);
   await save?.();
   const accounts = new AccountService(store, config);
-  const queue = new MemoryJobSource();
   const conversions = new ConversionService(store, blobs, registry, accounts, config, queue, {
     allowInsecureCallbacks: options.allowInsecureCallbacks ?? false,
   });
@@ -172,6 +171,8 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   return {
     store, blobs, registry, accounts, conversions, pool, queue, webhooks,
     async start() {
+      // A queue in the database listens and forgets its dead predecessor's leases before recovery re-queues.
+      await queue.start?.();
       await recover();
       await webhooks.start();
       await conversions.sweep();
@@ -182,6 +183,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     async stop(drainMs = 0) {
       if (sweeper) clearInterval(sweeper);
       await pool.stop(drainMs);
+      await queue.stop?.();
       await registry.close();
       await webhooks.stop();
       await store.close();
@@ -215,11 +217,17 @@ async function catalogEngines(options: SystemOptions, workers: number, log: Runn
   });
 }
 
-/** The store the options name: PostgreSQL (loaded only then), or lowdb files under the data dir. */
-async function openStore(options: SystemOptions): Promise<Store> {
+/**
+ * The store the options name and the queue that goes with it: PostgreSQL and its conversions
+ * table as the queue (loaded only then), or lowdb files under the data dir and a queue in memory.
+ */
+async function openStore(options: SystemOptions, log: RunnerLog): Promise<{ store: Store; queue: JobSource }> {
   if (options.databaseUrl) {
-    const { PostgresStore } = await import('../store/postgres/postgres-store.ts');
-    return PostgresStore.open({
+    const [{ PostgresStore }, { PostgresJobSource }] = await Promise.all([
+      import('../store/postgres/postgres-store.ts'),
+      import('../queue/postgres-job-source.ts'),
+    ]);
+    const store = await PostgresStore.open({
       url: options.databaseUrl,
       soleNode: true,
       onConnectionLost: (error) => {
@@ -227,8 +235,9 @@ async function openStore(options: SystemOptions): Promise<Store> {
         options.onStoreLost?.(error);
       },
     });
+    return { store, queue: new PostgresJobSource(store, { log }) };
   }
-  return LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });
+  return { store: await LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') }), queue: new MemoryJobSource() };
 }
 
 /** The files' place the options name: a bucket (the SDK loaded only then), or the data dir. */

@@ -70,4 +70,13 @@ CREATE INDEX convd_deliveries_conversion ON convd_deliveries (conversion_id);
 CREATE INDEX convd_deliveries_pending ON convd_deliveries (status, created_at) WHERE status = 'pending';
 `,
   },
+  {
+    version: 2,
+    name: 'the queue: claims with leases',
+    sql: `
+ALTER TABLE convd_conversions ADD COLUMN lease_node text, ADD COLUMN lease_until timestamptz;
+CREATE INDEX convd_conversions_queued ON convd_conversions (id) WHERE status = 'queued';
+CREATE INDEX convd_conversions_leases ON convd_conversions (lease_node) WHERE lease_node IS NOT NULL;
+`,
+  },
 ];

@@ -328,6 +328,78 @@ export class PostgresStore implements Store {
     ]);
   }
 
+  // ------------------------------------------------------------------ the queue (PostgresJobSource)
+
+  /**
+   * Claims the oldest queued conversion no live lease holds, skipping rows another node is
+   * claiming this instant (`FOR UPDATE SKIP LOCKED`) and the accounts given (at their share of
+   * this node's workers); the claim is a lease of `leaseMs` that `renewLeases` extends.
+   */
+  async claimQueued(node: string, leaseMs: number, skipAccounts: readonly string[]): Promise<string | undefined> {
+    const [row] = await this.rows<{ id: string }>('convd-claim', `UPDATE convd_conversions SET lease_node = $1, lease_until = now() + $2 * interval '1 millisecond'
+      WHERE id = (
+        SELECT id FROM convd_conversions
+        WHERE status = 'queued' AND (lease_until IS NULL OR lease_until < now()) AND NOT (account_id = ANY($3::text[]))
+        ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING id`, [node, leaseMs, [...skipAccounts]]);
+    return row?.id;
+  }
+
+  /** Extends the leases of the node's active conversions; how many it holds. */
+  async renewLeases(node: string, leaseMs: number): Promise<number> {
+    return (await this.db.query({
+      name: 'convd-renew',
+      text: `UPDATE convd_conversions SET lease_until = now() + $2 * interval '1 millisecond'
+        WHERE lease_node = $1 AND status = ANY($3::text[])`,
+      values: [node, leaseMs, ACTIVE],
+    })).rowCount ?? 0;
+  }
+
+  /** The job ended here (or went back to the queue on a stop): its claim is no one's. */
+  async releaseLease(id: string, node: string): Promise<void> {
+    await this.db.query({ name: 'convd-release', text: 'UPDATE convd_conversions SET lease_node = NULL, lease_until = NULL WHERE id = $1 AND lease_node = $2', values: [id, node] });
+  }
+
+  /**
+   * Forgets every lease: at the start of the one daemon a database has, those are its dead
+   * predecessor's (a conversion re-queued after a crash must be claimable at once).
+   */
+  async clearLeases(): Promise<void> {
+    await this.db.query({ name: 'convd-clear-leases', text: 'UPDATE convd_conversions SET lease_node = NULL, lease_until = NULL WHERE lease_node IS NOT NULL', values: [] });
+  }
+
+  /** Conversions waiting for a worker (the queue depth of /metrics). */
+  async countQueued(): Promise<number> {
+    return this.count('convd-count-queued', "SELECT count(*) AS n FROM convd_conversions WHERE status = 'queued'", []);
+  }
+
+  /** Sends `payload` to every listener of `channel` (all nodes), once the current transaction commits. */
+  async notify(channel: string, payload: string): Promise<void> {
+    await this.db.query({ name: 'convd-notify', text: 'SELECT pg_notify($1, $2)', values: [channel, payload] });
+  }
+
+  /**
+   * Listens on `channel` with a connection of its own (LISTEN holds a session); `onLost` is told
+   * when that connection drops. Resolves to a function that stops listening.
+   */
+  async listen(channel: string, onMessage: (payload: string) => void, onLost: (error: Error) => void): Promise<() => Promise<void>> {
+    if (!this.pool) throw new Error('listen needs the store itself, not a transaction');
+    const client = await this.pool.connect();
+    client.on('error', onLost);
+    client.on('notification', (message) => {
+      if (message.channel === channel) onMessage(message.payload ?? '');
+    });
+    if (!/^[a-z_]+$/.test(channel)) throw new Error(`not a channel name: ${channel}`);
+    // A channel name is an identifier, not a value: quoted by the server's own function.
+    const { rows } = await client.query<{ quoted: string }>('SELECT quote_ident($1) AS quoted', [channel]);
+    await client.query(`LISTEN ${rows[0]!.quoted}`);
+    return async () => {
+      await client.query(`UNLISTEN ${rows[0]!.quoted}`).catch(() => undefined);
+      client.off('error', onLost);
+      client.release();
+    };
+  }
+
   /** The database answers (for /readyz): a query within 2 seconds. */
   async ping(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;

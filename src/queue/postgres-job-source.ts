@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { PostgresStore } from '../store/postgres/postgres-store.ts';
+import type { JobOwner, JobSource } from './job-source.ts';
+
+/** The NOTIFY channel of new work: every node's idle workers wake on it. */
+const QUEUED = 'convd_queued';
+/** A claim is held this long unless its node renews it (every third of it). */
+const DEFAULT_LEASE_MS = 30_000;
+/** What a node does without a notification: look again, in case one was missed. */
+const LOOK_AGAIN_MS = 5_000;
+
+export interface PostgresJobSourceOptions {
+  leaseMs?: number;
+  /** Told when the listening connection drops (the source goes on, looking every few seconds). */
+  log?: (event: string, fields: Record<string, unknown>) => void;
+}
+
+/**
+ * The queue is the conversions table (DESIGN.md, "Scale-out"): a worker claims the oldest queued
+ * row that no live lease holds (`FOR UPDATE SKIP LOCKED`: two nodes never take the same one)
+ * and holds it with a lease this node renews while the conversion runs; a lease that runs out
+ * (its node died) makes the row claimable again. New work is announced with NOTIFY, so idle
+ * workers wake at once on every node instead of polling; a slow look every few seconds covers a
+ * notification lost with a dropped connection. An account at its share of this node's workers
+ * is skipped, as the in-memory queue does; between accounts the order is first come, first served.
+ */
+export class PostgresJobSource implements JobSource {
+  readonly node = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly listeners: (() => void)[] = [];
+  private readonly owners = new Map<string, JobOwner>();
+  private readonly running = new Map<string, { account: string }>();
+  private readonly runningByAccount = new Map<string, number>();
+  private readonly leaseMs: number;
+  private queued = 0;
+  private timers: NodeJS.Timeout[] = [];
+  private unlisten: (() => Promise<void>) | null = null;
+
+  constructor(private readonly store: PostgresStore, private readonly options: PostgresJobSourceOptions = {}) {
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  }
+
+  async start(): Promise<void> {
+    // One daemon per database (its node lock): every lease there is a dead predecessor's.
+    await this.store.clearLeases();
+    this.unlisten = await this.store.listen(QUEUED, () => this.wake(), (error) => {
+      this.options.log?.('queue.listen_lost', { error: error.message });
+    });
+    const renew = setInterval(() => {
+      void this.store.renewLeases(this.node, this.leaseMs).catch(() => undefined);
+    }, Math.max(100, Math.floor(this.leaseMs / 3)));
+    const look = setInterval(() => {
+      void this.store.countQueued().then((n) => {
+        this.queued = n;
+        if (n > 0) this.wake();
+      }, () => undefined);
+    }, LOOK_AGAIN_MS);
+    renew.unref();
+    look.unref();
+    this.timers = [renew, look];
+  }
+
+  async stop(): Promise<void> {
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    await this.unlisten?.();
+    this.unlisten = null;
+  }
+
+  push(id: string, owner?: JobOwner): void {
+    if (owner) this.owners.set(id, owner);
+    this.queued += 1;
+    // Every node hears it, this one too (its own listener wakes its workers).
+    void this.store.notify(QUEUED, id).catch(() => this.wake());
+  }
+
+  remove(): boolean {
+    // A queued conversion leaves the queue by its status (cancelled): no claim will take it.
+    return true;
+  }
+
+  async take(): Promise<string | undefined> {
+    const full = [...this.runningByAccount].filter(([account, count]) => count >= this.shareOf(account)).map(([account]) => account);
+    const id = await this.store.claimQueued(this.node, this.leaseMs, full);
+    if (id === undefined) {
+      this.queued = 0;
+      return undefined;
+    }
+    this.queued = Math.max(0, this.queued - 1);
+    const account = this.owners.get(id)?.account ?? '';
+    this.running.set(id, { account });
+    this.runningByAccount.set(account, (this.runningByAccount.get(account) ?? 0) + 1);
+    return id;
+  }
+
+  done(id: string): void {
+    const job = this.running.get(id);
+    this.owners.delete(id);
+    if (job) {
+      this.running.delete(id);
+      const left = (this.runningByAccount.get(job.account) ?? 1) - 1;
+      if (left > 0) this.runningByAccount.set(job.account, left);
+      else this.runningByAccount.delete(job.account);
+    }
+    void this.store.releaseLease(id, this.node).catch(() => undefined);
+  }
+
+  get size(): number {
+    return this.queued;
+  }
+
+  onPush(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private wake(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  private shareOf(account: string): number {
+    for (const owner of this.owners.values()) if (owner.account === account) return owner.share;
+    return Infinity;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The queue in PostgreSQL's conversions table (PostgresJobSource) against a real server: two
+ * sources (two nodes) taking at once claim each queued conversion exactly once; a claim whose
+ * lease runs out unrenewed (its node died) is claimed by the other; a released claim of a row
+ * still queued (a stop) is claimable at once; an account at its share is skipped; a push on one
+ * node wakes the other's workers through NOTIFY.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { PostgresJobSource } from '../src/queue/postgres-job-source.ts';
+import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
+import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
+import { conversion } from './helpers/store-records.ts';
+
+describe('PostgresJobSource', () => {
+  let database: TestDatabase;
+  let storeA: PostgresStore;
+  let storeB: PostgresStore;
+  before(async () => {
+    database = await freshDatabase();
+    [storeA, storeB] = await Promise.all([PostgresStore.open({ url: database.url, poolSize: 4 }), PostgresStore.open({ url: database.url, poolSize: 4 })]);
+  });
+  after(async () => {
+    await Promise.all([storeA?.close(), storeB?.close()]);
+    await database?.drop();
+  });
+
+  const takeAll = async (source: PostgresJobSource): Promise<string[]> => {
+    const taken: string[] = [];
+    for (let id = await source.take(); id !== undefined; id = await source.take()) taken.push(id);
+    return taken;
+  };
+
+  it('two nodes taking at once claim every queued conversion exactly once, oldest first', async () => {
+    const records = Array.from({ length: 20 }, () => conversion('acc_q'));
+    for (const record of records) await storeA.insertConversion(record);
+    const [a, b] = [new PostgresJobSource(storeA), new PostgresJobSource(storeB)];
+    const [takenA, takenB] = await Promise.all([takeAll(a), takeAll(b)]);
+    assert.equal(takenA.length + takenB.length, 20);
+    assert.deepEqual([...takenA, ...takenB].sort(), records.map((r) => r.id).sort(), 'each once');
+    assert.deepEqual(takenA, [...takenA].sort(), 'in order on each node');
+    for (const id of [...takenA, ...takenB]) await storeA.updateConversion(id, { status: 'cancelled' });
+  });
+
+  it('a lease that runs out unrenewed is claimed by the other node; a released one at once', async () => {
+    const record = conversion('acc_lease');
+    await storeA.insertConversion(record);
+    const dying = new PostgresJobSource(storeA, { leaseMs: 300 });
+    const other = new PostgresJobSource(storeB, { leaseMs: 300 });
+    assert.equal(await dying.take(), record.id);
+    assert.equal(await other.take(), undefined, 'held by a live lease');
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    assert.equal(await other.take(), record.id, 'the lease ran out');
+    other.done(record.id);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(await dying.take(), record.id, 'released: claimable at once');
+    await storeA.updateConversion(record.id, { status: 'cancelled' });
+  });
+
+  it('skips an account at its share of the node\'s workers', async () => {
+    const first = conversion('acc_share');
+    const second = conversion('acc_share');
+    const otherAccount = conversion('acc_other_share');
+    for (const record of [first, second, otherAccount]) await storeA.insertConversion(record);
+    const source = new PostgresJobSource(storeA);
+    for (const record of [first, second]) source.push(record.id, { account: 'acc_share', share: 1 });
+    assert.equal(await source.take(), first.id);
+    assert.equal(await source.take(), otherAccount.id, 'acc_share is at its share: the next account is served');
+    assert.equal(await source.take(), undefined);
+    // The first one ran and ended (the runner moves it on): acc_share has a place again.
+    await storeA.updateConversion(first.id, { status: 'succeeded' });
+    source.done(first.id);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(await source.take(), second.id);
+  });
+
+  it('a push on one node wakes the other through NOTIFY', async () => {
+    const listening = new PostgresJobSource(storeB);
+    await listening.start();
+    try {
+      const woke = new Promise<void>((resolve) => listening.onPush(resolve));
+      new PostgresJobSource(storeA).push('cnv_announced');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([woke, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('no wake-up within 2 s')), 2000)))]);
+      clearTimeout(timer);
+    } finally {
+      await listening.stop();
+    }
+  });
+});
