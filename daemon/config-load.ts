@@ -195,6 +195,9 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
   };
   const hasCert = values.has('tls_cert');
   if (hasCert !== values.has('tls_key')) problems.push(`${hasCert ? where('tls_cert') : where('tls_key')}: TLS needs both tls_cert and tls_key`);
+  if (values.get('workers')?.value === 0 && !(values.has('database_url') && values.has('blob_url'))) {
+    problems.push(`${where('workers')}: 0 workers is an API-only node of a cluster: it needs database_url and blob_url (other nodes run the conversions)`);
+  }
   let readable = hasCert;
   for (const key of ['tls_cert', 'tls_key']) {
     const path = values.get(key)?.value;
@@ -255,6 +258,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     logLevel: get('log_level')!,
     logFormat: get('log_format')!,
     drainTimeoutMs: get('drain_timeout')!,
+    leaseTimeoutMs: get('lease_timeout')!,
     authFailuresPerMinute: get('auth_failures_per_minute')!,
     diskFloorMb: get('disk_floor_mb')!,
     uploadIdleTimeoutMs: get('upload_idle_timeout')!,

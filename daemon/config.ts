@@ -37,6 +37,8 @@ export interface DaemonConfig {
   logLevel: LogLevel;
   logFormat: LogFormat;
   drainTimeoutMs: number;
+  /** lease_timeout: a running conversion's claim without renewal (several nodes). */
+  leaseTimeoutMs: number;
   /** Failed authentications per client address and minute before 429; 0: no limit. */
   authFailuresPerMinute: number;
   /** Free space (MiB) on the data dir's file system below which submissions are refused; 0: off. */

@@ -103,6 +103,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     // One daemon per database: without its lock, it stops (draining) rather than run beside another.
     onStoreLost: () => process.kill(process.pid, 'SIGTERM'),
     blobUrl: config.blobUrl,
+    leaseMs: config.leaseTimeoutMs,
     config: serviceConfig,
     diskRoom: disk,
     workers: config.workers,

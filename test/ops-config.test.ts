@@ -140,7 +140,7 @@ describe('invalid values stop the start with exit 2, naming the setting', () => 
 
   const cases: { name: string; args?: string[]; env?: NodeJS.ProcessEnv; file?: string; expect: RegExp[] }[] = [
     { name: 'a port out of range (flag)', args: ['--port', '70000'], expect: [/--port must be a whole number from 0 to 65535, not "70000"/] },
-    { name: 'workers that are not a number (env)', env: { CONVD_WORKERS: 'many' }, expect: [/CONVD_WORKERS must be a whole number from 1 to 1024, not "many"/] },
+    { name: 'workers that are not a number (env)', env: { CONVD_WORKERS: 'many' }, expect: [/CONVD_WORKERS must be a whole number from 0 to 1024, not "many"/] },
     { name: 'a boolean that is not one', env: { CONVD_ALLOW_PRIVATE_URLS: 'perhaps' }, expect: [/CONVD_ALLOW_PRIVATE_URLS must be true or false/] },
     { name: 'a negative plan limit (file)', file: '{"plans":{"free":{"max_upload_mb":-1}}}', expect: [/convd\.json: plans\.free\.max_upload_mb must be a whole number >= 1, not -1/] },
     { name: 'a misspelt key (file)', file: '{"prot": 8080, "plans": {"free": {"max_upload": 3}}}', expect: [/unknown setting "prot"/, /unknown setting "plans\.free\.max_upload"/] },

@@ -12,6 +12,13 @@ const LOOK_AGAIN_MS = 5_000;
 
 export interface PostgresJobSourceOptions {
   leaseMs?: number;
+  /**
+   * Several daemons share the database: leases found at start are live nodes', and a running
+   * conversion whose lease runs out (its node died) is handed to `onAbandoned` by whichever node
+   * takes it over first. Alone (false), every lease found at start is a dead predecessor's.
+   */
+  shared?: boolean;
+  onAbandoned?: (id: string) => Promise<void>;
   /** Told when the listening connection drops (the source goes on, looking every few seconds). */
   log?: (event: string, fields: Record<string, unknown>) => void;
 }
@@ -42,7 +49,7 @@ export class PostgresJobSource implements JobSource {
 
   async start(): Promise<void> {
     // One daemon per database (its node lock): every lease there is a dead predecessor's.
-    await this.store.clearLeases();
+    if (!this.options.shared) await this.store.clearLeases();
     this.unlisten = await this.store.listen(QUEUED, () => this.wake(), (error) => {
       this.options.log?.('queue.listen_lost', { error: error.message });
     });
@@ -58,6 +65,26 @@ export class PostgresJobSource implements JobSource {
     renew.unref();
     look.unref();
     this.timers = [renew, look];
+    if (this.options.shared) {
+      await this.reap();
+      const reaper = setInterval(() => void this.reap(), Math.max(100, Math.floor(this.leaseMs / 3)));
+      reaper.unref();
+      this.timers.push(reaper);
+    }
+  }
+
+  /** Takes over the running conversions of nodes that stopped renewing their leases. */
+  private async reap(): Promise<void> {
+    try {
+      for (const id of await this.store.expiredLeaseIds()) {
+        if (await this.store.takeExpiredLease(id)) {
+          this.options.log?.('queue.lease_expired', { id });
+          await this.options.onAbandoned?.(id);
+        }
+      }
+    } catch (error) {
+      this.options.log?.('queue.reap_failed', { error: error instanceof Error ? error.message : String(error) });
+    }
   }
 
   async stop(): Promise<void> {

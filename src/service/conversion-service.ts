@@ -45,6 +45,8 @@ export interface DownloadHandle {
  */
 export class ConversionService {
   readonly events = new EndEvents();
+  /** Several nodes: asks the others to stop a cancelled conversion that runs on one of them. */
+  cancelElsewhere?: (id: string) => void;
   /** Uploads between `admitUpload` and the end of `create`. */
   readonly uploads = new UploadHolds();
 
@@ -267,7 +269,7 @@ export class ConversionService {
       }
       throw new ApiError('invalid_state', { params: { status: record.status }, details: { status: record.status } });
     });
-    if (abortRunning) await this.pool?.abort(updated.id, 'cancelled');
+    if (abortRunning && !(await this.pool?.abort(updated.id, 'cancelled'))) this.cancelElsewhere?.(updated.id);
     await this.store.flush();
     return updated;
   }

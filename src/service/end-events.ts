@@ -14,6 +14,18 @@ export class EndEvents {
     this.subscribers.push(listener);
   }
 
+  /** Another node ended it: wakes this node's waiters only (the ending node told its subscribers). */
+  wake(record: ConversionRecord): void {
+    const listeners = this.waiters.get(record.id);
+    this.waiters.delete(record.id);
+    for (const listener of listeners ?? []) listener(record);
+  }
+
+  /** Someone here waits for it (a remote end is fetched only then). */
+  awaited(id: string): boolean {
+    return this.waiters.has(id);
+  }
+
   emit(record: ConversionRecord): void {
     const listeners = this.waiters.get(record.id);
     this.waiters.delete(record.id);

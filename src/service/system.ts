@@ -14,11 +14,13 @@ import { LowdbStore } from '../store/lowdb-store.ts';
 import { observeStore, type StoreObserver } from '../store/observed-store.ts';
 import { UNLIMITED_ROOM, type DiskRoom } from '../store/disk-room.ts';
 import type { Store } from '../store/types.ts';
+import type { PostgresStore } from '../store/postgres/postgres-store.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
 import { ConversionService } from './conversion-service.ts';
 import { createRunner, type RunnerLog } from './runner.ts';
+import { PeerSignals } from './peer-signals.ts';
 import { WebhookDeliverer } from '../webhooks/deliverer.ts';
 import { RETRY_WAITS_MS } from '../webhooks/schedule.ts';
 
@@ -31,6 +33,8 @@ export interface SystemOptions {
    * connection): another daemon could now take it, so this one should stop (the daemon drains).
    */
   onStoreLost?: (error: Error) => void;
+  /** How long a claim on a running conversion lasts without renewal (PostgreSQL's queue). */
+  leaseMs?: number;
   /** An S3-compatible bucket holds inputs and results (`s3://bucket/prefix?…`); the data dir keeps only work in progress. */
   blobUrl?: string | null;
   config: ServiceConfig;
@@ -80,7 +84,9 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   const { config } = options;
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const log = options.log ?? (() => undefined);
-  const { store: opened, queue } = await openStore(options, log);
+  // Set once the service exists: what to do with a dead node's running conversion.
+  let takeOver: (id: string) => Promise<void> = async () => undefined;
+  const { store: opened, queue, database, shared } = await openStore(options, log, (id) => takeOver(id));
   const store: Store = options.observer ? observeStore(opened, options.observer) : opened;
   const blobs = await openBlobs(options);
   const workers = options.workers ?? availableParallelism();
@@ -99,6 +105,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     log('conversion.worker_error', { id, error: error instanceof Error ? error.message : String(error) }),
   );
   conversions.pool = pool;
+  const peers = database && shared ? new PeerSignals(database, conversions, pool, log) : null;
 
   const webhooks = new WebhookDeliverer({
     store,
@@ -125,36 +132,42 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   conversions.events.subscribe(deliver);
   let sweeper: NodeJS.Timeout | null = null;
 
+  /** A conversion found running whose runner died (a crash of this box, or of another node): again, or failed. */
+  async function recoverInterrupted(record: ConversionRecord, into: Store = store): Promise<void> {
+    const inputThere = record.input.kind === 'url' || (await blobs.exists('inputs', record.id));
+    const interruptions = (record.interruptions ?? 0) + 1;
+    if (inputThere && interruptions > RETRIES_AFTER_CRASH) {
+      await conversions.finish(record, {
+        status: 'failed', credits: 0, interruptions,
+        error: { code: 'interrupted', message: 'The service stopped unexpectedly while running this conversion, twice; it is not tried again.' },
+      }, into);
+      log('conversion.interrupted', { id: record.id, interruptions });
+    } else if (inputThere) {
+      await into.updateConversion(record.id, { status: 'queued', progress: null, started_at: null, interruptions });
+      log('conversion.requeued', { id: record.id, interruptions });
+    } else {
+      await conversions.finish(record, {
+        status: 'failed', credits: 0,
+        error: { code: 'internal_error', message: 'The input was lost when the service stopped; submit the conversion again.' },
+      }, into);
+    }
+  }
+  takeOver = async (id) => {
+    const requeued = await store.exclusive(`conversion:${id}`, async (tx) => {
+      const record = await tx.getConversion(id);
+      if (!record || (record.status !== 'fetching' && record.status !== 'processing')) return false;
+      await recoverInterrupted(record, tx);
+      return true;
+    });
+    if (requeued) queue.push(id);
+  };
+
   async function recover(): Promise<void> {
     await blobs.clearScratch();
-    const interrupted = await store.conversionsWithStatus(['fetching', 'processing']);
-    for (const record of interrupted) {
-      const inputThere = record.input.kind === 'url' || (await blobs.exists('inputs', record.id));
-      const interruptions = (record.interruptions ?? 0) + 1;
-      if (inputThere && interruptions > RETRIES_AFTER_CRASH) {
-        await conversions.finish(record, {
-          status: 'failed', credits: 0, interruptions,
-          error: { code: 'interrupted', message: 'The service stopped unexpectedly while running this conversion, twice; it is not tried again.' },
-        });
-        log('conversion.interrupted', { id: record.id, interruptions });
-      } else if (inputThere) {
-        await store.updateConversion(record.id, { status: 'queued', progress: null, started_at: null, interruptions });
-        log('conversion.requeued', { id: record.id, interruptions });
-      } else {
-        await conversions.finish(record, {
-          status: 'failed', credits: 0,
-          error: { code: 'internal_error', message: 'The input was lost when the service stopped; submit the conversion again.' },
-        });
-      }
-    }
-    // Files that no conversion needs any more are leftovers of a crash between two steps.
-    const needsInput = new Set((await store.conversionsWithStatus(['queued'])).map((r) => r.id));
-    const orphanInputs = (await blobs.list('inputs')).filter((id) => !needsInput.has(id));
-    for (const id of orphanInputs) await blobs.delete('inputs', id);
-    const hasResult = new Set((await store.conversionsWithStatus(['succeeded'])).map((r) => r.id));
-    const orphanResults = (await blobs.list('results')).filter((id) => !hasResult.has(id));
-    for (const id of orphanResults) await blobs.delete('results', id);
-    if (orphanInputs.length + orphanResults.length > 0) log('sweep.orphans', { inputs: orphanInputs.length, results: orphanResults.length });
+    // Several nodes: what runs elsewhere is theirs; a dead node's work comes back through its leases.
+    const interrupted = shared ? [] : await store.conversionsWithStatus(['fetching', 'processing']);
+    for (const record of interrupted) await recoverInterrupted(record);
+    if (!shared) await sweepOrphans();
     await store.flush();
     for (const record of await store.conversionsWithStatus(['queued'])) {
       const account = await store.getAccount(record.account_id);
@@ -168,11 +181,27 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     }
   }
 
+  /**
+   * Files that no conversion needs any more are leftovers of a crash between two steps. Only
+   * where this daemon is alone with its files: with several nodes, another one's upload may be
+   * in the bucket a moment before its conversion is in the database.
+   */
+  async function sweepOrphans(): Promise<void> {
+    const needsInput = new Set((await store.conversionsWithStatus(['queued'])).map((r) => r.id));
+    const orphanInputs = (await blobs.list('inputs')).filter((id) => !needsInput.has(id));
+    for (const id of orphanInputs) await blobs.delete('inputs', id);
+    const hasResult = new Set((await store.conversionsWithStatus(['succeeded'])).map((r) => r.id));
+    const orphanResults = (await blobs.list('results')).filter((id) => !hasResult.has(id));
+    for (const id of orphanResults) await blobs.delete('results', id);
+    if (orphanInputs.length + orphanResults.length > 0) log('sweep.orphans', { inputs: orphanInputs.length, results: orphanResults.length });
+  }
+
   return {
     store, blobs, registry, accounts, conversions, pool, queue, webhooks,
     async start() {
       // A queue in the database listens and forgets its dead predecessor's leases before recovery re-queues.
       await queue.start?.();
+      await peers?.start();
       await recover();
       await webhooks.start();
       await conversions.sweep();
@@ -184,6 +213,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
       if (sweeper) clearInterval(sweeper);
       await pool.stop(drainMs);
       await queue.stop?.();
+      await peers?.stop();
       await registry.close();
       await webhooks.stop();
       await store.close();
@@ -220,26 +250,34 @@ async function catalogEngines(options: SystemOptions, workers: number, log: Runn
 /**
  * The store the options name and the queue that goes with it: PostgreSQL and its conversions
  * table as the queue (loaded only then), or lowdb files under the data dir and a queue in memory.
+ * With a bucket too, several daemons may share them (`shared`); without one, files are this
+ * box's and the database takes one daemon.
  */
-async function openStore(options: SystemOptions, log: RunnerLog): Promise<{ store: Store; queue: JobSource }> {
+async function openStore(
+  options: SystemOptions,
+  log: RunnerLog,
+  takeOver: (id: string) => Promise<void>,
+): Promise<{ store: Store; queue: JobSource; database: PostgresStore | null; shared: boolean }> {
   if (options.databaseUrl) {
-    const [{ PostgresStore }, { PostgresJobSource }] = await Promise.all([
+    const [{ PostgresStore: Database }, { PostgresJobSource }] = await Promise.all([
       import('../store/postgres/postgres-store.ts'),
       import('../queue/postgres-job-source.ts'),
     ]);
-    const store = await PostgresStore.open({
+    const shared = Boolean(options.blobUrl);
+    const store = await Database.open({
       url: options.databaseUrl,
-      soleNode: true,
+      soleNode: !shared,
       onConnectionLost: (error) => {
         options.log?.('store.connection_lost', { error: error.message });
         options.onStoreLost?.(error);
       },
     });
-    return { store, queue: new PostgresJobSource(store, { log }) };
+    const queue = new PostgresJobSource(store, { log, shared, onAbandoned: takeOver, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) });
+    return { store, queue, database: store, shared };
   }
-  return { store: await LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') }), queue: new MemoryJobSource() };
+  const store = await LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });
+  return { store, queue: new MemoryJobSource(), database: null, shared: false };
 }
-
 /** The files' place the options name: a bucket (the SDK loaded only then), or the data dir. */
 async function openBlobs(options: SystemOptions): Promise<BlobStore> {
   if (options.blobUrl) {

@@ -368,6 +368,21 @@ export class PostgresStore implements Store {
     await this.db.query({ name: 'convd-clear-leases', text: 'UPDATE convd_conversions SET lease_node = NULL, lease_until = NULL WHERE lease_node IS NOT NULL', values: [] });
   }
 
+  /** Running conversions whose node stopped renewing their lease (it died): candidates for `takeExpiredLease`. */
+  async expiredLeaseIds(): Promise<string[]> {
+    return (await this.rows<{ id: string }>('convd-expired-leases', 'SELECT id FROM convd_conversions WHERE status = ANY($1::text[]) AND lease_until < now() ORDER BY id LIMIT 100', [ACTIVE])).map((row) => row.id);
+  }
+
+  /** Takes a dead node's running conversion over: true for the one node whose update found the lease still run out. */
+  async takeExpiredLease(id: string): Promise<boolean> {
+    const result = await this.db.query({
+      name: 'convd-take-expired',
+      text: 'UPDATE convd_conversions SET lease_node = NULL, lease_until = NULL WHERE id = $1 AND status = ANY($2::text[]) AND lease_until < now()',
+      values: [id, ACTIVE],
+    });
+    return (result.rowCount ?? 0) === 1;
+  }
+
   /** Conversions waiting for a worker (the queue depth of /metrics). */
   async countQueued(): Promise<number> {
     return this.count('convd-count-queued', "SELECT count(*) AS n FROM convd_conversions WHERE status = 'queued'", []);
