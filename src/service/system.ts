@@ -86,7 +86,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   const log = options.log ?? (() => undefined);
   // Set once the service exists: what to do with a dead node's running conversion.
   let takeOver: (id: string) => Promise<void> = async () => undefined;
-  const { store: opened, queue, database, shared } = await openStore(options, log, (id) => takeOver(id));
+  const { store: opened, queue, database, shared, node } = await openStore(options, log, (id) => takeOver(id));
   const store: Store = options.observer ? observeStore(opened, options.observer) : opened;
   const blobs = await openBlobs(options);
   const workers = options.workers ?? availableParallelism();
@@ -113,6 +113,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     allowInsecure: options.allowInsecureCallbacks ?? false,
     scheduleScale: config.webhookScheduleScale,
     timeoutMs: config.webhookTimeoutMs,
+    ...(shared && node ? { shared: { node, claimMs: options.leaseMs ?? 30_000 } } : {}),
     log: {
       info: (message, fields) => log('webhook.info', { message, ...fields }),
       warn: (message, fields) => log('webhook.warn', { message, ...fields }),
@@ -257,7 +258,7 @@ async function openStore(
   options: SystemOptions,
   log: RunnerLog,
   takeOver: (id: string) => Promise<void>,
-): Promise<{ store: Store; queue: JobSource; database: PostgresStore | null; shared: boolean }> {
+): Promise<{ store: Store; queue: JobSource; database: PostgresStore | null; shared: boolean; node: string | null }> {
   if (options.databaseUrl) {
     const [{ PostgresStore: Database }, { PostgresJobSource }] = await Promise.all([
       import('../store/postgres/postgres-store.ts'),
@@ -273,10 +274,10 @@ async function openStore(
       },
     });
     const queue = new PostgresJobSource(store, { log, shared, onAbandoned: takeOver, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) });
-    return { store, queue, database: store, shared };
+    return { store, queue, database: store, shared, node: queue.node };
   }
   const store = await LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });
-  return { store, queue: new MemoryJobSource(), database: null, shared: false };
+  return { store, queue: new MemoryJobSource(), database: null, shared: false, node: null };
 }
 /** The files' place the options name: a bucket (the SDK loaded only then), or the data dir. */
 async function openBlobs(options: SystemOptions): Promise<BlobStore> {

@@ -108,6 +108,12 @@ export interface Store {
   /** The database answers (PostgreSQL: for /readyz); absent where there is nothing to ask. */
   ping?(): Promise<void>;
 
+  /**
+   * Several nodes: takes delivery `id`'s next attempt for `node` until `untilMs` (epoch ms); false
+   * while another live node holds it. Absent: one process sends every attempt itself.
+   */
+  claimDelivery?(id: string, node: string, untilMs: number): Promise<boolean>;
+
   /** Resolves when every write made so far is on disk. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -7,7 +7,7 @@ import { signWebhook } from './signature.ts';
 import type { WebhookTransport } from './transport.ts';
 
 /** The part of the Store the deliverer uses (any full Store fits). */
-export type DeliveryStore = Pick<Store, 'getDelivery' | 'putDelivery' | 'listDeliveries' | 'flush'>;
+export type DeliveryStore = Pick<Store, 'getDelivery' | 'putDelivery' | 'listDeliveries' | 'flush' | 'claimDelivery'>;
 
 export type WebhookEvent = DeliveryRecord['event'];
 
@@ -34,6 +34,12 @@ export interface WebhookDelivererOptions {
   /** Wall clock in ms for timestamps and signatures; Date.now by default. */
   now?: () => number;
   log?: WebhookLog;
+  /**
+   * Several nodes share the store: each attempt is claimed first (one node sends it), the node
+   * that scheduled a retry holds the delivery until `claimMs` after it is due, and every node looks
+   * for pending deliveries every `claimMs`, so a retry of a node that died is sent by another.
+   */
+  shared?: { node: string; claimMs: number };
 }
 
 export interface EnqueueInput {
@@ -85,8 +91,11 @@ export class WebhookDeliverer {
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly enqueuing = new Map<string, Promise<DeliveryRecord>>();
   private running = false;
+  private readonly shared: { node: string; claimMs: number } | null;
+  private resumer: NodeJS.Timeout | null = null;
 
   constructor(options: WebhookDelivererOptions) {
+    this.shared = options.shared ?? null;
     this.store = options.store;
     this.secretFor = options.secretFor;
     this.allowInsecure = options.allowInsecure;
@@ -145,16 +154,28 @@ export class WebhookDeliverer {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
+    const pending = await this.resume();
+    if (pending > 0) this.log.info('resuming webhook deliveries', { pending });
+    if (this.shared) {
+      this.resumer = setInterval(() => void this.resume().catch(() => undefined), this.shared.claimMs);
+      this.resumer.unref();
+    }
+  }
+
+  /** Schedules every pending delivery not scheduled here yet; how many are pending. */
+  private async resume(): Promise<number> {
     const pending = await this.store.listDeliveries({ status: 'pending' });
     for (const record of pending) {
-      if (!this.chains.has(record.id)) this.schedule(record);
+      if (!this.chains.has(record.id) && !this.timers.has(record.id)) this.schedule(record);
     }
-    if (pending.length > 0) this.log.info('resuming webhook deliveries', { pending: pending.length });
+    return pending.length;
   }
 
   /** Stops scheduling and waits for attempts in flight (each bounded by the time-out). */
   async stop(): Promise<void> {
     this.running = false;
+    if (this.resumer) clearInterval(this.resumer);
+    this.resumer = null;
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     await Promise.allSettled([...this.chains.values()]);
@@ -213,6 +234,11 @@ export class WebhookDeliverer {
     // A timer or a resume can race with a 2xx recorded by a manual attempt: the store decides.
     if (!manual && record.status !== 'pending') return record;
     this.clearTimer(id);
+    // Several nodes: one of them sends this attempt; the others look again when its claim runs out.
+    if (this.shared && !manual && this.store.claimDelivery) {
+      const hold = this.now() + this.transportOptions.timeoutMs + this.shared.claimMs;
+      if (!(await this.store.claimDelivery(id, this.shared.node, hold))) return record;
+    }
 
     const startedMs = this.now();
     const outcome = await this.send(record, startedMs);
@@ -239,6 +265,8 @@ export class WebhookDeliverer {
       next = delay === null ? null : new Date(startedMs + delay).toISOString();
     }
     const updated: DeliveryRecord = { ...record, status, attempts, next_attempt_at: next };
+    // The retry is this node's until a while after it is due; if the node dies, another sends it.
+    if (this.shared && next && this.store.claimDelivery) await this.store.claimDelivery(id, this.shared.node, Date.parse(next) + this.shared.claimMs);
     await this.store.putDelivery(updated);
     try {
       await this.store.flush();

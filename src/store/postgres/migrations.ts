@@ -79,4 +79,11 @@ CREATE INDEX convd_conversions_queued ON convd_conversions (id) WHERE status = '
 CREATE INDEX convd_conversions_leases ON convd_conversions (lease_node) WHERE lease_node IS NOT NULL;
 `,
   },
+  {
+    version: 3,
+    name: 'webhook deliveries claimed per attempt',
+    sql: `
+ALTER TABLE convd_deliveries ADD COLUMN lease_node text, ADD COLUMN lease_until timestamptz;
+`,
+  },
 ];

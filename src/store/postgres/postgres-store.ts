@@ -383,6 +383,16 @@ export class PostgresStore implements Store {
     return (result.rowCount ?? 0) === 1;
   }
 
+  async claimDelivery(id: string, node: string, untilMs: number): Promise<boolean> {
+    const result = await this.db.query({
+      name: 'convd-claim-delivery',
+      text: `UPDATE convd_deliveries SET lease_node = $2, lease_until = to_timestamp($3::double precision / 1000)
+        WHERE id = $1 AND (lease_node IS NULL OR lease_node = $2 OR lease_until < now())`,
+      values: [id, node, untilMs],
+    });
+    return (result.rowCount ?? 0) === 1;
+  }
+
   /** Conversions waiting for a worker (the queue depth of /metrics). */
   async countQueued(): Promise<number> {
     return this.count('convd-count-queued', "SELECT count(*) AS n FROM convd_conversions WHERE status = 'queued'", []);

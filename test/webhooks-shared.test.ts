@@ -1,0 +1,96 @@
+/**
+ * Webhook deliveries with several nodes on one PostgreSQL store: two deliverers (two nodes)
+ * both resuming pending deliveries send each attempt once (claims); when the node that scheduled
+ * a retry stops (dies), the other sends it once its claim runs out. The receiver sees exactly one
+ * request per attempt, every one with the same delivery id.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { toPublicConversion } from '../src/model/conversion.ts';
+import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
+import { WebhookDeliverer } from '../src/webhooks/deliverer.ts';
+import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
+import { conversion } from './helpers/store-records.ts';
+import { waitUntil } from './ops-support.ts';
+
+const CLAIM_MS = 400;
+/** The first retry after 1 min x this: about 1.2 s, so that both nodes have it scheduled when it is due. */
+const SCALE = 0.02;
+
+describe('webhook deliveries shared by two nodes', () => {
+  let database: TestDatabase;
+  let store: PostgresStore;
+  let receiver: Server;
+  let port = 0;
+  /** Delivery ids of the requests, in order; a path answers 500 to its first request, then 200. */
+  const seen = new Map<string, string[]>();
+  before(async () => {
+    database = await freshDatabase();
+    store = await PostgresStore.open({ url: database.url, poolSize: 6 });
+    receiver = createServer((request, response) => {
+      const path = request.url ?? '/';
+      const ids = seen.get(path) ?? [];
+      ids.push(String(request.headers['x-service-delivery']));
+      seen.set(path, ids);
+      request.resume();
+      response.writeHead(ids.length === 1 ? 500 : 200).end();
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
+    port = (receiver.address() as { port: number }).port;
+  });
+  after(async () => {
+    receiver?.close();
+    await store?.close();
+    await database?.drop();
+  });
+
+  const node = (name: string) => new WebhookDeliverer({
+    store, secretFor: async () => 'whsec_shared', allowInsecure: true, scheduleScale: SCALE, timeoutMs: 2000,
+    shared: { node: name, claimMs: CLAIM_MS },
+  });
+  const enqueue = (deliverer: WebhookDeliverer, path: string) => {
+    const record = conversion('acc_hooks', { status: 'succeeded' });
+    return deliverer.enqueue({
+      conversionId: record.id, accountId: 'acc_hooks', url: `http://127.0.0.1:${port}${path}`, event: 'conversion.succeeded',
+      data: toPublicConversion(record, 'https://convd.example/v1'),
+    });
+  };
+
+  it('both alive: the failed first attempt and the retry are each sent once', async () => {
+    const [a, b] = [node('A'), node('B')];
+    await Promise.all([a.start(), b.start()]);
+    try {
+      const made = await enqueue(a, '/both');
+      const done = await waitUntil('delivered', async () => {
+        const current = await store.getDelivery(made.id);
+        return current?.status === 'delivered' ? current : undefined;
+      }, 10_000);
+      // Both nodes have looked at it several times by now.
+      await new Promise((resolve) => setTimeout(resolve, 3 * CLAIM_MS));
+      assert.equal(done.attempts.length, 2);
+      assert.deepEqual(seen.get('/both'), [made.id, made.id], 'one request per attempt, one delivery id');
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  it('the node that scheduled the retry dies: the other sends it once its claim runs out', async () => {
+    const [a, b] = [node('A2'), node('B2')];
+    await a.start();
+    const made = await enqueue(a, '/dies');
+    await waitUntil('the first attempt recorded', async () => ((await store.getDelivery(made.id))?.attempts.length === 1 ? true : undefined), 10_000);
+    await a.stop();
+    await b.start();
+    try {
+      const done = await waitUntil('delivered by the survivor', async () => {
+        const current = await store.getDelivery(made.id);
+        return current?.status === 'delivered' ? current : undefined;
+      }, 10_000);
+      assert.equal(done.attempts.length, 2);
+      assert.deepEqual(seen.get('/dies'), [made.id, made.id]);
+    } finally {
+      await b.stop();
+    }
+  });
+});
