@@ -4,7 +4,7 @@ import { H3, type H3Event, type HTTPResponse } from 'h3';
 import { ApiError } from '../src/errors/api-error.ts';
 import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
-import { RequestRateLimiter } from '../src/service/rate-limiter.ts';
+import { RequestRateLimiter, type RateLimiter } from '../src/service/rate-limiter.ts';
 import { createAdmission } from './http/admission.ts';
 import { AuthFailureLimiter } from './http/auth-failures.ts';
 import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
@@ -63,7 +63,7 @@ export interface DaemonApp {
 }
 
 export function createApp(system: ConversionSystem, options: AppOptions = {}): DaemonApp {
-  const limiter = new RequestRateLimiter();
+  const limiter: RateLimiter = system.rateLimiter ?? new RequestRateLimiter();
   const done = options.onRequestDone;
   const baseUrlFor = options.baseUrlFor ?? (() => system.conversions.config.baseUrl);
   const handlers = v1Handlers({

@@ -1,7 +1,7 @@
 /**
  * Three convd processes on one PostgreSQL database and one S3 bucket (s3rver), requests spread
  * over them in turn: 50 identical idempotent submissions make one conversion; 30 submissions
- * racing for the credits of 10 pass 10; an API-only node (`--workers 0`) answers `wait` the
+ * racing for the credits of 10 pass 10; requests per minute are the plan's over all nodes; an API-only node (`--workers 0`) answers `wait` the
  * moment another node finishes (NOTIFY) and serves the result from the bucket; kill -9 of a node
  * while conversions run: every one ends `succeeded` on the others within the lease plus its run
  * time, each charged once.
@@ -65,6 +65,19 @@ describe('a cluster of three nodes on one database and one bucket', () => {
     for (const answer of accepted) assert.equal((await waitForEnd(tenant, answer.body.id)).status, 'succeeded');
     const account = await call<{ credits: { remaining: number } }>(tenant, '/account');
     assert.equal(account.body.credits.remaining, 0);
+  });
+
+  it('requests per minute are counted over the nodes: 45 requests spread over three pass the plan\'s 30', async () => {
+    const tenant = await newAccount(nodes[0]!, 'free');
+    const started = Date.now();
+    const answers = [];
+    for (let i = 0; i < 45; i++) answers.push(await call(on(tenant, i), '/account'));
+    const passed = answers.filter((a) => a.status === 200).length;
+    // The bucket refills at 30 a minute: what the requests' own time gave back may pass too.
+    const refilled = Math.ceil(((Date.now() - started) / 60_000) * 30);
+    assert.ok(passed >= 30 && passed <= 30 + refilled, `${passed} passed (refill ${refilled})`);
+    const refused = answers.find((a) => a.status === 429)!;
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
   });
 
   it('an API-only node answers wait when another node finishes, and serves the result from the bucket', async () => {

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../../src/errors/api-error.ts';
 import type { Scope } from '../../src/model/account.ts';
 import type { AccountService, Caller } from '../../src/service/accounts.ts';
-import type { RateDecision, RequestRateLimiter } from '../../src/service/rate-limiter.ts';
+import type { RateDecision, RateLimiter } from '../../src/service/rate-limiter.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 
@@ -23,7 +23,7 @@ export interface AuthFailureGuard {
   clientAddress: (req: IncomingMessage) => string;
 }
 
-export function createAdmission(system: ConversionSystem, limiter: RequestRateLimiter, guard: AuthFailureGuard): Admission {
+export function createAdmission(system: ConversionSystem, limiter: RateLimiter, guard: AuthFailureGuard): Admission {
   const { accounts, store } = system;
   return async (authorization, scope, headers, req) => {
     const settings = await store.getSettings();
@@ -32,7 +32,7 @@ export function createAdmission(system: ConversionSystem, limiter: RequestRateLi
       throw new ApiError('api_disabled', { params: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
     }
     const caller = await authenticate(accounts, guard, bearerToken(authorization), req);
-    const decision = limiter.take(caller.account.id, system.conversions.config.plans[caller.account.plan].requests_per_minute);
+    const decision = await limiter.take(caller.account.id, system.conversions.config.plans[caller.account.plan].requests_per_minute);
     addRateHeaders(headers, decision);
     if (!decision.allowed) {
       throw new ApiError('rate_limited', {

@@ -8,6 +8,23 @@ export interface RateDecision {
   retryAfterSeconds: number;
 }
 
+/** Requests per minute per account: in this process, or (several nodes) in the shared database. */
+export interface RateLimiter {
+  take(key: string, limit: number): RateDecision | Promise<RateDecision>;
+}
+
+/** The decision for a bucket left with `tokens` after the request (taken one if `allowed`). */
+export function decisionOf(limit: number, tokens: number, allowed: boolean): RateDecision {
+  const perMs = limit / 60_000;
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(0, Math.floor(tokens)),
+    resetSeconds: Math.ceil((limit - tokens) / perMs / 1000),
+    retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / perMs / 1000)),
+  };
+}
+
 interface Bucket {
   tokens: number;
   updatedAt: number;
@@ -17,7 +34,7 @@ interface Bucket {
  * Requests per minute as a token bucket per account: `limit` tokens, refilled evenly over a
  * minute. Bursts up to the limit pass; a steady rate above it is refused with an exact wait.
  */
-export class RequestRateLimiter {
+export class RequestRateLimiter implements RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -31,12 +48,6 @@ export class RequestRateLimiter {
     this.buckets.set(key, bucket);
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
-    return {
-      allowed,
-      limit,
-      remaining: Math.floor(bucket.tokens),
-      resetSeconds: Math.ceil((limit - bucket.tokens) / perMs / 1000),
-      retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000)),
-    };
+    return decisionOf(limit, bucket.tokens, allowed);
   }
 }

@@ -21,6 +21,8 @@ import type { ServiceConfig } from './config.ts';
 import { ConversionService } from './conversion-service.ts';
 import { createRunner, type RunnerLog } from './runner.ts';
 import { PeerSignals } from './peer-signals.ts';
+import type { RateLimiter } from './rate-limiter.ts';
+import { SharedRateLimiter } from './shared-rate-limiter.ts';
 import { WebhookDeliverer } from '../webhooks/deliverer.ts';
 import { RETRY_WAITS_MS } from '../webhooks/schedule.ts';
 
@@ -74,6 +76,8 @@ export interface ConversionSystem {
   /** Conversion ids waiting for a worker (its size is the queue depth). */
   queue: JobSource;
   webhooks: WebhookDeliverer;
+  /** Several nodes: requests per minute counted in the shared database (else each process counts its own). */
+  rateLimiter?: RateLimiter;
   /** Re-queues interrupted work, starts the workers and the expiry sweeper. */
   start(): Promise<void>;
   /** Stops the workers (running work gets `drainMs`, then goes back to the queue) and flushes. */
@@ -199,6 +203,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
 
   return {
     store, blobs, registry, accounts, conversions, pool, queue, webhooks,
+    ...(database && shared ? { rateLimiter: new SharedRateLimiter(database) } : {}),
     async start() {
       // A queue in the database listens and forgets its dead predecessor's leases before recovery re-queues.
       await queue.start?.();

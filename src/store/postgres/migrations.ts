@@ -86,4 +86,16 @@ CREATE INDEX convd_conversions_leases ON convd_conversions (lease_node) WHERE le
 ALTER TABLE convd_deliveries ADD COLUMN lease_node text, ADD COLUMN lease_until timestamptz;
 `,
   },
+  {
+    version: 4,
+    name: 'requests per minute shared by the nodes',
+    sql: `
+CREATE UNLOGGED TABLE convd_rate_buckets (
+  key text PRIMARY KEY,
+  tokens double precision NOT NULL,
+  updated_ms double precision NOT NULL,
+  last_allowed boolean NOT NULL
+);
+`,
+  },
 ];

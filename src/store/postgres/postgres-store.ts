@@ -393,6 +393,25 @@ export class PostgresStore implements Store {
     return (result.rowCount ?? 0) === 1;
   }
 
+  /**
+   * One request against `key`'s token bucket of `limit` per minute, shared by every node: refilled
+   * by the database's clock and taken in one statement under the row's lock (an unlogged table:
+   * a crash of the server forgets the buckets, which only lets a minute's burst through again).
+   */
+  async takeRateToken(key: string, limit: number): Promise<{ tokens: number; allowed: boolean }> {
+    const [row] = await this.rows<{ tokens: number; allowed: boolean }>('convd-rate', `
+      WITH clock AS (SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms)
+      INSERT INTO convd_rate_buckets AS b (key, tokens, updated_ms, last_allowed)
+        SELECT $1, $2::double precision - 1, clock.ms, true FROM clock
+      ON CONFLICT (key) DO UPDATE SET
+        tokens = least($2::double precision, b.tokens + (EXCLUDED.updated_ms - b.updated_ms) * $2 / 60000.0)
+          - CASE WHEN least($2::double precision, b.tokens + (EXCLUDED.updated_ms - b.updated_ms) * $2 / 60000.0) >= 1 THEN 1 ELSE 0 END,
+        last_allowed = least($2::double precision, b.tokens + (EXCLUDED.updated_ms - b.updated_ms) * $2 / 60000.0) >= 1,
+        updated_ms = EXCLUDED.updated_ms
+      RETURNING b.tokens AS tokens, b.last_allowed AS allowed`, [key, limit]);
+    return { tokens: Number(row?.tokens ?? 0), allowed: row?.allowed === true };
+  }
+
   /** Conversions waiting for a worker (the queue depth of /metrics). */
   async countQueued(): Promise<number> {
     return this.count('convd-count-queued', "SELECT count(*) AS n FROM convd_conversions WHERE status = 'queued'", []);

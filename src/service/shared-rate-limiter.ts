@@ -1,0 +1,16 @@
+import type { PostgresStore } from '../store/postgres/postgres-store.ts';
+import { decisionOf, type RateDecision, type RateLimiter } from './rate-limiter.ts';
+
+/**
+ * Requests per minute counted where every node sees them (DESIGN.md, "Scale-out"): the same
+ * token bucket as RequestRateLimiter, kept in the database. A client spreading its requests over
+ * the nodes gets the plan's rate, not the rate times the nodes.
+ */
+export class SharedRateLimiter implements RateLimiter {
+  constructor(private readonly database: PostgresStore) {}
+
+  async take(key: string, limit: number): Promise<RateDecision> {
+    const { tokens, allowed } = await this.database.takeRateToken(key, limit);
+    return decisionOf(limit, tokens, allowed);
+  }
+}
