@@ -130,6 +130,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     workers: config.workers,
     engines: running.registry.statuses.filter((s) => s.available).map((s) => s.name),
     queueDepth: () => running.queue.size,
+    leasesHeld: () => running.queue.leasesHeld ?? null,
     async runningEngines() {
       const records = await Promise.all(running.pool.activeIds().map((id) => running.store.getConversion(id)));
       // A worker lets go of a conversion a moment after it ended (its files are tidied first):

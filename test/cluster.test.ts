@@ -114,5 +114,8 @@ describe('a cluster of three nodes on one database and one bucket', () => {
     const survivors = nodes[0]!.stderr() + nodes[2]!.stderr();
     assert.match(survivors, /queue\.lease_expired/, 'a survivor took the dead node\'s conversion over');
     assert.match(survivors, /conversion\.requeued/);
+    const metrics = await (await fetch(`${nodes[0]!.url}/metrics`)).text();
+    assert.match(metrics, /^convd_leases_held 0$/m, 'the survivor holds no lease once all ended');
+    assert.match(metrics, /^convd_queue_depth 0$/m);
   });
 });

@@ -70,7 +70,7 @@ describe('RequestMetrics', () => {
   });
 
   it("is rendered after prom-client's metrics, each family once", async () => {
-    const metrics = new DaemonMetrics({ version: 't', workers: 1, engines: ['image'], queueDepth: () => 0, runningEngines: async () => [], diskFreeBytes: () => 1 });
+    const metrics = new DaemonMetrics({ version: 't', workers: 1, engines: ['image'], queueDepth: () => 0, leasesHeld: () => null, runningEngines: async () => [], diskFreeBytes: () => 1 });
     metrics.request('GET', '/v1/account', 200, 0.002);
     const { body } = await metrics.render();
     const types = body.split('\n').filter((line) => line.startsWith('# TYPE '));

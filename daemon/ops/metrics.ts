@@ -10,6 +10,8 @@ export interface MetricsSources {
   workers: number;
   engines: string[];
   queueDepth(): number;
+  /** Claims this node holds on running conversions (a queue in PostgreSQL); null: a queue in memory. */
+  leasesHeld(): number | null;
   /** Engine name of each running conversion. */
   runningEngines(): Promise<string[]>;
   diskFreeBytes(): number | null;
@@ -62,7 +64,10 @@ export class DaemonMetrics {
     for (const status of ENDED) this.ended.inc({ status }, 0);
     for (const outcome of ['delivered', 'retrying', 'failed']) this.webhookAttempts.inc({ outcome }, 0);
 
-    new Gauge({ name: 'convd_queue_depth', help: 'Conversions waiting for a worker.', registers, collect() { this.set(sources.queueDepth()); } });
+    new Gauge({ name: 'convd_queue_depth', help: 'Conversions waiting for a worker (with several nodes: in the whole cluster).', registers, collect() { this.set(sources.queueDepth()); } });
+    if (sources.leasesHeld() !== null) {
+      new Gauge({ name: 'convd_leases_held', help: 'Running conversions this node holds a lease on (renewed every third of lease_timeout).', registers, collect() { this.set(sources.leasesHeld() ?? 0); } });
+    }
     new Gauge({
       name: 'convd_conversions_running', help: 'Conversions processing now, by engine: their engine running, or (at most as many again as workers) their result being filed.', labelNames: ['engine'], registers,
       async collect() {

@@ -24,6 +24,8 @@ export interface JobSource {
   readonly size: number;
   /** Called whenever an id is pushed, so idle workers wake without polling. */
   onPush(listener: () => void): void;
+  /** Conversions this process holds a claim on (a queue in a database); absent in memory. */
+  readonly leasesHeld?: number;
   /** Starts what the source runs beside the pool (a database's listener, lease renewal). */
   start?(): Promise<void>;
   stop?(): Promise<void>;

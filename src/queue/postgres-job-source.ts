@@ -132,8 +132,13 @@ export class PostgresJobSource implements JobSource {
     void this.store.releaseLease(id, this.node).catch(() => undefined);
   }
 
+  /** Queued conversions of the whole cluster (the database's count, refreshed every few seconds). */
   get size(): number {
     return this.queued;
+  }
+
+  get leasesHeld(): number {
+    return this.running.size;
   }
 
   onPush(listener: () => void): void {
