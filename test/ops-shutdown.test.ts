@@ -92,14 +92,17 @@ describe('SIGTERM with conversions running', () => {
 
   it('re-queues the conversion still running when the drain timeout passes; after the restart none is lost', async () => {
     const daemon = await fresh(['--workers', '1', '--drain-timeout', '100ms']);
-    const slow = await submit(daemon, await slowPng(2000), 'slow.png');
+    // Large enough to be still running after the pause below, on a loaded machine too.
+    const slow = await submit(daemon, await slowPng(2800), 'slow.png');
     const small = await smallPng();
     const queued = [await submit(daemon, small, 'a.png'), await submit(daemon, small, 'b.png')];
     await waitUntil('the slow one to run', async () => ((await statusOf(daemon, slow)) === 'processing' ? true : undefined));
     // Waiting for a conversion that will not run before the exit: answered with its state.
     const waiting = call(daemon, `/v1/conversions/${queued[0]}?wait=25`);
-    // Long enough for the request to reach the daemon on a loaded machine (50 ms was not, once).
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Long enough for the request to reach the daemon on a loaded machine (50 ms was not, once;
+    // 300 ms was not, once, during a full run beside the PostgreSQL suites).
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.equal(await statusOf(daemon, slow), 'processing', 'still running when the signal comes');
     const signalled = Date.now();
     daemon.signal('SIGTERM');
     const answer = await waiting;

@@ -103,16 +103,16 @@ describe('convd on PostgreSQL and a bucket, killed (-9) mid-work', () => {
     let daemon = await startDaemon({ args: stores, env: S3_ENV });
     try {
       const tenant = await newAccount(daemon, 'lite', { credits: 100 });
-      const image = await slowPng(1400);
+      const image = await slowPng(2200);
       const ids: string[] = [];
-      for (let i = 0; i < 5; i++) {
-        const made = await submitFile(tenant, { target: 'avif' }, { data: image, name: `crash-${i}.png` });
+      for (let i = 0; i < 3; i++) {
+        const made = await submitFile(tenant, { target: 'webp' }, { data: image, name: `crash-${i}.png` });
         assert.equal(made.status, 202, JSON.stringify(made.body));
         ids.push(made.body.id);
       }
       await waitUntil('one conversion running, work queued behind it', async () => {
         const list = (await call<{ data: { status: string }[] }>(tenant, '/conversions?limit=10')).body.data;
-        return list.some((c) => c.status === 'processing') && list.filter((c) => c.status === 'queued').length >= 2 ? true : undefined;
+        return list.some((c) => c.status === 'processing') && list.some((c) => c.status === 'queued') ? true : undefined;
       }, 60_000);
       await daemon.kill();
       daemon = await daemon.restart();
