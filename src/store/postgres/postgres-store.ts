@@ -5,6 +5,7 @@ import { ACTIVE_STATUSES, type ConversionStatus } from '../../model/status.ts';
 import { conversionIdFloor, conversionIdTime } from '../../service/ids.ts';
 import type { DeliveryRecord, ListQuery, Store } from '../types.ts';
 import { migrate } from './migrate.ts';
+import { SecondCache } from './second-cache.ts';
 import { reasonOf, StoreUnavailableError } from '../unavailable.ts';
 
 export interface PostgresStoreOptions {
@@ -74,7 +75,14 @@ export class PostgresStore implements Store {
     private readonly nodeLock: pg.PoolClient | null = null,
     /** Inside a transaction: what runs once it commits (dropped if it rolls back). */
     private readonly committed: (() => void)[] | null = null,
+    /** Shared by the store and its transactions; reads inside a transaction never use it. */
+    private readonly hot: SecondCache = new SecondCache(),
   ) {}
+
+  /** A read every request makes: from the second cache outside transactions, fresh inside. */
+  private cached<T>(key: string, load: () => Promise<T>): Promise<T> {
+    return this.pool === null ? load() : this.hot.get(key, load);
+  }
 
   afterCommit(callback: () => void): void {
     if (this.committed) this.committed.push(callback);
@@ -144,7 +152,7 @@ export class PostgresStore implements Store {
       await client.query('BEGIN');
       await client.query({ name: 'convd-lock', text: "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || $1, 0))", values: [key] });
       const committed: (() => void)[] = [];
-      const result = await work(new PostgresStore(client, null, null, committed));
+      const result = await work(new PostgresStore(client, null, null, committed, this.hot));
       await client.query('COMMIT');
       for (const callback of committed) callback();
       return result;
@@ -262,7 +270,7 @@ export class PostgresStore implements Store {
   }
 
   async getAccount(id: string): Promise<AccountRecord | undefined> {
-    return this.one('convd-account', 'SELECT doc FROM convd_accounts WHERE id = $1', [id]);
+    return this.cached(`account:${id}`, () => this.one('convd-account', 'SELECT doc FROM convd_accounts WHERE id = $1', [id]));
   }
 
   async listAccounts(): Promise<AccountRecord[]> {
@@ -270,6 +278,7 @@ export class PostgresStore implements Store {
   }
 
   async putAccount(record: AccountRecord): Promise<void> {
+    this.hot.drop(`account:${record.id}`);
     await this.db.query({
       name: 'convd-account-put',
       text: 'INSERT INTO convd_accounts (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
@@ -282,7 +291,7 @@ export class PostgresStore implements Store {
   }
 
   async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    return this.one('convd-key-hash', 'SELECT doc FROM convd_api_keys WHERE hash = $1', [hash]);
+    return this.cached(`key:${hash}`, () => this.one('convd-key-hash', 'SELECT doc FROM convd_api_keys WHERE hash = $1', [hash]));
   }
 
   async listApiKeys(accountId: string): Promise<ApiKeyRecord[]> {
@@ -290,6 +299,7 @@ export class PostgresStore implements Store {
   }
 
   async putApiKey(record: ApiKeyRecord): Promise<void> {
+    this.hot.drop(`key:${record.hash}`);
     await this.db.query({
       name: 'convd-key-put',
       text: 'INSERT INTO convd_api_keys (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
@@ -298,10 +308,11 @@ export class PostgresStore implements Store {
   }
 
   async getSettings(): Promise<Settings> {
-    return (await this.one<Settings>('convd-settings', 'SELECT doc FROM convd_settings WHERE id = 1', [])) ?? structuredClone(DEFAULT_SETTINGS);
+    return this.cached('settings', async () => (await this.one<Settings>('convd-settings', 'SELECT doc FROM convd_settings WHERE id = 1', [])) ?? structuredClone(DEFAULT_SETTINGS));
   }
 
   async putSettings(settings: Settings): Promise<void> {
+    this.hot.drop('settings');
     await this.db.query({
       name: 'convd-settings-put',
       text: 'INSERT INTO convd_settings (id, doc) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
