@@ -123,11 +123,11 @@ function cpuPerRequestUs(m: Measured): number {
   return (m.cpuMs * 1000) / m.totalRequests;
 }
 
-function rate(result: LoadResult): number {
+export function rate(result: LoadResult): number {
   return (result.requests * 1000) / result.elapsedMs;
 }
 
-function checkAllOk(name: string, result: LoadResult, notes: string[]): void {
+export function checkAllOk(name: string, result: LoadResult, notes: string[]): void {
   const other = Object.entries(result.statuses).filter(([status]) => status !== '200');
   if (other.length > 0 || result.errors > 0) {
     notes.push(`INVALID: ${name} answered ${other.map(([s, n]) => `${n}x ${s}`).join(', ') || 'no errors'}; ${result.errors} socket errors`);

@@ -1,19 +1,24 @@
 /**
- * `npm run bench [-- a b c d e f g h i j k l p q r]`: runs the benches of issue 2 (a-d), issue 3 (e),
+ * `npm run bench [-- a b c d e f g h i j k l m o p q r]`: runs the benches of issue 2 (a-d), issue 3 (e),
  * issue 5 (f-h, conv: bench/cli.ts), issue 6 (i, the mixed load test: bench/load.ts), issue 17 (r,
  * the event-loop delay under attack: bench/event-loop-under-attack.ts), the Documents issue (j
  * and k, Word documents -> PDF through the daemon against cold `soffice --convert-to` runs and
  * against a warm LibreOffice over UNO: bench/office.ts; l, PDF page -> PNG through the daemon
  * against PDFium called directly: bench/pdf-pages.ts), issue 13 (q, the daemon's RSS over 300
  * large images with the allocator of deploy/convd.service against glibc's malloc:
- * bench/memory-soak.ts) and the HTML issue (p, invoices -> PDF through the daemon against
- * Chromium driven directly and against a cold chromium per file: bench/html.ts), each against
- * its baseline in the same run, prints one line per bench as it ends and a table at the end.
- * Exits 1 when a target is missed (or a figure is invalid), so a script can gate on it.
+ * bench/memory-soak.ts), the HTML issue (p, invoices -> PDF through the daemon against
+ * Chromium driven directly and against a cold chromium per file: bench/html.ts) and issue 15 (the
+ * PostgreSQL store: m, submission latency with 1,000,000 conversions in PostgreSQL against the
+ * same on lowdb: bench/postgres-submit.ts; o, bench (a)'s GET throughput on PostgreSQL against
+ * lowdb: bench/postgres-get-throughput.ts; both need a PostgreSQL server, see
+ * bench/lib/postgres.ts), each against its baseline in the same run, prints one line per bench
+ * as it ends and a table at the end. Exits 1 when a target is missed (or a figure is invalid),
+ * so a script can gate on it.
  *
  * Every daemon is the compiled one (dist/, built by `npm run bench`) in its own process, with
- * its own temp data dir; load generators run in processes of their own. All are removed at the
- * end, on Ctrl-C too. To profile the daemon under a bench:
+ * its own temp data dir (and, on PostgreSQL, a database of its own); load generators run in
+ * processes of their own. All are removed at the end, on Ctrl-C too. To profile the daemon
+ * under a bench:
  *   BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- a
  * Figures swing with whatever else runs on the machine: benches (a) and (b) alternate rounds and
  * keep the best, and print CPU time per unit of work, which other load disturbs far less.
@@ -26,6 +31,8 @@ import { benchLoad } from './load.ts';
 import { benchMemorySoak } from './memory-soak.ts';
 import { benchOfficeCold, benchOfficeWarm } from './office.ts';
 import { benchPdfPages } from './pdf-pages.ts';
+import { benchPostgresGetThroughput } from './postgres-get-throughput.ts';
+import { benchPostgresSubmitLatency } from './postgres-submit.ts';
 import { benchConvertEndToEnd } from './convert-e2e.ts';
 import { benchEventLoopUnderAttack } from './event-loop-under-attack.ts';
 import { benchSubmitLatency } from './submit-latency.ts';
@@ -46,6 +53,8 @@ const BENCHES: Record<string, () => Promise<BenchResult>> = {
   j: benchOfficeCold,
   k: benchOfficeWarm,
   l: benchPdfPages,
+  m: benchPostgresSubmitLatency,
+  o: benchPostgresGetThroughput,
   p: benchHtml,
   q: benchMemorySoak,
   r: benchEventLoopUnderAttack,

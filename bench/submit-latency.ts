@@ -6,7 +6,7 @@
  */
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startBenchDaemon } from './lib/daemon.ts';
+import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { multipartBody, send } from './lib/http.ts';
 import { tinyPng } from './lib/images.ts';
 import { removeDir, tempDir } from './lib/processes.ts';
@@ -14,18 +14,41 @@ import { seedAccounts, seedHistory } from './lib/seed.ts';
 import type { BenchResult } from './types.ts';
 
 const HISTORY = 100_000;
-const SUBMISSIONS = 500;
-const WARMUP = 30;
+export const SUBMISSIONS = 500;
+export const WARMUP = 30;
 
-interface Latencies {
+export interface SubmissionTimes {
   p50: number;
   p99: number;
   max: number;
+}
+
+interface Latencies extends SubmissionTimes {
   startMs: number;
 }
 
-function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/**
+ * `SUBMISSIONS` small multipart uploads (32x32 PNG -> webp, wait=0) with the daemon's key, one at
+ * a time after `WARMUP` untimed ones, each timed from the first byte sent to the last byte of the
+ * answer received. Bench (m) times the daemon on PostgreSQL the same way.
+ */
+export async function timeSubmissions(daemon: BenchDaemon, count = SUBMISSIONS, warmup = WARMUP): Promise<SubmissionTimes> {
+  const png = await tinyPng();
+  const times: number[] = [];
+  for (let i = 0; i < warmup + count; i++) {
+    const { contentType, body } = multipartBody({ target: 'webp' }, `upload-${i}.png`, 'image/png', png);
+    const started = performance.now();
+    const answer = await send(daemon, 'POST', '/v1/conversions', { authorization: `Bearer ${daemon.apiKey}`, 'content-type': contentType }, body);
+    const elapsed = performance.now() - started;
+    if (answer.status !== 202 && answer.status !== 200) throw new Error(`submission ${i} answered ${answer.status}: ${answer.body}`);
+    if (i >= warmup) times.push(elapsed);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), max: times[times.length - 1]! };
 }
 
 async function measure(history: number): Promise<Latencies> {
@@ -35,18 +58,7 @@ async function measure(history: number): Promise<Latencies> {
     if (history > 0) await seedHistory(dataDir, account!.accountId, history);
     const daemon = await startBenchDaemon({ dataDir, apiKey: account!.apiKey });
     try {
-      const png = await tinyPng();
-      const times: number[] = [];
-      for (let i = 0; i < WARMUP + SUBMISSIONS; i++) {
-        const { contentType, body } = multipartBody({ target: 'webp' }, `upload-${i}.png`, 'image/png', png);
-        const started = performance.now();
-        const answer = await send(daemon, 'POST', '/v1/conversions', { authorization: `Bearer ${daemon.apiKey}`, 'content-type': contentType }, body);
-        const elapsed = performance.now() - started;
-        if (answer.status !== 202 && answer.status !== 200) throw new Error(`submission ${i} answered ${answer.status}: ${answer.body}`);
-        if (i >= WARMUP) times.push(elapsed);
-      }
-      times.sort((a, b) => a - b);
-      return { p50: percentile(times, 50), p99: percentile(times, 99), max: times[times.length - 1]!, startMs: daemon.startMs };
+      return { ...(await timeSubmissions(daemon)), startMs: daemon.startMs };
     } finally {
       await daemon.stop();
     }
