@@ -97,13 +97,15 @@ describe('html engine', { skip }, () => {
 });
 
 describe('every html pair converts, each output decoded', { skip, concurrency: 2 }, () => {
-  const fixtureOf = async (source: string) => source === 'zip'
-    ? write('site.zip', htmlSiteZip())
-    : write('page.html', `<!doctype html><html><head><meta charset="utf-8"></head><body><h1>Page</h1><p>${OFFICE_MARKER}</p></body></html>`);
+  // A file of its own per pair: two pairs run at once, and one rewriting a shared file while the
+  // other's page loads it drew a blank page once (a truncated file).
+  const fixtureOf = async (source: string, target: string) => source === 'zip'
+    ? write(`site-${target}.zip`, htmlSiteZip())
+    : write(`page-${target}.html`, `<!doctype html><html><head><meta charset="utf-8"></head><body><h1>Page</h1><p>${OFFICE_MARKER}</p></body></html>`);
   for (const pair of pairs) {
     it(`${pair.source} -> ${pair.target}`, async () => {
       assert.ok(['html', 'zip'].includes(pair.source), `no fixture for ${pair.source}: add one`);
-      const made = job(pair.source, pair.target, await fixtureOf(pair.source));
+      const made = job(pair.source, pair.target, await fixtureOf(pair.source, pair.target));
       await engine.convert(made);
       await assertHtmlOutput(pair.target, made.outputPath);
     });
