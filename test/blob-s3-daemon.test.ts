@@ -15,6 +15,7 @@ import sharp from 'sharp';
 import { call, png, submitFile, waitForEnd } from './api-support.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { S3_ENV, startS3, type TestBucket } from './helpers/s3.ts';
+import { waitUntil } from './ops-support.ts';
 
 describe('convd with its files in an S3 bucket', () => {
   let bucket: TestBucket;
@@ -33,6 +34,8 @@ describe('convd with its files in an S3 bucket', () => {
     assert.equal(made.status, 202, JSON.stringify(made.body));
     const done = await waitForEnd(daemon, made.body.id);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    // The input goes once the end is stored, beside the answer: a moment after it.
+    await waitUntil('the input object gone', async () => ((await bucket.keys('box/inputs/')).length === 0 ? true : undefined), 5000);
     assert.deepEqual(await bucket.keys('box/'), [`box/results/${done.id}`], 'the result is an object; the input went with the end');
     assert.equal(existsSync(join(daemon.dataDir, 'blobs', 'results')), false, 'no result on the node');
 
