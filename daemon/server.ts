@@ -242,8 +242,12 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       const inFlight = running.pool.activeIds();
       // Stops listening at once; connections still in use end with their answer (Connection: close).
       const httpClosed = http.close(drainMs + REQUEST_GRACE_MS);
+      // Once the drain is over no conversion ends any more (what still runs is being stopped and
+      // re-queued, which on a loaded box can outlast the HTTP grace): requests waiting for one
+      // answer with its state then, not when the pool has stopped.
+      const answerWaits = setTimeout(() => shutdown.abort(), drainMs);
       await running.pool.stop(drainMs);
-      // No conversion ends any more: requests waiting for one answer with its state now.
+      clearTimeout(answerWaits);
       shutdown.abort();
       await httpClosed;
       if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
