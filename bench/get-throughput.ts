@@ -4,12 +4,12 @@
  * third; both are driven the same way (keep-alive connections, closed loop, same duration).
  */
 import { join } from 'node:path';
-import { startBenchDaemon } from './lib/daemon.ts';
+import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { json, multipartBody, send } from './lib/http.ts';
 import { photoPng } from './lib/images.ts';
 import { runLoadProcess, type LoadResult, type LoadTarget } from './lib/load.ts';
 import { removeDir, spawnTracked, stopChild, tempDir } from './lib/processes.ts';
-import { seedAccounts } from './lib/seed.ts';
+import { seedAccounts, type SeededAccount } from './lib/seed.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { ROOT } from './lib/daemon.ts';
 import type { BenchResult } from './types.ts';
@@ -40,18 +40,7 @@ export async function benchGetThroughput(): Promise<BenchResult> {
     const daemon = await startBenchDaemon({ dataDir, apiKey: accounts[0]!.apiKey });
     let bare: ReturnType<typeof spawnTracked> | undefined;
     try {
-      // One finished conversion per account: the GET answers a full object with its result.
-      const image = await photoPng(64, 48, 1);
-      const targets: LoadTarget[] = [];
-      for (const account of accounts) {
-        const { contentType, body } = multipartBody({ target: 'webp', wait: '30' }, 'photo.png', 'image/png', image);
-        const created = await send(daemon, 'POST', '/v1/conversions', { authorization: `Bearer ${account.apiKey}`, 'content-type': contentType }, body);
-        if (created.status !== 200) throw new Error(`submission answered ${created.status}: ${created.body}`);
-        const id = json<{ id: string }>(created).id;
-        targets.push({ path: `/v1/conversions/${id}`, headers: { authorization: `Bearer ${account.apiKey}` } });
-      }
-      const sample = await send(daemon, 'GET', targets[0]!.path, targets[0]!.headers);
-      if (sample.status !== 200) throw new Error(`GET answered ${sample.status}`);
+      const { targets, sample } = await targetsOf(daemon, accounts);
       const headers: Record<string, string> = {};
       for (const name of COPIED_HEADERS) {
         const value = sample.headers[name];
@@ -133,4 +122,20 @@ export function checkAllOk(name: string, result: LoadResult, notes: string[]): v
     notes.push(`INVALID: ${name} answered ${other.map(([s, n]) => `${n}x ${s}`).join(', ') || 'no errors'}; ${result.errors} socket errors`);
   }
   if (result.requests === 0) notes.push(`INVALID: ${name} answered nothing`);
+}
+
+/** One finished conversion per account: the GET answers a full object with its result. `sample`: one answer. */
+export async function targetsOf(daemon: BenchDaemon, accounts: readonly SeededAccount[]): Promise<{ targets: LoadTarget[]; sample: Awaited<ReturnType<typeof send>> }> {
+  const image = await photoPng(64, 48, 1);
+  const targets: LoadTarget[] = [];
+  for (const account of accounts) {
+    const { contentType, body } = multipartBody({ target: 'webp', wait: '30' }, 'photo.png', 'image/png', image);
+    const created = await send(daemon, 'POST', '/v1/conversions', { authorization: `Bearer ${account.apiKey}`, 'content-type': contentType }, body);
+    if (created.status !== 200) throw new Error(`submission answered ${created.status}: ${created.body}`);
+    const id = json<{ id: string }>(created).id;
+    targets.push({ path: `/v1/conversions/${id}`, headers: { authorization: `Bearer ${account.apiKey}` } });
+  }
+  const sample = await send(daemon, 'GET', targets[0]!.path, targets[0]!.headers);
+  if (sample.status !== 200) throw new Error(`GET answered ${sample.status}`);
+  return { targets, sample };
 }

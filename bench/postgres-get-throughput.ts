@@ -8,11 +8,9 @@
  * dropped at the end. No target was set: the figures are reported, and pass when valid.
  */
 import pg from 'pg';
-import { checkAllOk, rate } from './get-throughput.ts';
+import { checkAllOk, rate, targetsOf as throughputTargets } from './get-throughput.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
-import { json, multipartBody, send } from './lib/http.ts';
-import { photoPng } from './lib/images.ts';
 import { runLoadProcess, type LoadResult, type LoadTarget } from './lib/load.ts';
 import { createBenchDatabase, seedPostgresAccounts } from './lib/postgres.ts';
 import { removeDir, tempDir } from './lib/processes.ts';
@@ -26,19 +24,9 @@ const WARMUP_MS = 1000;
 const DURATION_MS = 3000;
 const ROUNDS = 2;
 
-/** One finished conversion per account: the GET answers a full object with its result. */
+/** Bench (a)'s targets, and the size of one answer. */
 async function targetsOf(daemon: BenchDaemon, accounts: SeededAccount[]): Promise<{ targets: LoadTarget[]; bodyBytes: number }> {
-  const image = await photoPng(64, 48, 1);
-  const targets: LoadTarget[] = [];
-  for (const account of accounts) {
-    const { contentType, body } = multipartBody({ target: 'webp', wait: '30' }, 'photo.png', 'image/png', image);
-    const created = await send(daemon, 'POST', '/v1/conversions', { authorization: `Bearer ${account.apiKey}`, 'content-type': contentType }, body);
-    if (created.status !== 200) throw new Error(`submission answered ${created.status}: ${created.body}`);
-    const id = json<{ id: string }>(created).id;
-    targets.push({ path: `/v1/conversions/${id}`, headers: { authorization: `Bearer ${account.apiKey}` } });
-  }
-  const sample = await send(daemon, 'GET', targets[0]!.path, targets[0]!.headers);
-  if (sample.status !== 200) throw new Error(`GET answered ${sample.status}`);
+  const { targets, sample } = await throughputTargets(daemon, accounts);
   return { targets, bodyBytes: sample.body.length };
 }
 

@@ -22,11 +22,18 @@ process.env.UV_THREADPOOL_SIZE ??= String(Math.max(4, 2 * availableParallelism()
  */
 async function dataDirOf(options: { dataDir?: string; config?: string }): Promise<string> {
   if (options.dataDir) return options.dataDir;
-  if (!process.env.CONVD_DATA_DIR && (options.config || process.env.CONVD_CONFIG)) {
-    const { loadConfig } = await import('./config-load.ts');
-    return loadConfig({ flags: { config: options.config }, env: { CONVD_CONFIG: process.env.CONVD_CONFIG } }).config.dataDir;
+  if (!process.env.CONVD_DATA_DIR) {
+    const file = await configFileOf(options);
+    if (file) return file.dataDir;
   }
   return defaultDataDir();
+}
+
+/** The config file named by `--config` or `$CONVD_CONFIG`, read as a daemon would; null without one. */
+async function configFileOf(options: { config?: string }) {
+  if (!options.config && !process.env.CONVD_CONFIG) return null;
+  const { loadConfig } = await import('./config-load.ts');
+  return loadConfig({ flags: { config: options.config }, env: { CONVD_CONFIG: process.env.CONVD_CONFIG } }).config;
 }
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
@@ -72,11 +79,7 @@ function print(result: unknown, asJson: boolean, human: (value: never) => string
 async function databaseUrlOf(options: { databaseUrl?: string; config?: string }): Promise<string | null> {
   const named = options.databaseUrl ?? process.env.CONVD_DATABASE_URL;
   if (named) return named;
-  if (options.config || process.env.CONVD_CONFIG) {
-    const { loadConfig } = await import('./config-load.ts');
-    return loadConfig({ flags: { config: options.config }, env: { CONVD_CONFIG: process.env.CONVD_CONFIG } }).config.databaseUrl;
-  }
-  return null;
+  return (await configFileOf(options))?.databaseUrl ?? null;
 }
 
 async function admin(op: string, args: Record<string, unknown>, options: { dataDir?: string; databaseUrl?: string; config?: string; json?: boolean }, human: (value: never) => string) {

@@ -9,12 +9,10 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { PlanId } from '../../src/model/plan.ts';
-import { AccountService } from '../../src/service/accounts.ts';
-import { defaultServiceConfig } from '../../src/service/config.ts';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 // daemon.ts loads processes.ts first: its exit handler (which kills the daemons) runs before this one's.
 import { ROOT } from './daemon.ts';
-import type { SeededAccount } from './seed.ts';
+import { seedAccountsIn, type SeededAccount } from './seed.ts';
 
 export const ADMIN_DATABASE_URL = process.env.CONVD_BENCH_DATABASE_URL ?? process.env.CONVD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -80,14 +78,7 @@ export async function createBenchDatabase(): Promise<BenchDatabase> {
 export async function seedPostgresAccounts(url: string, plans: PlanId[]): Promise<SeededAccount[]> {
   const store = await PostgresStore.open({ url, poolSize: 2 });
   try {
-    const accounts = new AccountService(store, defaultServiceConfig());
-    const seeded: SeededAccount[] = [];
-    for (const [i, plan] of plans.entries()) {
-      const account = await accounts.createAccount({ plan, name: `bench-${i}` });
-      const { key } = await accounts.createKey(account.id, ['read', 'convert', 'delete']);
-      seeded.push({ accountId: account.id, apiKey: key });
-    }
-    return seeded;
+    return await seedAccountsIn(store, plans);
   } finally {
     await store.close();
   }

@@ -10,6 +10,7 @@ import { AccountService } from '../../src/service/accounts.ts';
 import { defaultServiceConfig } from '../../src/service/config.ts';
 import { newConversionId } from '../../src/service/ids.ts';
 import { LowdbStore } from '../../src/store/lowdb-store.ts';
+import type { Store } from '../../src/store/types.ts';
 
 export interface SeededAccount {
   accountId: string;
@@ -19,17 +20,22 @@ export interface SeededAccount {
 export async function seedAccounts(dataDir: string, count: number, plan: PlanId): Promise<SeededAccount[]> {
   const store = await LowdbStore.open({ dir: join(dataDir, 'store') });
   try {
-    const accounts = new AccountService(store, defaultServiceConfig());
-    const seeded: SeededAccount[] = [];
-    for (let i = 0; i < count; i++) {
-      const account = await accounts.createAccount({ plan, name: `bench-${i}` });
-      const { key } = await accounts.createKey(account.id, ['read', 'convert', 'delete']);
-      seeded.push({ accountId: account.id, apiKey: key });
-    }
-    return seeded;
+    return await seedAccountsIn(store, Array.from({ length: count }, () => plan));
   } finally {
     await store.close();
   }
+}
+
+/** One account of each plan, with a key of every scope, made by the service's own code in `store`. */
+export async function seedAccountsIn(store: Store, plans: readonly PlanId[]): Promise<SeededAccount[]> {
+  const accounts = new AccountService(store, defaultServiceConfig());
+  const seeded: SeededAccount[] = [];
+  for (const [i, plan] of plans.entries()) {
+    const account = await accounts.createAccount({ plan, name: `bench-${i}` });
+    const { key } = await accounts.createKey(account.id, ['read', 'convert', 'delete']);
+    seeded.push({ accountId: account.id, apiKey: key });
+  }
+  return seeded;
 }
 
 const DAY = 86_400_000;

@@ -59,14 +59,7 @@ export class Readiness {
   }
 
   private async storeCheck(): Promise<Check> {
-    if (typeof this.store !== 'string') {
-      try {
-        await this.store.ping();
-        return { ok: true, detail: 'database answers' };
-      } catch (error) {
-        return { ok: false, detail: `database unreachable: ${error instanceof Error ? error.message : String(error)}` };
-      }
-    }
+    if (typeof this.store !== 'string') return pingCheck('database', this.store);
     const probe = join(this.store, '.readyz-probe');
     try {
       await writeFile(probe, new Date().toISOString());
@@ -78,13 +71,7 @@ export class Readiness {
   }
 
   private async bucketCheck(): Promise<Check | null> {
-    if (!this.bucket) return null;
-    try {
-      await withinTwoSeconds(this.bucket.ping());
-      return { ok: true, detail: 'bucket answers' };
-    } catch (error) {
-      return { ok: false, detail: `bucket unreachable: ${error instanceof Error ? error.message || error.name : String(error)}` };
-    }
+    return this.bucket ? pingCheck('bucket', this.bucket) : null;
   }
 
   private async diskCheck(): Promise<Check> {
@@ -114,6 +101,16 @@ export class Readiness {
     }
     // Not ready without a single engine; one missing engine only takes its own pairs away.
     return { ok: usable > 0, detail: problems.length > 0 ? `${usable} usable; ${problems.join('; ')}` : `${usable} usable` };
+  }
+}
+
+/** A database or bucket that answers within 2 s. */
+async function pingCheck(what: string, target: { ping(): Promise<void> }): Promise<Check> {
+  try {
+    await withinTwoSeconds(target.ping());
+    return { ok: true, detail: `${what} answers` };
+  } catch (error) {
+    return { ok: false, detail: `${what} unreachable: ${error instanceof Error ? error.message || error.name : String(error)}` };
   }
 }
 

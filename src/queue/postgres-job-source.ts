@@ -35,7 +35,11 @@ export interface PostgresJobSourceOptions {
 export class PostgresJobSource implements JobSource {
   readonly node = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly listeners: (() => void)[] = [];
-  private readonly owners = new Map<string, JobOwner>();
+  /**
+   * Each account's share of this node's workers, as the service last gave it (kept per account,
+   * not per conversion: most ids pushed here are run by other nodes and never come back).
+   */
+  private readonly shares = new Map<string, number>();
   private readonly running = new Map<string, { account: string }>();
   private readonly runningByAccount = new Map<string, number>();
   private readonly leaseMs: number;
@@ -95,7 +99,7 @@ export class PostgresJobSource implements JobSource {
   }
 
   push(id: string, owner?: JobOwner): void {
-    if (owner) this.owners.set(id, owner);
+    if (owner) this.shares.set(owner.account, owner.share);
     this.queued += 1;
     // Every node hears it, this one too (its own listener wakes its workers).
     void this.store.notify(QUEUED, id).catch(() => this.wake());
@@ -107,14 +111,14 @@ export class PostgresJobSource implements JobSource {
   }
 
   async take(): Promise<string | undefined> {
-    const full = [...this.runningByAccount].filter(([account, count]) => count >= this.shareOf(account)).map(([account]) => account);
-    const id = await this.store.claimQueued(this.node, this.leaseMs, full);
-    if (id === undefined) {
+    const full = [...this.runningByAccount].filter(([account, count]) => count >= (this.shares.get(account) ?? Infinity)).map(([account]) => account);
+    const claimed = await this.store.claimQueued(this.node, this.leaseMs, full);
+    if (claimed === undefined) {
       this.queued = 0;
       return undefined;
     }
     this.queued = Math.max(0, this.queued - 1);
-    const account = this.owners.get(id)?.account ?? '';
+    const { id, account } = claimed;
     this.running.set(id, { account });
     this.runningByAccount.set(account, (this.runningByAccount.get(account) ?? 0) + 1);
     return id;
@@ -122,7 +126,6 @@ export class PostgresJobSource implements JobSource {
 
   done(id: string): void {
     const job = this.running.get(id);
-    this.owners.delete(id);
     if (job) {
       this.running.delete(id);
       const left = (this.runningByAccount.get(job.account) ?? 1) - 1;
@@ -147,10 +150,5 @@ export class PostgresJobSource implements JobSource {
 
   private wake(): void {
     for (const listener of this.listeners) listener();
-  }
-
-  private shareOf(account: string): number {
-    for (const owner of this.owners.values()) if (owner.account === account) return owner.share;
-    return Infinity;
   }
 }

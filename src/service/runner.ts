@@ -50,15 +50,12 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       return record ? update(record, tx) : null;
     });
 
-  /** The local file each running conversion's engine reads (its input, or a copy of it from a bucket). */
-  const localInputs = new Map<string, string>();
-
-  const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>) =>
+  /** `inputPath`: the local file the engine read (the input, or a copy of it from a bucket), named in words instead. */
+  const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>, inputPath?: string) =>
     transition(id, async (record, tx) => {
       if (record.status !== 'fetching' && record.status !== 'processing' && record.status !== 'queued') return null;
       // The engines' messages name the files they were given: the server's paths, never shown.
-      const input = localInputs.get(id);
-      const shown = withoutServerPaths(message, input ? { [input]: 'the input file' } : {});
+      const shown = withoutServerPaths(message, inputPath ? { [inputPath]: 'the input file' } : {});
       log('conversion.failed', { id, code, ...(shown !== message ? { engine_message: message } : {}) });
       return service.finish(record, { status: 'failed', credits: 0, error: { code, message: shown, ...(details ? { details: { ...details } } : {}) } }, tx);
     });
@@ -128,7 +125,6 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         }
       };
       input = await blobs.localInput(id);
-      localInputs.set(id, input.path);
       const gate = gateOf(engine);
       let produced: EngineOutput | void;
       try {
@@ -165,7 +161,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         if (why === 'shutdown') await requeue(id);
         return;
       }
-      if (error instanceof ConversionFailure) await fail(id, error.code, error.message, error.details);
+      if (error instanceof ConversionFailure) await fail(id, error.code, error.message, error.details, input?.path);
       else {
         log('conversion.internal_error', { id, error: error instanceof Error ? error.stack : String(error) });
         await fail(id, 'internal_error', 'The conversion failed because of an internal error.');
@@ -173,7 +169,6 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     } finally {
       if (pendingOutput) await blobs.discardOutput(pendingOutput);
       await input?.release();
-      localInputs.delete(id);
       // No `await store.flush()` here: the store writes these changes at once by itself (group
       // commit), and waiting for the fsync held this worker's slot idle for every conversion
       // (a quarter of the wall time of `npm run bench` (b) on a busy disk).

@@ -137,8 +137,8 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   conversions.events.subscribe(deliver);
   let sweeper: NodeJS.Timeout | null = null;
 
-  /** A conversion found running whose runner died (a crash of this box, or of another node): again, or failed. */
-  async function recoverInterrupted(record: ConversionRecord, into: Store = store): Promise<void> {
+  /** A conversion found running whose runner died (a crash of this box, or of another node): again (true), or failed. */
+  async function recoverInterrupted(record: ConversionRecord, into: Store = store): Promise<boolean> {
     const inputThere = record.input.kind === 'url' || (await blobs.exists('inputs', record.id));
     const interruptions = (record.interruptions ?? 0) + 1;
     if (inputThere && interruptions > RETRIES_AFTER_CRASH) {
@@ -147,22 +147,24 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
         error: { code: 'interrupted', message: 'The service stopped unexpectedly while running this conversion, twice; it is not tried again.' },
       }, into);
       log('conversion.interrupted', { id: record.id, interruptions });
-    } else if (inputThere) {
+      return false;
+    }
+    if (inputThere) {
       await into.updateConversion(record.id, { status: 'queued', progress: null, started_at: null, interruptions });
       log('conversion.requeued', { id: record.id, interruptions });
-    } else {
-      await conversions.finish(record, {
-        status: 'failed', credits: 0,
-        error: { code: 'internal_error', message: 'The input was lost when the service stopped; submit the conversion again.' },
-      }, into);
+      return true;
     }
+    await conversions.finish(record, {
+      status: 'failed', credits: 0,
+      error: { code: 'internal_error', message: 'The input was lost when the service stopped; submit the conversion again.' },
+    }, into);
+    return false;
   }
   takeOver = async (id) => {
     const requeued = await store.exclusive(`conversion:${id}`, async (tx) => {
       const record = await tx.getConversion(id);
       if (!record || (record.status !== 'fetching' && record.status !== 'processing')) return false;
-      await recoverInterrupted(record, tx);
-      return true;
+      return recoverInterrupted(record, tx);
     });
     if (requeued) queue.push(id);
   };

@@ -5,7 +5,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts'
 import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
-import type { DeliveryRecord, ListQuery, Store, UpdateOptions } from './types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions } from './types.ts';
 import { conversionIdFloor, conversionIdTime } from '../service/ids.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 
@@ -38,9 +38,7 @@ export interface LowdbStoreOptions {
 }
 
 
-const DEFAULT_SETTINGS: Settings = { maintenance: { enabled: false, retry_after: 300 } };
-const DEFAULT_MAIN: MainData = { version: 1, accounts: [], keys: [], settings: DEFAULT_SETTINGS, deliveries: [] };
-const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+const DEFAULT_MAIN: MainData = { version: 1, accounts: [], keys: [], settings: structuredClone(DEFAULT_SETTINGS), deliveries: [] };
 const MAIN = -1;
 const DEFERRED_FLUSH_MS = 1000;
 

@@ -1,6 +1,13 @@
-import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts';
+import type { AccountRecord, ApiKeyRecord } from '../model/account.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import type { ConversionStatus } from '../model/status.ts';
+
+import type { Settings } from '../model/account.ts';
+
+/** What a store holds before the switch was ever set. */
+export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({ maintenance: Object.freeze({ enabled: false, retry_after: 300 }) });
+/** An idempotency key answers with its conversion for this long (spec: 24 hours). */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 export interface UpdateOptions {
   /**
