@@ -44,7 +44,12 @@ export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
   clientAddress?: (req: IncomingMessage) => string;
   /** Failed authentications allowed per client address and minute; 0 or absent: no limit. */
   authFailuresPerMinute?: () => number;
+  /** False on a worker-only node: every /v1 path answers 503 (WORKER_ONLY_RETRY_AFTER); default true. */
+  serveApi?: boolean;
 }
+
+/** What a worker-only node tells a client that reached it: another node answers at once. */
+const WORKER_ONLY_RETRY_AFTER = 1;
 
 const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
 
@@ -153,7 +158,20 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     });
   };
 
-  for (const route of ROUTES) {
+  if (options.serveApi === false) {
+    // A load balancer that still sends here gets the code every client already retries on.
+    app.all('/v1/**', (event) => {
+      const started = performance.now();
+      const response = errorResponse(
+        new ApiError('api_disabled', { params: { reason: 'worker_only', retry_after: WORKER_ONLY_RETRY_AFTER }, headers: { 'Retry-After': String(WORKER_ONLY_RETRY_AFTER) } }),
+        negotiateLanguage(event.req.headers.get('accept-language')),
+      );
+      const req = nodeRequest(event);
+      done?.({ method: reportedMethod(req, event.req.method), route: '/v1/**', status: response.status ?? 503, durationMs: performance.now() - started, accountId: null, req });
+      return response;
+    });
+  }
+  for (const route of options.serveApi === false ? [] : ROUTES) {
     if (route.scope === null) {
       const handler: PublicHandler = handlers.open[route.operationId];
       openRoute(route.method, route.path, (event) => handler({ event, baseUrl: baseUrlFor(nodeRequest(event)!) }));
@@ -166,9 +184,14 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
 
   const h3Listener = toNodeHandler(app);
   const hotRead = createHotRead({ admit, conversions: system.conversions, baseUrlFor, done });
-  const listener: RequestListener = (req, res) => {
-    routeHeadAsGet(req);
-    if (!hotRead(req, res)) void h3Listener(req, res);
-  };
+  const listener: RequestListener = options.serveApi === false
+    ? (req, res) => {
+      routeHeadAsGet(req);
+      void h3Listener(req, res);
+    }
+    : (req, res) => {
+      routeHeadAsGet(req);
+      if (!hotRead(req, res)) void h3Listener(req, res);
+    };
   return { h3: app, listener };
 }

@@ -4,7 +4,7 @@ import { createSecureContext } from 'node:tls';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import type { CreditWeights } from '../src/formats/registry.ts';
 import { PLAN_IDS, type Plan, type PlanId } from '../src/model/plan.ts';
-import { ValueError } from './config-kinds.ts';
+import { boolean, ValueError } from './config-kinds.ts';
 import { ALL_SETTINGS, GROUPS, SCALARS, SETTINGS_BY_ENV, SETTINGS_BY_KEY, type ScalarKey, type ScalarValues, type Setting } from './config-settings.ts';
 import type { DaemonConfig } from './config.ts';
 
@@ -154,7 +154,9 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
 
   for (const setting of Object.values(SCALARS) as Setting[]) {
     if (!setting.flag) continue;
-    const raw = input.flags[camel(setting.key)];
+    // Commander reads `--no-x` as the negation of an `x` that defaults to true: given, x is false.
+    const negated = setting.kind === boolean && setting.key.startsWith('no_') ? input.flags[camel(setting.key.slice(3))] : undefined;
+    const raw = negated === false ? true : input.flags[camel(setting.key)];
     if (raw === undefined) continue;
     const parsed = parseValue(setting, raw, setting.flag.split(' ')[0]!, problems);
     if (parsed.ok) layers.flag.set(setting.key, setting.path ? resolve(cwd, parsed.value as string) : parsed.value);
@@ -197,6 +199,12 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
   if (hasCert !== values.has('tls_key')) problems.push(`${hasCert ? where('tls_cert') : where('tls_key')}: TLS needs both tls_cert and tls_key`);
   if (values.get('workers')?.value === 0 && !(values.has('database_url') && values.has('blob_url'))) {
     problems.push(`${where('workers')}: 0 workers is an API-only node of a cluster: it needs database_url and blob_url (other nodes run the conversions)`);
+  }
+  if (values.get('no_api')?.value === true) {
+    if (!(values.has('database_url') && values.has('blob_url'))) {
+      problems.push(`${where('no_api')}: a node without the API is a worker of a cluster: it needs database_url and blob_url (other nodes take the requests)`);
+    }
+    if (values.get('workers')?.value === 0) problems.push(`${where('no_api')} with ${where('workers')} 0: a node with neither the API nor workers would do nothing`);
   }
   let readable = hasCert;
   for (const key of ['tls_cert', 'tls_key']) {
@@ -247,6 +255,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     databaseUrl: get('database_url') ?? null,
     blobUrl: get('blob_url') ?? null,
     workers: get('workers')!,
+    serveApi: get('no_api') !== true,
     publicUrl: get('public_url'),
     allowPrivateUrls: get('allow_private_urls')!,
     urlAllowNetworks: get('url_allow_networks') ?? [],

@@ -23,6 +23,8 @@ export interface DaemonConfig {
   /** An S3-compatible bucket for inputs and results (blob_url); null: the data dir. */
   blobUrl: string | null;
   workers: number;
+  /** False on a worker-only node (no_api): /v1 answers 503 api_disabled; health and metrics stay. */
+  serveApi: boolean;
   publicUrl: string | undefined;
   allowPrivateUrls: boolean;
   /** url_allow_networks: private addresses URL inputs may reach all the same. */

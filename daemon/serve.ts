@@ -48,7 +48,7 @@ export async function serve(loaded: LoadedConfig, input: ConfigInput): Promise<v
   logger.flush();
   process.stderr.write(`convd listening on ${daemon.url} (data ${config.dataDir})${daemon.metricsUrl ? ` metrics on ${daemon.metricsUrl}/metrics` : ''}\n`);
   logger.notice('started', {
-    url: daemon.url, data_dir: config.dataDir, workers: config.workers, config_file: config.configFile, pid: process.pid, allocator: memoryAllocator(),
+    url: daemon.url, data_dir: config.dataDir, workers: config.workers, api: config.serveApi, config_file: config.configFile, pid: process.pid, allocator: memoryAllocator(),
     // Where state and files are, never the URLs themselves (a database URL may hold a password).
     store: config.databaseUrl ? 'postgresql' : 'lowdb', files: config.blobUrl ? 's3' : 'disk',
   });

@@ -200,6 +200,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     extraRoutes: opsRoutes(ops, metricsOnMainPort ? metricsServed : null),
     clientAddress: (req) => proxy.clientAddress(req),
     authFailuresPerMinute: () => live.authFailuresPerMinute,
+    serveApi: config.serveApi,
   });
   const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls), config.requestTimeoutMs);
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);

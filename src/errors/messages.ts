@@ -77,12 +77,14 @@ const REASONS: Record<Language, Record<string, string>> = {
   en: {
     low_disk_space: ': the server is low on disk space, so it accepts no new conversions',
     shutting_down: ': the server is shutting down',
+    worker_only: ' on this node, which only runs conversions (a worker of a cluster): send requests to another node',
     upload_idle_timeout: ' without receiving any data',
     request_timeout: ' for the whole body',
   },
   de: {
     low_disk_space: ': der Server hat zu wenig freien Speicherplatz und nimmt keine neuen Umwandlungen an',
     shutting_down: ': der Server wird heruntergefahren',
+    worker_only: ' auf diesem Knoten, der nur Umwandlungen ausführt (ein Worker eines Clusters): senden Sie Anfragen an einen anderen Knoten',
     upload_idle_timeout: ' vergeblich auf weitere Daten',
     request_timeout: ' auf den vollständigen Anfragekörper',
   },
