@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- a b c d e f g h i j k l m o p q r]`: runs the benches of issue 2 (a-d), issue 3 (e),
+ * `npm run bench [-- a b c d e f g h i j k l m n o p q r]`: runs the benches of issue 2 (a-d), issue 3 (e),
  * issue 5 (f-h, conv: bench/cli.ts), issue 6 (i, the mixed load test: bench/load.ts), issue 17 (r,
  * the event-loop delay under attack: bench/event-loop-under-attack.ts), the Documents issue (j
  * and k, Word documents -> PDF through the daemon against cold `soffice --convert-to` runs and
@@ -9,11 +9,12 @@
  * bench/memory-soak.ts), the HTML issue (p, invoices -> PDF through the daemon against
  * Chromium driven directly and against a cold chromium per file: bench/html.ts) and issue 15 (the
  * PostgreSQL store: m, submission latency with 1,000,000 conversions in PostgreSQL against the
- * same on lowdb: bench/postgres-submit.ts; o, bench (a)'s GET throughput on PostgreSQL against
- * lowdb: bench/postgres-get-throughput.ts; both need a PostgreSQL server, see
- * bench/lib/postgres.ts), each against its baseline in the same run, prints one line per bench
- * as it ends and a table at the end. Exits 1 when a target is missed (or a figure is invalid),
- * so a script can gate on it.
+ * same on lowdb: bench/postgres-submit.ts; n, 200 png -> webp over two nodes on one database and
+ * one S3 bucket (s3rver, bench/lib/s3.ts) against one node: bench/cluster-nodes.ts; o, bench (a)'s
+ * GET throughput on PostgreSQL against lowdb: bench/postgres-get-throughput.ts; all three need a
+ * PostgreSQL server, see bench/lib/postgres.ts), each against its baseline in the same run,
+ * prints one line per bench as it ends and a table at the end. Exits 1 when a target is missed
+ * (or a figure is invalid), so a script can gate on it.
  *
  * Every daemon is the compiled one (dist/, built by `npm run bench`) in its own process, with
  * its own temp data dir (and, on PostgreSQL, a database of its own); load generators run in
@@ -25,6 +26,7 @@
  */
 import { availableParallelism, cpus } from 'node:os';
 import { benchConvBatch, benchConvFormats, benchConvVersion } from './cli.ts';
+import { benchClusterNodes } from './cluster-nodes.ts';
 import { benchGetThroughput } from './get-throughput.ts';
 import { benchHtml } from './html.ts';
 import { benchLoad } from './load.ts';
@@ -54,6 +56,7 @@ const BENCHES: Record<string, () => Promise<BenchResult>> = {
   k: benchOfficeWarm,
   l: benchPdfPages,
   m: benchPostgresSubmitLatency,
+  n: benchClusterNodes,
   o: benchPostgresGetThroughput,
   p: benchHtml,
   q: benchMemorySoak,
