@@ -12,7 +12,7 @@ import { explainOutputCap, outputLimit, outputLimitFailure, withinRoom } from '.
 import { withTimeLimit } from './time-limit.ts';
 import { withoutServerPaths } from './user-message.ts';
 import type { LocalFile } from '../store/blob-store.ts';
-import type { Store } from '../store/types.ts';
+import type { Store, UpdateOptions } from '../store/types.ts';
 import type { ConversionService } from './conversion-service.ts';
 
 /** Progress is kept in memory on every change but written at most this often per conversion. */
@@ -44,11 +44,11 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
   };
 
   /** A conversion's read, check and change as one step (a transaction holding its lock, in PostgreSQL). */
-  const transition = (id: string, update: (record: ConversionRecord, tx: Store) => Promise<ConversionRecord | null>) =>
+  const transition = (id: string, update: (record: ConversionRecord, tx: Store) => Promise<ConversionRecord | null>, options?: UpdateOptions) =>
     store.exclusive(`conversion:${id}`, async (tx) => {
       const record = await tx.getConversion(id);
       return record ? update(record, tx) : null;
-    });
+    }, options);
 
   /** `inputPath`: the local file the engine read (the input, or a copy of it from a bucket), named in words instead. */
   const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>, inputPath?: string) =>
@@ -69,7 +69,9 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       return (await tx.updateConversion(id, {
         status, started_at: service.now().toISOString(), progress: status === 'processing' ? 0 : null,
       }))!;
-    });
+      // Nobody is told of a start: on PostgreSQL its commit need not wait for the WAL's flush (a
+      // daemon that dies still leaves it committed; only the database server's own crash loses it).
+    }, { deferred: true });
     if (!started) return;
     // On disk before any engine runs: a conversion that takes the daemon down within a second of
     // its start (before a deferred write) would be found `queued` at every restart, never counted

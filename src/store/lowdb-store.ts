@@ -310,7 +310,8 @@ export class LowdbStore implements Store {
     for (const low of [this.main, ...this.shards]) if (low.adapter instanceof DurableJsonFile) await low.adapter.close();
   }
 
-  exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T> {
+  /** `options`: deferral is decided by each write here (updateConversion), not by the step. */
+  exclusive<T>(key: string, work: (store: Store) => Promise<T>, _options?: UpdateOptions): Promise<T> {
     return this.locks.run(key, () => work(this));
   }
 

@@ -17,8 +17,8 @@ export interface StoreObserver {
  */
 export function observeStore(store: Store, observer: StoreObserver): Store {
   const overrides: Partial<Store> = {
-    exclusive(key, work) {
-      return store.exclusive(key, (inner) => work(inner === store ? observed : observeStore(inner, observer)));
+    exclusive(key, work, options) {
+      return store.exclusive(key, (inner) => work(inner === store ? observed : observeStore(inner, observer)), options);
     },
     async insertConversion(record) {
       await store.insertConversion(record);

@@ -12,7 +12,9 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 export interface UpdateOptions {
   /**
    * The change may reach the disk later than `flush()` (progress, `processing`): losing it in a
-   * crash changes nothing, because recovery re-queues active conversions anyway.
+   * crash changes nothing, because recovery re-queues active conversions anyway. On PostgreSQL
+   * such a commit does not wait for the WAL's flush (it is lost only if the database server
+   * itself crashes within a fraction of a second).
    */
   deferred?: boolean;
 }
@@ -103,7 +105,7 @@ export interface Store {
    * `work` uses the store it is given: in PostgreSQL the transaction that holds the lock, whose
    * writes commit when `work` resolves and not at all when it throws.
    */
-  exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T>;
+  exclusive<T>(key: string, work: (store: Store) => Promise<T>, options?: UpdateOptions): Promise<T>;
 
   /**
    * Runs `callback` once what this store has written is committed: at the end of the `exclusive`

@@ -3,7 +3,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.
 import type { ConversionRecord } from '../../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../../model/status.ts';
 import { conversionIdFloor, conversionIdTime } from '../../service/ids.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store } from '../types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions } from '../types.ts';
 import { migrate } from './migrate.ts';
 import { SecondCache } from './second-cache.ts';
 import { reasonOf, StoreUnavailableError } from '../unavailable.ts';
@@ -51,6 +51,15 @@ function describeDatabase(url: string): string {
 /** Takes the transaction's advisory lock on a key (within the schema's name, see NODE_LOCK). */
 const LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || $1, 0))";
 const ACTIVE = [...ACTIVE_STATUSES];
+/** Connections of the relaxed pool (see PostgresStore.relaxed): progress, claims and leases are short. */
+const RELAXED_POOL_SIZE = 3;
+/**
+ * Claims, leases and notifications are redone whatever a crash of the server loses: a claim lost
+ * leaves the row queued (claimed again), a renewal is repeated a third of the lease later, a
+ * release lost leaves a lease that runs out, a lost wake-up is covered by the workers' look every
+ * few seconds.
+ */
+const DEFERRED: UpdateOptions = { deferred: true };
 
 /** A pool or one of its clients inside a transaction: both answer queries. */
 type Queryable = pg.Pool | pg.PoolClient;
@@ -77,7 +86,20 @@ export class PostgresStore implements Store {
     private readonly committed: (() => void)[] | null = null,
     /** Shared by the store and its transactions; reads inside a transaction never use it. */
     private readonly hot: SecondCache = new SecondCache(),
+    /**
+     * Connections whose commits do not wait for the WAL's flush (synchronous_commit off), for
+     * writes nobody is told about (UpdateOptions.deferred): progress, claims and leases, a
+     * conversion's start. Such a commit is visible at once and on disk within a fraction of a
+     * second; only a crash of the database server in between loses it, and each of them is
+     * redone then (a queued conversion is claimed again, a lease renewed). Null in a transaction.
+     */
+    private readonly relaxed: pg.Pool | null = null,
   ) {}
+
+  /** Where a write that may be deferred goes: the relaxed pool outside a transaction. */
+  private writer(options: UpdateOptions | undefined): Queryable {
+    return options?.deferred === true && this.relaxed !== null ? this.relaxed : this.db;
+  }
 
   /** A read every request makes: from the second cache outside transactions, fresh inside. */
   private cached<T>(key: string, load: () => Promise<T>): Promise<T> {
@@ -93,8 +115,13 @@ export class PostgresStore implements Store {
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     // A pool that cannot hand out a connection within 10 s fails the request rather than hangs it.
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, application_name: 'convd', connectionTimeoutMillis: 10_000 });
+    const relaxed = new pg.Pool({
+      connectionString: options.url, max: RELAXED_POOL_SIZE, application_name: 'convd', connectionTimeoutMillis: 10_000,
+      options: '-c synchronous_commit=off',
+    });
     // An idle connection the server drops (restart, network) must not take the process down.
     pool.on('error', () => undefined);
+    relaxed.on('error', () => undefined);
     let nodeLock: pg.PoolClient | null = null;
     try {
       // Not reached at all (refused, unknown host, password, no such database): one line naming where.
@@ -114,9 +141,10 @@ export class PostgresStore implements Store {
     } catch (error) {
       nodeLock?.release();
       await pool.end().catch(() => undefined);
+      await relaxed.end().catch(() => undefined);
       throw error;
     }
-    return new PostgresStore(pool, pool, nodeLock);
+    return new PostgresStore(pool, pool, nodeLock, null, new SecondCache(), relaxed);
   }
 
   private async rows<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
@@ -136,13 +164,13 @@ export class PostgresStore implements Store {
     return Number(row?.n ?? 0);
   }
 
-  async exclusive<T>(key: string, work: (store: Store) => Promise<T>): Promise<T> {
+  async exclusive<T>(key: string, work: (store: Store) => Promise<T>, options?: UpdateOptions): Promise<T> {
     if (this.pool === null) {
       // Already in a transaction: the same connection takes the lock too (it is re-entrant).
       await this.db.query({ name: 'convd-lock', text: LOCK_SQL, values: [key] });
       return work(this);
     }
-    const client = await this.pool.connect();
+    const client = await (options?.deferred === true && this.relaxed ? this.relaxed : this.pool).connect();
     // Checked out, the client has no listener of the pool's: a connection dropped mid-transaction
     // fails the query in flight, and must not also be thrown as an uncaught 'error'.
     const onError = () => undefined;
@@ -190,13 +218,14 @@ export class PostgresStore implements Store {
     });
   }
 
-  async updateConversion(id: string, patch: Partial<ConversionRecord>): Promise<ConversionRecord | undefined> {
+  async updateConversion(id: string, patch: Partial<ConversionRecord>, options?: UpdateOptions): Promise<ConversionRecord | undefined> {
     const { id: _id, account_id: _owner, ...rest } = patch;
     // A field set to undefined is removed (as Object.assign + JSON would drop it); the rest is merged.
     const removed = Object.entries(rest).filter(([, value]) => value === undefined).map(([key]) => key);
-    return this.one('convd-conversion-update', 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 RETURNING doc', [
-      id, removed, toJson(rest),
-    ]);
+    const [row] = (await this.writer(options).query<Doc<ConversionRecord>>({
+      name: 'convd-conversion-update', text: 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 RETURNING doc', values: [id, removed, toJson(rest)],
+    })).rows;
+    return row?.doc;
   }
 
   async listConversions(query: ListQuery): Promise<ConversionRecord[]> {
@@ -347,18 +376,19 @@ export class PostgresStore implements Store {
    * this node's workers); the claim is a lease of `leaseMs` that `renewLeases` extends.
    */
   async claimQueued(node: string, leaseMs: number, skipAccounts: readonly string[]): Promise<{ id: string; account: string } | undefined> {
-    const [row] = await this.rows<{ id: string; account: string }>('convd-claim', `UPDATE convd_conversions SET lease_node = $1, lease_until = now() + $2 * interval '1 millisecond'
+    // Relaxed: a claim lost with the server is a queued row claimed again (DEFERRED).
+    const [row] = (await this.writer(DEFERRED).query<{ id: string; account: string }>({ name: 'convd-claim', text: `UPDATE convd_conversions SET lease_node = $1, lease_until = now() + $2 * interval '1 millisecond'
       WHERE id = (
         SELECT id FROM convd_conversions
         WHERE status = 'queued' AND (lease_until IS NULL OR lease_until < now()) AND NOT (account_id = ANY($3::text[]))
         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-      RETURNING id, account_id AS account`, [node, leaseMs, [...skipAccounts]]);
+      RETURNING id, account_id AS account`, values: [node, leaseMs, [...skipAccounts]] })).rows;
     return row;
   }
 
   /** Extends the leases of the node's active conversions; how many it holds. */
   async renewLeases(node: string, leaseMs: number): Promise<number> {
-    return (await this.db.query({
+    return (await this.writer(DEFERRED).query({
       name: 'convd-renew',
       text: `UPDATE convd_conversions SET lease_until = now() + $2 * interval '1 millisecond'
         WHERE lease_node = $1 AND status = ANY($3::text[])`,
@@ -368,7 +398,7 @@ export class PostgresStore implements Store {
 
   /** The job ended here (or went back to the queue on a stop): its claim is no one's. */
   async releaseLease(id: string, node: string): Promise<void> {
-    await this.db.query({ name: 'convd-release', text: 'UPDATE convd_conversions SET lease_node = NULL, lease_until = NULL WHERE id = $1 AND lease_node = $2', values: [id, node] });
+    await this.writer(DEFERRED).query({ name: 'convd-release', text: 'UPDATE convd_conversions SET lease_node = NULL, lease_until = NULL WHERE id = $1 AND lease_node = $2', values: [id, node] });
   }
 
   /**
@@ -430,7 +460,9 @@ export class PostgresStore implements Store {
 
   /** Sends `payload` to every listener of `channel` (all nodes), once the current transaction commits. */
   async notify(channel: string, payload: string): Promise<void> {
-    await this.db.query({ name: 'convd-notify', text: 'SELECT pg_notify($1, $2)', values: [channel, payload] });
+    // pg_notify gives its transaction an id, so its commit would wait for a WAL flush: the
+    // message needs none (it is not logged), and is sent at the commit all the same.
+    await this.writer(DEFERRED).query({ name: 'convd-notify', text: 'SELECT pg_notify($1, $2)', values: [channel, payload] });
   }
 
   /**
@@ -468,6 +500,7 @@ export class PostgresStore implements Store {
     // Ending the session releases its advisory lock.
     this.nodeLock?.release(true);
     await this.pool?.end();
+    await this.relaxed?.end();
   }
 }
 
