@@ -88,8 +88,7 @@ describe('LowdbStore', () => {
     assert.deepEqual(ids(await store.listConversions({ accountId: 'acc_a', status: 'failed', limit: 10 })), [records[3]!.id]);
     assert.equal(await store.countActive('acc_a'), 1, 'processing only: the queued one was cancelled');
     assert.equal(await store.countActive('acc_b'), 1);
-    assert.equal(await store.creditsReserved('acc_a'), 3);
-    assert.equal(await store.creditsChargedSince('acc_a', new Date(now - 5 * DAY).toISOString()), 2);
+    assert.deepEqual(await store.creditSums('acc_a', new Date(now - 5 * DAY).toISOString()), { charged: 2, reserved: 3 });
     assert.equal((await store.findByIdempotencyKey('acc_a', 'key-1'))?.id, records[1]!.id);
     assert.equal((await store.findByIdempotencyKey('acc_b', 'key-1'))?.id, records[4]!.id);
     assert.deepEqual(ids(await store.conversionsWithStatus(['processing', 'fetching'])), [records[1]!.id, records[4]!.id]);
@@ -166,7 +165,7 @@ describe('LowdbStore', () => {
     for (const record of doomed) assert.equal(await store.getConversion(record.id), undefined);
     for (const record of kept) assert.ok(await store.getConversion(record.id), `${record.status} kept`);
     assert.deepEqual(ids(await store.listConversions({ accountId: 'acc_a', limit: 100 })).sort(), ids(kept).sort());
-    assert.equal(await store.creditsChargedSince('acc_a', periodStart), 1);
+    assert.equal((await store.creditSums('acc_a', periodStart)).charged, 1);
     assert.equal(await store.pruneFinishedBefore(cutoff), 0, 'a second prune finds nothing');
 
     await store.flush();

@@ -379,24 +379,16 @@ export class LowdbStore implements Store {
     return this.activeByAccount.get(accountId)?.size ?? 0;
   }
 
-  async creditsChargedSince(accountId: string, sinceIso: string): Promise<number> {
-    let total = 0;
+  async creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }> {
+    // Both from memory with no await between them: one moment.
+    let charged = 0;
     for (const id of this.byAccount.get(accountId) ?? []) {
       const record = this.conversions.get(id);
-      if (record?.charged_at && record.charged_at >= sinceIso) total += record.credits;
+      if (record?.charged_at && record.charged_at >= sinceIso) charged += record.credits;
     }
-    return total;
-  }
-
-  async creditsReserved(accountId: string): Promise<number> {
-    let total = 0;
-    for (const id of this.activeByAccount.get(accountId) ?? []) total += this.conversions.get(id)?.reserved_credits ?? 0;
-    return total;
-  }
-
-  async creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }> {
-    // Both from memory in one turn of the event loop: one moment.
-    return { charged: await this.creditsChargedSince(accountId, sinceIso), reserved: await this.creditsReserved(accountId) };
+    let reserved = 0;
+    for (const id of this.activeByAccount.get(accountId) ?? []) reserved += this.conversions.get(id)?.reserved_credits ?? 0;
+    return { charged, reserved };
   }
 
   async countCreatedSince(accountId: string, sinceMs: number): Promise<number> {

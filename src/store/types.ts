@@ -67,13 +67,10 @@ export interface Store {
   conversionsExpiringBy(isoTime: string): Promise<ConversionRecord[]>;
   /** Number of the account's conversions in the given states. */
   countActive(accountId: string): Promise<number>;
-  /** Sum of credits charged to the account at or after `sinceIso`. */
-  creditsChargedSince(accountId: string, sinceIso: string): Promise<number>;
-  /** Sum of `reserved_credits` of the account's active conversions. */
-  creditsReserved(accountId: string): Promise<number>;
   /**
-   * Both sums the balance is made of, read at one moment: a conversion that ends between two
-   * separate reads would be in neither (no longer reserved, not yet seen charged).
+   * Both sums the balance is made of, read at one moment (a conversion that ends between two
+   * separate reads would be in neither: no longer reserved, not yet seen charged): the credits
+   * charged at or after `sinceIso`, and the `reserved_credits` of the account's active conversions.
    */
   creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }>;
   /** How many of the account's conversions were created at or after `sinceMs`. */

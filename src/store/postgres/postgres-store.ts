@@ -253,14 +253,6 @@ export class PostgresStore implements Store {
     return this.count('convd-count-active', 'SELECT count(*) AS n FROM convd_conversions WHERE account_id = $1 AND status = ANY($2::text[])', [accountId, ACTIVE]);
   }
 
-  async creditsChargedSince(accountId: string, sinceIso: string): Promise<number> {
-    return this.count('convd-credits-charged', 'SELECT sum(credits) AS n FROM convd_conversions WHERE account_id = $1 AND charged_at >= $2', [accountId, sinceIso]);
-  }
-
-  async creditsReserved(accountId: string): Promise<number> {
-    return this.count('convd-credits-reserved', 'SELECT sum(reserved_credits) AS n FROM convd_conversions WHERE account_id = $1 AND status = ANY($2::text[])', [accountId, ACTIVE]);
-  }
-
   async creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }> {
     // One statement, one snapshot (READ COMMITTED takes one per statement).
     const [row] = await this.rows<{ charged: string | null; reserved: string | null }>('convd-credit-sums', `SELECT
