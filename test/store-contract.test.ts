@@ -2,9 +2,10 @@
  * One contract, two stores: every case runs against the LowdbStore (files in a temp dir) and the
  * PostgresStore (a database of its own on the machine's PostgreSQL). Records, paging, idempotency
  * keys and their expiry, the sums the limits and credits are checked with, pruning, accounts,
- * keys, settings, deliveries, and `exclusive`: submissions racing for an account's last places
- * and credits pass exactly as many as fit, through one store or (PostgreSQL) three of them, as
- * three nodes would. PostgreSQL alone: a failed `exclusive` leaves nothing behind, and nodes that
+ * keys (and an account's password hash), settings, deliveries, the web face's links and sessions
+ * (a link taken once, even by 20 callers over three nodes), and `exclusive`: submissions racing
+ * for an account's last places and credits pass exactly as many as fit, through one store or
+ * (PostgreSQL) three of them, as three nodes would. PostgreSQL alone: a failed `exclusive` leaves nothing behind, and nodes that
  * migrate at once apply each schema step once.
  */
 import assert from 'node:assert/strict';
@@ -18,9 +19,9 @@ import { LowdbStore } from '../src/store/lowdb-store.ts';
 import { migrate } from '../src/store/postgres/migrate.ts';
 import { MIGRATIONS } from '../src/store/postgres/migrations.ts';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
-import type { DeliveryRecord, Store } from '../src/store/types.ts';
+import type { DeliveryRecord, Store, WebTokenRecord } from '../src/store/types.ts';
 import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
-import { account, conversion, DAY, HOUR } from './helpers/store-records.ts';
+import { account, conversion, DAY, HOUR, webToken } from './helpers/store-records.ts';
 
 const ids = (records: { id: string }[]) => records.map((r) => r.id);
 
@@ -214,6 +215,90 @@ for (const backend of backends) {
       assert.equal((await store.getDelivery('dlv_a'))?.attempts.length, 1);
       assert.deepEqual(ids(await store.listDeliveries({ conversionId: 'cnv_x' })), ['dlv_a']);
       assert.deepEqual(ids(await store.listDeliveries({ status: 'failed' })).filter((id) => id.startsWith('dlv_b')), ['dlv_b']);
+    });
+
+    it("keeps an account's password hash whole, and drops it with a record written without one", async () => {
+      const acc = { ...account('acc_password', new Date().toISOString()), password_hash: 'scrypt$16384$8$1$c2FsdA==$aGFzaA==' };
+      await store.putAccount(acc);
+      assert.deepEqual(await store.getAccount(acc.id), acc);
+      assert.equal((await store.listAccounts()).find((a) => a.id === acc.id)?.password_hash, acc.password_hash);
+      const { password_hash: _dropped, ...without } = acc;
+      await store.putAccount(without);
+      assert.equal((await store.getAccount(acc.id))?.password_hash, undefined, 'a put replaces the whole record');
+    });
+
+    it('web tokens: put, get and replace by hash; taken once; also inside exclusive', async () => {
+      const session = webToken('acc_web', 'session');
+      await store.putWebToken(session);
+      await store.flush();
+      assert.deepEqual(await store.getWebToken(session.hash), session);
+      const longer = { ...session, expires_at: new Date(Date.now() + 2 * HOUR).toISOString(), csrf: 'other' };
+      await store.putWebToken(longer);
+      assert.deepEqual(await store.getWebToken(session.hash), longer, 'replaced, not added');
+      assert.equal(await store.getWebToken('0'.repeat(64)), undefined);
+
+      const link = webToken('acc_web', 'login_link');
+      await store.putWebToken(link);
+      assert.equal((await store.getWebToken(link.hash))?.csrf, undefined);
+      assert.deepEqual(await store.takeWebToken(link.hash), link);
+      assert.equal(await store.takeWebToken(link.hash), undefined, 'a link is taken once');
+      assert.equal(await store.getWebToken(link.hash), undefined);
+      assert.deepEqual(await store.getWebToken(session.hash), longer, 'the other token stays');
+
+      // A store bound to a transaction (PostgreSQL) uses its connection: written at the commit.
+      const inTx = webToken('acc_web', 'login_link');
+      const taken = await store.exclusive('web:acc_web', async (tx) => {
+        await tx.putWebToken(inTx);
+        assert.deepEqual(await tx.getWebToken(inTx.hash), inTx);
+        return tx.takeWebToken(inTx.hash);
+      });
+      assert.deepEqual(taken, inTx);
+      assert.equal(await store.getWebToken(inTx.hash), undefined);
+      assert.equal(await store.deleteWebTokens('acc_web', 'session'), 1);
+    });
+
+    it('web tokens: 20 callers racing for one link (over three nodes where there are three) get it once', async () => {
+      const nodes = await peers(3);
+      for (let round = 0; round < 3; round++) {
+        const link = webToken('acc_web_race', 'login_link');
+        await store.putWebToken(link);
+        const taken = await Promise.all(Array.from({ length: 20 }, (_, i) => nodes[i % 3]!.takeWebToken(link.hash)));
+        const winners = taken.filter((found): found is WebTokenRecord => found !== undefined);
+        assert.equal(winners.length, 1, `round ${round}: exactly one caller has the link`);
+        assert.deepEqual(winners[0], link);
+      }
+    });
+
+    it("web tokens: deleteWebTokens removes that account's tokens of that kind only", async () => {
+      const mine = [webToken('acc_web_del', 'session'), webToken('acc_web_del', 'session'), webToken('acc_web_del', 'session')];
+      const myLink = webToken('acc_web_del', 'login_link');
+      const theirs = webToken('acc_web_del_other', 'session');
+      for (const token of [...mine, myLink, theirs]) await store.putWebToken(token);
+      assert.equal(await store.deleteWebTokens('acc_web_del', 'session'), 3);
+      for (const token of mine) assert.equal(await store.getWebToken(token.hash), undefined);
+      assert.deepEqual(await store.getWebToken(myLink.hash), myLink, 'a link is not a session');
+      assert.deepEqual(await store.getWebToken(theirs.hash), theirs, "another account's session");
+      assert.equal(await store.deleteWebTokens('acc_web_del', 'session'), 0);
+      assert.equal(await store.deleteWebTokens('acc_web_del', 'login_link'), 1);
+      assert.equal(await store.deleteWebTokens('acc_web_del_other', 'session'), 1);
+    });
+
+    it('web tokens: pruneWebTokens removes those expired before the instant only', async () => {
+      const now = Date.now();
+      const at = (ms: number) => new Date(now + ms).toISOString();
+      const instant = at(-30 * 60_000);
+      const expired = [webToken('acc_web_prune', 'session', { expires_at: at(-2 * HOUR) }), webToken('acc_web_prune', 'login_link', { expires_at: at(-HOUR) })];
+      const kept = [
+        webToken('acc_web_prune', 'session', { expires_at: instant }), // at the instant, not before it
+        webToken('acc_web_prune', 'session', { expires_at: at(-60_000) }),
+        webToken('acc_web_prune', 'login_link', { expires_at: at(HOUR) }),
+      ];
+      for (const token of [...expired, ...kept]) await store.putWebToken(token);
+      assert.equal(await store.pruneWebTokens(instant), expired.length);
+      for (const token of expired) assert.equal(await store.getWebToken(token.hash), undefined);
+      for (const token of kept) assert.deepEqual(await store.getWebToken(token.hash), token);
+      assert.equal(await store.pruneWebTokens(instant), 0);
+      assert.equal(await store.pruneWebTokens(at(2 * HOUR)), kept.length);
     });
 
     it('exclusive: 30 submissions racing (over three nodes where there are three) for the credits of 10 pass 10', async () => {

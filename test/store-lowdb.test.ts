@@ -1,8 +1,9 @@
 /**
  * LowdbStore on its own, against real files: its in-memory indexes are rebuilt from disk after a
  * reopen, pagination by `before` is newest first and stable under inserts, idempotency keys are
- * scoped to an account and expire, pruning removes only what it may (on disk too), and a write is
- * on disk once `flush()` resolves.
+ * scoped to an account and expire, pruning removes only what it may (on disk too), a write is
+ * on disk once `flush()` resolves, and the web face's tokens outlive a restart (a main file
+ * written before they existed opens with none).
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
@@ -11,9 +12,10 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { ConversionRecord } from '../src/model/conversion.ts';
 import type { ConversionStatus } from '../src/model/status.ts';
-import { account, conversion, DAY, HOUR } from './helpers/store-records.ts';
+import { account, conversion, DAY, HOUR, webToken } from './helpers/store-records.ts';
 import { decodeCopy, DurableJsonFile } from '../src/store/durable-json-file.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
+import { DEFAULT_SETTINGS, type WebTokenRecord } from '../src/store/types.ts';
 
 /** The data of the newest whole copy of a store file (`<base>.a.json` / `<base>.b.json`), read straight from disk. */
 async function newestCopy<T>(base: string): Promise<{ seq: number; data: T } | null> {
@@ -258,6 +260,57 @@ describe('LowdbStore', () => {
     assert.deepEqual(await readFile(older.path), before, 'the whole copy was not the one overwritten');
     assert.equal(decodeCopy(await readFile(newer.path)).valid, true);
     assert.equal((await conversionsOnDisk(dir)).get(record.id)?.progress, 20);
+  });
+
+  it('keeps web tokens across a close and reopen; taken, deleted and pruned ones stay gone', async () => {
+    const session = webToken('acc_a', 'session');
+    const link = webToken('acc_a', 'login_link');
+    const signedOut = webToken('acc_b', 'session');
+    const expired = webToken('acc_b', 'login_link', { expires_at: new Date(Date.now() - HOUR).toISOString() });
+    for (const token of [session, link, signedOut, expired]) await store.putWebToken(token);
+    await store.flush();
+    const main = await newestCopy<{ web_tokens: WebTokenRecord[] }>(join(dir, 'main'));
+    assert.equal(main?.data.web_tokens.length, 4, 'in the main file once flush() resolves');
+    await store.close();
+
+    store = await LowdbStore.open({ dir, shards: 4 });
+    for (const token of [session, link, signedOut, expired]) assert.deepEqual(await store.getWebToken(token.hash), token);
+    assert.deepEqual(await store.takeWebToken(link.hash), link);
+    assert.equal(await store.deleteWebTokens('acc_b', 'session'), 1);
+    assert.equal(await store.pruneWebTokens(new Date().toISOString()), 1);
+    await store.close();
+
+    store = await LowdbStore.open({ dir, shards: 4 });
+    assert.deepEqual(await store.getWebToken(session.hash), session);
+    for (const token of [link, signedOut, expired]) assert.equal(await store.getWebToken(token.hash), undefined);
+    assert.equal(await store.takeWebToken(link.hash), undefined, 'a link taken before the restart stays taken');
+  });
+
+  it('opens a main file written before web tokens existed, with none, and keeps them from then on', async () => {
+    await store.close();
+    const old = await mkdtemp(join(tmpdir(), 'convd-store-old-'));
+    try {
+      // The main file as the previous release wrote it: no `web_tokens` collection.
+      const file = new DurableJsonFile<unknown>(join(old, 'main'));
+      await file.read();
+      await file.write({ version: 1, accounts: [account('acc_a', new Date().toISOString())], keys: [], settings: structuredClone(DEFAULT_SETTINGS), deliveries: [] });
+      await file.close();
+      store = await LowdbStore.open({ dir: old, shards: 4 });
+      assert.equal((await store.getAccount('acc_a'))?.id, 'acc_a');
+      assert.equal(await store.getWebToken('0'.repeat(64)), undefined);
+      assert.equal(await store.pruneWebTokens(new Date(Date.now() + DAY).toISOString()), 0);
+      assert.equal(await store.deleteWebTokens('acc_a', 'session'), 0);
+      const session = webToken('acc_a', 'session');
+      await store.putWebToken(session);
+      await store.close();
+      store = await LowdbStore.open({ dir: old, shards: 4 });
+      assert.deepEqual(await store.getWebToken(session.hash), session);
+      assert.equal((await store.getAccount('acc_a'))?.id, 'acc_a');
+    } finally {
+      await store.close();
+      await rm(old, { recursive: true, force: true });
+      store = await LowdbStore.open({ dir, shards: 4 });
+    }
   });
 
   it('refuses to open when no copy of a file is whole (that is damage, not a crash)', async () => {

@@ -18,6 +18,11 @@ export interface AccountRecord {
   /** Start of the next monthly period, when the balance resets to the plan's allowance. */
   resets_at: string;
   webhook_secret: string;
+  /**
+   * The web face's password (scrypt, src/web/password.ts: `scrypt$N$r$p$salt$hash`, base64); absent
+   * until a member set one through a sign-in link.
+   */
+  password_hash?: string;
 }
 
 export interface ApiKeyRecord {

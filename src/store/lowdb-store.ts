@@ -5,7 +5,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts'
 import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions } from './types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from './types.ts';
 import { conversionIdFloor, conversionIdTime } from '../service/ids.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 
@@ -15,6 +15,8 @@ interface MainData {
   keys: ApiKeyRecord[];
   settings: Settings;
   deliveries: DeliveryRecord[];
+  /** The web face's sign-in links and sessions (absent from files written before it: read as none). */
+  web_tokens: WebTokenRecord[];
 }
 
 interface ShardData {
@@ -38,7 +40,7 @@ export interface LowdbStoreOptions {
 }
 
 
-const DEFAULT_MAIN: MainData = { version: 1, accounts: [], keys: [], settings: structuredClone(DEFAULT_SETTINGS), deliveries: [] };
+const DEFAULT_MAIN: MainData = { version: 1, accounts: [], keys: [], settings: structuredClone(DEFAULT_SETTINGS), deliveries: [], web_tokens: [] };
 const MAIN = -1;
 const DEFERRED_FLUSH_MS = 1000;
 
@@ -71,6 +73,8 @@ export class LowdbStore implements Store {
   private readonly keysByHash = new Map<string, ApiKeyRecord>();
   private readonly keysById = new Map<string, ApiKeyRecord>();
   private readonly accountsById = new Map<string, AccountRecord>();
+  /** The same objects as `main.data.web_tokens`: a session is looked up on every page. */
+  private readonly webTokensByHash = new Map<string, WebTokenRecord>();
 
   private constructor(options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
@@ -100,12 +104,14 @@ export class LowdbStore implements Store {
     this.main = new Low<MainData>(new DurableJsonFile(join(dir, 'main'), join(dir, 'main.json')), structuredClone(DEFAULT_MAIN));
     await this.main.read();
     this.main.data.deliveries ??= [];
+    this.main.data.web_tokens ??= [];
     this.main.data.settings ??= structuredClone(DEFAULT_SETTINGS);
     for (const key of this.main.data.keys) {
       this.keysByHash.set(key.hash, key);
       this.keysById.set(key.id, key);
     }
     for (const account of this.main.data.accounts) this.accountsById.set(account.id, account);
+    for (const token of this.main.data.web_tokens) this.webTokensByHash.set(token.hash, token);
 
     // Each shard's adapter reads its own copies: it must know which copy is the newer before it
     // writes. Conversions are then placed by the current shard count and hash: files of another
@@ -482,6 +488,56 @@ export class LowdbStore implements Store {
   async putSettings(settings: Settings): Promise<void> {
     this.main.data.settings = structuredClone(settings);
     this.markDirty(MAIN);
+  }
+
+  async putWebToken(record: WebTokenRecord): Promise<void> {
+    const stored = { ...record };
+    const earlier = this.webTokensByHash.get(stored.hash);
+    const tokens = this.main.data.web_tokens;
+    if (earlier) tokens[tokens.indexOf(earlier)] = stored;
+    else tokens.push(stored);
+    this.webTokensByHash.set(stored.hash, stored);
+    this.markDirty(MAIN);
+  }
+
+  async getWebToken(hash: string): Promise<WebTokenRecord | undefined> {
+    const token = this.webTokensByHash.get(hash);
+    return token ? { ...token } : undefined;
+  }
+
+  async takeWebToken(hash: string): Promise<WebTokenRecord | undefined> {
+    // No await from the look-up to the removal: one caller of the process gets it (one process
+    // holds the data dir). Durable with the next flush, like every other write here.
+    const token = this.webTokensByHash.get(hash);
+    if (!token) return undefined;
+    this.webTokensByHash.delete(hash);
+    const tokens = this.main.data.web_tokens;
+    tokens.splice(tokens.indexOf(token), 1);
+    this.markDirty(MAIN);
+    return { ...token };
+  }
+
+  async deleteWebTokens(accountId: string, kind: WebTokenRecord['kind']): Promise<number> {
+    return this.removeWebTokens((token) => token.account_id === accountId && token.kind === kind);
+  }
+
+  async pruneWebTokens(isoTime: string): Promise<number> {
+    // Compared as instants, not as text: a record written with another ISO form still sorts right.
+    const before = Date.parse(isoTime);
+    return this.removeWebTokens((token) => Date.parse(token.expires_at) < before);
+  }
+
+  private removeWebTokens(doomed: (token: WebTokenRecord) => boolean): number {
+    const kept: WebTokenRecord[] = [];
+    for (const token of this.main.data.web_tokens) {
+      if (doomed(token)) this.webTokensByHash.delete(token.hash);
+      else kept.push(token);
+    }
+    const removed = this.main.data.web_tokens.length - kept.length;
+    if (removed === 0) return 0;
+    this.main.data.web_tokens = kept;
+    this.markDirty(MAIN);
+    return removed;
   }
 
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {

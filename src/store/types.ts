@@ -42,6 +42,23 @@ export interface DeliveryRecord {
   created_at: string;
 }
 
+/**
+ * A sign-in link or a session of the web face (DESIGN.md, "Web face"): server-side records, so
+ * that any node honours them. Only the SHA-256 of the token the browser holds is kept; the token
+ * itself is shown once (the link) or lives only in the browser's cookie (the session).
+ */
+export interface WebTokenRecord {
+  /** SHA-256 (hex) of the token. */
+  hash: string;
+  kind: 'login_link' | 'session';
+  account_id: string;
+  created_at: string;
+  /** After this instant the token is worth nothing (the service checks; pruning removes it). */
+  expires_at: string;
+  /** A session's token for its forms and calls (CSRF), compared in constant time; absent on a link. */
+  csrf?: string;
+}
+
 export interface DeliveryAttempt {
   at: string;
   status_code: number | null;
@@ -91,6 +108,16 @@ export interface Store {
 
   getSettings(): Promise<Settings>;
   putSettings(settings: Settings): Promise<void>;
+
+  /** Adds or replaces the token with this hash. */
+  putWebToken(record: WebTokenRecord): Promise<void>;
+  getWebToken(hash: string): Promise<WebTokenRecord | undefined>;
+  /** Removes the token and returns it, to exactly one caller across every node (a link is used once). */
+  takeWebToken(hash: string): Promise<WebTokenRecord | undefined>;
+  /** Removes every token of this kind of the account (signing out everywhere, a new link); how many went. */
+  deleteWebTokens(accountId: string, kind: WebTokenRecord['kind']): Promise<number>;
+  /** Removes the tokens that expired before `isoTime`; how many went. */
+  pruneWebTokens(isoTime: string): Promise<number>;
 
   getDelivery(id: string): Promise<DeliveryRecord | undefined>;
   putDelivery(record: DeliveryRecord): Promise<void>;

@@ -1,10 +1,12 @@
 /**
  * Records for the store suites: a conversion with every field (ids made in creation order, as the
- * service makes them) and an account with a credit period.
+ * service makes them), an account with a credit period, and a web token.
  */
+import { randomBytes } from 'node:crypto';
 import type { AccountRecord } from '../../src/model/account.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
 import { newConversionId } from '../../src/service/ids.ts';
+import type { WebTokenRecord } from '../../src/store/types.ts';
 
 export const HOUR = 3_600_000;
 export const DAY = 24 * HOUR;
@@ -50,3 +52,16 @@ export function account(id: string, creditsBaseAt: string): AccountRecord {
   };
 }
 
+
+/** A web token (sign-in link or session) under a hash of its own, valid for an hour unless told. */
+export function webToken(accountId: string, kind: WebTokenRecord['kind'], overrides: Partial<WebTokenRecord> = {}): WebTokenRecord {
+  return {
+    hash: randomBytes(32).toString('hex'),
+    kind,
+    account_id: accountId,
+    created_at: new Date().toISOString(),
+    expires_at: new Date(Date.now() + HOUR).toISOString(),
+    ...(kind === 'session' ? { csrf: randomBytes(16).toString('hex') } : {}),
+    ...overrides,
+  };
+}

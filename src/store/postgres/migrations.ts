@@ -98,4 +98,21 @@ CREATE UNLOGGED TABLE convd_rate_buckets (
 );
 `,
   },
+  {
+    version: 5,
+    name: 'sign-in links and sessions of the web face',
+    // expires_at is written beside the doc rather than generated from it: text to timestamptz
+    // is not immutable (it reads the session's time zone), so it cannot be a generated column.
+    sql: `
+CREATE TABLE convd_web_tokens (
+  hash text PRIMARY KEY,
+  doc jsonb NOT NULL,
+  kind text GENERATED ALWAYS AS (doc->>'kind') STORED NOT NULL,
+  account_id text GENERATED ALWAYS AS (doc->>'account_id') STORED NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX convd_web_tokens_account ON convd_web_tokens (account_id, kind);
+CREATE INDEX convd_web_tokens_expires ON convd_web_tokens (expires_at);
+`,
+  },
 ];

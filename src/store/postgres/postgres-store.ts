@@ -3,7 +3,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.
 import type { ConversionRecord } from '../../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../../model/status.ts';
 import { conversionIdFloor, conversionIdTime } from '../../service/ids.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions } from '../types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
 import { migrate } from './migrate.ts';
 import { SecondCache } from './second-cache.ts';
 import { reasonOf, StoreUnavailableError } from '../unavailable.ts';
@@ -70,10 +70,11 @@ interface Doc<T> {
 
 /**
  * The Store on PostgreSQL (DESIGN.md, "Scale-out"): every node that shares the database sees the
- * same accounts, keys, settings, conversions and deliveries, and `exclusive` is a transaction that
- * holds an advisory lock, so an account's submission checks and insert are one step across nodes.
- * Every statement is parameterized and named (prepared once per connection); no SQL is built
- * from values. A write is committed when its call resolves (`flush` has nothing left to do).
+ * same accounts, keys, settings, conversions, deliveries and web sessions, and `exclusive` is a
+ * transaction that holds an advisory lock, so an account's submission checks and insert are one
+ * step across nodes. Every statement is parameterized and named (prepared once per connection);
+ * no SQL is built from values. A write is committed when its call resolves (`flush` has nothing
+ * left to do).
  */
 export class PostgresStore implements Store {
   private constructor(
@@ -339,6 +340,38 @@ export class PostgresStore implements Store {
       text: 'INSERT INTO convd_settings (id, doc) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
       values: [toJson(settings)],
     });
+  }
+
+  async putWebToken(record: WebTokenRecord): Promise<void> {
+    await this.db.query({
+      name: 'convd-web-token-put',
+      text: `INSERT INTO convd_web_tokens (hash, doc, expires_at) VALUES ($1, $2, $3::timestamptz)
+        ON CONFLICT (hash) DO UPDATE SET doc = EXCLUDED.doc, expires_at = EXCLUDED.expires_at`,
+      values: [record.hash, toJson(record), record.expires_at],
+    });
+  }
+
+  async getWebToken(hash: string): Promise<WebTokenRecord | undefined> {
+    // Not through the second cache: a session ended on one node must end on all at once.
+    return this.one('convd-web-token', 'SELECT doc FROM convd_web_tokens WHERE hash = $1', [hash]);
+  }
+
+  async takeWebToken(hash: string): Promise<WebTokenRecord | undefined> {
+    // One statement: of nodes racing for a link, the row's lock lets one delete it and return it;
+    // the others find it gone once that commits.
+    return this.one('convd-web-token-take', 'DELETE FROM convd_web_tokens WHERE hash = $1 RETURNING doc', [hash]);
+  }
+
+  async deleteWebTokens(accountId: string, kind: WebTokenRecord['kind']): Promise<number> {
+    return (await this.db.query({
+      name: 'convd-web-tokens-delete', text: 'DELETE FROM convd_web_tokens WHERE account_id = $1 AND kind = $2', values: [accountId, kind],
+    })).rowCount ?? 0;
+  }
+
+  async pruneWebTokens(isoTime: string): Promise<number> {
+    return (await this.db.query({
+      name: 'convd-web-tokens-prune', text: 'DELETE FROM convd_web_tokens WHERE expires_at < $1::timestamptz', values: [isoTime],
+    })).rowCount ?? 0;
   }
 
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
