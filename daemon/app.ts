@@ -46,6 +46,8 @@ export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
   authFailuresPerMinute?: () => number;
   /** False on a worker-only node: every /v1 path answers 503 (WORKER_ONLY_RETRY_AFTER); default true. */
   serveApi?: boolean;
+  /** Registers the web face's pages (daemon/web/routes.ts) before the catch-all; absent: no pages. */
+  web?: (app: H3) => void;
 }
 
 /** What a worker-only node tells a client that reached it: another node answers at once. */
@@ -180,6 +182,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     }
   }
   for (const extra of extras) openRoute('GET', extra.path, extra.handler, extra.served);
+  options.web?.(app);
   app.all('/**', (event) => unmatched(event, performance.now()));
 
   const h3Listener = toNodeHandler(app);

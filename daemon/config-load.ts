@@ -256,6 +256,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     blobUrl: get('blob_url') ?? null,
     workers: get('workers')!,
     serveApi: get('no_api') !== true,
+    serveWeb: get('no_web') !== true && get('no_api') !== true,
     publicUrl: get('public_url'),
     allowPrivateUrls: get('allow_private_urls')!,
     urlAllowNetworks: get('url_allow_networks') ?? [],

@@ -25,6 +25,8 @@ export interface DaemonConfig {
   workers: number;
   /** False on a worker-only node (no_api): /v1 answers 503 api_disabled; health and metrics stay. */
   serveApi: boolean;
+  /** The web face's pages (off with no_web, and on a worker-only node). */
+  serveWeb: boolean;
   publicUrl: string | undefined;
   allowPrivateUrls: boolean;
   /** url_allow_networks: private addresses URL inputs may reach all the same. */

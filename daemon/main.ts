@@ -95,6 +95,8 @@ async function admin(op: string, args: Record<string, unknown>, options: { dataD
   }
 }
 
+interface LinkOut { url: string; expires_at: string }
+const linkLines = (link: LinkOut) => `sign-in link (works once, until ${link.expires_at}):\n  ${link.url}`;
 interface AccountOut { id: string; name: string; plan: string; credits: { remaining: number | null; resets_at: string | null } }
 interface KeyOut { id: string; account: string; prefix?: string; key?: string; scopes: string[]; revoked_at?: string | null }
 
@@ -188,9 +190,16 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
   const accounts = program.command('accounts').description('manage accounts');
   accounts.command('create').description('create an account')
     .addOption(new Option('--plan <plan>', 'plan').choices(['free', 'lite', 'standard', 'pro', 'unmetered']).default('free'))
-    .option('--name <name>', 'a name to recognise it by')
+    .option('--name <name>', 'a name to recognise it by (its members sign in to the web pages with it)')
+    .option('--login-link', 'also make a one-time link to the web pages, where a member sets a password')
+    .option('--hours <n>', 'how long the link works (default 24)')
     .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
-    .action((o: { plan: string; name?: string; dataDir?: string; json?: boolean }) => admin('accounts.create', { plan: o.plan, name: o.name }, o, accountLine));
+    .action((o: { plan: string; name?: string; loginLink?: boolean; hours?: string; dataDir?: string; json?: boolean }) => admin('accounts.create', { plan: o.plan, name: o.name, loginLink: o.loginLink === true, ttl: o.hours }, o,
+      (a: AccountOut & { login_link?: LinkOut }) => [accountLine(a), ...(a.login_link ? [linkLines(a.login_link)] : [])].join('\n')));
+  accounts.command('login-link <acc_id>').description('make a one-time link to the web pages for an account: its member sets a password there (earlier links stop working)')
+    .option('--hours <n>', 'how long the link works (default 24)')
+    .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
+    .action((id: string, o: { hours?: string; dataDir?: string; json?: boolean }) => admin('accounts.login-link', { id, ttl: o.hours }, o, linkLines));
   accounts.command('update <acc_id>').description("change an account's plan or remaining credits")
     .addOption(new Option('--plan <plan>', 'new plan').choices(['free', 'lite', 'standard', 'pro', 'unmetered']))
     .option('--credits <n>', 'set the remaining credits')

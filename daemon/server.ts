@@ -20,6 +20,8 @@ import { DaemonMetrics } from './ops/metrics.ts';
 import { ProxyTrust } from './ops/proxy-trust.ts';
 import { Readiness } from './ops/readiness.ts';
 import { ROUTES } from './routes/table.ts';
+import { registerWebFace } from './web/routes.ts';
+import { WebSignIn } from '../src/sign-in/web-sign-in.ts';
 import type { SubmissionRefusal } from './http/refusal.ts';
 import { ACTIVE_STATUSES } from '../src/model/status.ts';
 
@@ -201,6 +203,17 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     clientAddress: (req) => proxy.clientAddress(req),
     authFailuresPerMinute: () => live.authFailuresPerMinute,
     serveApi: config.serveApi,
+    web: config.serveWeb ? (h3) => registerWebFace(h3, {
+      store: running.store,
+      accounts: running.accounts,
+      signIn: new WebSignIn(running.store, running.accounts),
+      clientAddress: (req) => proxy.clientAddress(req),
+      publicOrigin: (req) => {
+        const base = live.publicUrl ?? (proxy.enabled ? proxy.forwardedOrigin(req) : null) ?? serviceConfig.baseUrl;
+        return new URL(base).origin;
+      },
+      done: (route, status, started, req) => onRequestDone({ method: req?.method ?? 'GET', route, status, durationMs: performance.now() - started, accountId: null, req }),
+    }) : undefined,
   });
   const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls), config.requestTimeoutMs);
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);

@@ -3,6 +3,7 @@ import { SCOPES, type AccountRecord, type ApiKeyRecord, type Scope } from '../..
 import { isPlanId } from '../../src/model/plan.ts';
 import type { AccountService } from '../../src/service/accounts.ts';
 import { balanceOf } from '../../src/service/credits.ts';
+import { LINK_LIFETIME_MS, WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import type { ServiceConfig } from '../../src/service/config.ts';
 import type { DeliveryRecord, Store } from '../../src/store/types.ts';
 import type { WebhookDeliverer } from '../../src/webhooks/deliverer.ts';
@@ -51,6 +52,23 @@ function deliveryJson(delivery: DeliveryRecord) {
   return rest;
 }
 
+/**
+ * A one-time sign-in link for the web face (the account's earlier ones stop working): the URL to
+ * hand over, on the address clients reach this daemon at (its public_url, else the bound one).
+ */
+async function loginLink(context: AdminContext, accountId: string, ttl: unknown): Promise<{ url: string; expires_at: string }> {
+  let lifetimeMs = LINK_LIFETIME_MS;
+  if (ttl !== undefined) {
+    const hours = Number(ttl);
+    if (!Number.isFinite(hours) || hours <= 0 || hours > 24 * 30) throw new AdminError('--hours must be a number of hours above 0, at most 720 (30 days)', 2);
+    lifetimeMs = hours * 3600 * 1000;
+  }
+  const made = await new WebSignIn(context.store, context.accounts).createLoginLink(accountId, lifetimeMs);
+  if (!made) throw new AdminError(`no account ${accountId}`, 4);
+  const origin = context.config.baseUrl.replace(/\/v1\/?$/, '');
+  return { url: `${origin}/link/${made.token}`, expires_at: made.expiresAt };
+}
+
 function parseScopes(raw: unknown): Scope[] {
   if (raw === undefined) return [...SCOPES];
   const list = String(raw).split(',').map((s) => s.trim()).filter(Boolean);
@@ -77,7 +95,12 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
     const plan = args.plan ?? 'free';
     if (!isPlanId(plan)) throw new AdminError('--plan must be one of free, lite, standard, pro, unmetered', 2);
     const account = await context.accounts.createAccount({ plan, name: typeof args.name === 'string' ? args.name : undefined });
-    return accountJson(context, account);
+    return { ...(await accountJson(context, account)), ...(args.loginLink === true ? { login_link: await loginLink(context, account.id, args.ttl) } : {}) };
+  },
+  async 'accounts.login-link'(context, args) {
+    const id = requireString(args, 'id');
+    await mustAccount(context, id);
+    return { account: id, ...(await loginLink(context, id, args.ttl)) };
   },
   async 'accounts.update'(context, args) {
     const id = requireString(args, 'id');

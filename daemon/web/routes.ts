@@ -1,0 +1,242 @@
+import type { IncomingMessage } from 'node:http';
+import type { H3, H3Event } from 'h3';
+import { negotiateLanguage } from '../../src/errors/negotiate.ts';
+import { LANGUAGES, type Language } from '../../src/errors/messages.ts';
+import { SCOPES, type Scope } from '../../src/model/account.ts';
+import type { AccountService } from '../../src/service/accounts.ts';
+import { balanceOf } from '../../src/service/credits.ts';
+import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
+import { SESSION_LIFETIME_MS, WebSignIn, type WebSession } from '../../src/sign-in/web-sign-in.ts';
+import type { Store } from '../../src/store/types.ts';
+import { AuthFailureLimiter } from '../http/auth-failures.ts';
+import { ASSETS } from './assets.ts';
+import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState, type PageContext } from './pages.ts';
+import { LANGUAGE_COOKIE, PAGE_HEADERS, readCookies, sameOrigin, SESSION_COOKIE, sessionCookie } from './security.ts';
+import { translator, type Translate } from './text.ts';
+
+export interface WebFaceDeps {
+  store: Store;
+  accounts: AccountService;
+  signIn: WebSignIn;
+  /** The client's address (a trusted proxy's X-Forwarded-For), for the sign-in limit. */
+  clientAddress: (req: IncomingMessage) => string;
+  /** The public origin of this request (configured, or a trusted proxy's), besides the Host it came to. */
+  publicOrigin: (req: IncomingMessage) => string;
+  /** Called once per request when it is answered (logs, metrics). */
+  done?: (route: string, status: number, started: number, req: IncomingMessage | undefined) => void;
+}
+
+/** Failed sign-ins allowed per minute: per account name (guessing one password) and per address (trying many). */
+const SIGN_IN_FAILURES_PER_MINUTE = { account: 5, address: 20 } as const;
+/** A form is a handful of fields: anything larger is not one of ours. */
+const FORM_LIMIT_BYTES = 16 * 1024;
+
+const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
+
+/**
+ * The web face's pages (issue 16), on the daemon's own port beside /v1: sign-in by a one-time link
+ * and a password, and the account page (credits, limits, API keys, the webhook secret). Pages are
+ * rendered here, whole, with no client framework; every state-changing request is a POST from a
+ * page of this origin carrying its session's token. A session never authenticates /v1 (which reads
+ * only Authorization) and a key never a page (which read only the session cookie).
+ */
+export function registerWebFace(app: H3, deps: WebFaceDeps): void {
+  const failures = { account: new AuthFailureLimiter(), address: new AuthFailureLimiter() };
+
+  const page = async (event: H3Event, route: string, handler: (request: PageRequest) => Promise<Response>) => {
+    const started = performance.now();
+    const req = nodeRequest(event)!;
+    const request = await pageRequest(event, req, deps);
+    let response: Response;
+    try {
+      response = await handler(request);
+    } catch (error) {
+      if (!(error instanceof FormRefused)) throw error;
+      response = respond(request, error.status, messagePage(request.context, request.t('title'), request.t('forbiddenForm')));
+    }
+    deps.done?.(route, response.status, started, req);
+    return response;
+  };
+
+  for (const asset of Object.values(ASSETS)) {
+    app.on('GET', asset.path, () => new Response(asset.body, {
+      headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' },
+    }));
+  }
+
+  // Browsers ask for it on every first visit: nothing, rather than a 404 in every console.
+  app.on('GET', '/favicon.ico', () => new Response(null, { status: 204, headers: { 'cache-control': 'public, max-age=86400' } }));
+
+  app.on('GET', '/', (event) => page(event, '/', async (request) => redirect(request, request.session ? '/account' : '/signin')));
+
+  app.on('GET', '/signin', (event) => page(event, '/signin', async (request) => (request.session
+    ? redirect(request, '/account')
+    : respond(request, 200, signInPage(request.context)))));
+
+  app.on('POST', '/signin', (event) => page(event, '/signin', async (request) => {
+    const form = await readForm(request);
+    const name = (form.get('name') ?? '').trim();
+    const password = form.get('password') ?? '';
+    const address = deps.clientAddress(request.req);
+    const waitAddress = failures.address.take(address, SIGN_IN_FAILURES_PER_MINUTE.address);
+    const waitAccount = waitAddress === null ? failures.account.take(`account:${name.toLowerCase()}`, SIGN_IN_FAILURES_PER_MINUTE.account) : null;
+    const wait = waitAddress ?? waitAccount;
+    if (wait !== null) {
+      if (waitAccount !== null) failures.address.giveBack(address, SIGN_IN_FAILURES_PER_MINUTE.address);
+      return respond(request, 429, signInPage(request.context, { name, error: request.t('signInLimited', { seconds: wait }) }), { 'retry-after': String(wait) });
+    }
+    const opened = await deps.signIn.signIn(name, password);
+    if (!opened) return respond(request, 401, signInPage(request.context, { name, error: request.t('signInFailed') }));
+    failures.address.giveBack(address, SIGN_IN_FAILURES_PER_MINUTE.address);
+    failures.account.giveBack(`account:${name.toLowerCase()}`, SIGN_IN_FAILURES_PER_MINUTE.account);
+    return redirect(request, '/account', { 'set-cookie': sessionCookie(opened.session, request.secure, SESSION_LIFETIME_MS / 1000) });
+  }));
+
+  app.on('GET', '/link/:token', (event) => page(event, '/link/:token', async (request) => {
+    const token = event.context.params?.token ?? '';
+    const account = await deps.signIn.linkAccount(token);
+    if (!account) return respond(request, 404, messagePage(request.context, request.t('setPassword'), request.t('linkInvalid')));
+    return respond(request, 200, setPasswordPage(request.context, { token, accountName: account.name || account.id }));
+  }));
+
+  app.on('POST', '/link/:token', (event) => page(event, '/link/:token', async (request) => {
+    const token = event.context.params?.token ?? '';
+    const form = await readForm(request);
+    const outcome = await deps.signIn.setPassword(token, form.get('password') ?? '', form.get('repeated') ?? '');
+    if (typeof outcome !== 'string') {
+      return redirect(request, '/account', { 'set-cookie': sessionCookie(outcome.session, request.secure, SESSION_LIFETIME_MS / 1000) });
+    }
+    if (outcome === 'link_invalid') return respond(request, 404, messagePage(request.context, request.t('setPassword'), request.t('linkInvalid')));
+    const account = await deps.signIn.linkAccount(token);
+    const error = outcome === 'too_short' ? request.t('tooShort', { min: PASSWORD_LENGTH.min }) : outcome === 'too_long' ? request.t('tooLong', { max: PASSWORD_LENGTH.max }) : request.t('mismatch');
+    return respond(request, 422, setPasswordPage(request.context, { token, accountName: account?.name || account?.id || '', error }));
+  }));
+
+  app.on('POST', '/signout', (event) => page(event, '/signout', async (request) => {
+    const session = await signedInForm(request);
+    if (session instanceof Response) return session;
+    await deps.signIn.signOut(session);
+    return redirect(request, '/signin', { 'set-cookie': sessionCookie('', request.secure, 0) });
+  }));
+
+  const showAccount = async (request: PageRequest, status: number, extra: Partial<AccountPageState> = {}) => {
+    const account = request.session!.account;
+    const [view, balance, keys] = await Promise.all([deps.accounts.view(account), balanceOf(deps.store, account), deps.store.listApiKeys(account.id)]);
+    keys.sort((a, b) => (a.revoked_at === null) === (b.revoked_at === null) ? b.created_at.localeCompare(a.created_at) : a.revoked_at === null ? -1 : 1);
+    return respond(request, status, accountPage(request.context, { view, reserved: balance.reserved, keys, ...extra }));
+  };
+
+  app.on('GET', '/account', (event) => page(event, '/account', async (request) => (request.session ? showAccount(request, 200) : redirect(request, '/signin'))));
+
+  app.on('POST', '/account/keys', (event) => page(event, '/account/keys', async (request) => {
+    const session = await signedInForm(request);
+    if (session instanceof Response) return session;
+    const scopes = [...new Set(request.form!.getAll('scope'))].filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope));
+    if (scopes.length === 0) return showAccount(request, 422, { error: request.t('noScope') });
+    const made = await deps.accounts.createKey(session.account.id, scopes);
+    return showAccount(request, 200, { newKey: made.key });
+  }));
+
+  app.on('POST', '/account/keys/:id/revoke', (event) => page(event, '/account/keys/:id/revoke', async (request) => {
+    const session = await signedInForm(request);
+    if (session instanceof Response) return session;
+    const key = await deps.store.getApiKey(event.context.params?.id ?? '');
+    // Another account's key is as absent as one that never was.
+    if (!key || key.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
+    await deps.accounts.revokeKey(key.id);
+    return showAccount(request, 200, { notice: request.t('keyRevoked', { prefix: key.prefix }) });
+  }));
+
+  app.on('POST', '/account/webhook-secret', (event) => page(event, '/account/webhook-secret', async (request) => {
+    const session = await signedInForm(request);
+    if (session instanceof Response) return session;
+    return showAccount(request, 200, { secret: await deps.accounts.webhookSecret(session.account.id, false) });
+  }));
+
+  app.on('POST', '/account/webhook-secret/rotate', (event) => page(event, '/account/webhook-secret/rotate', async (request) => {
+    const session = await signedInForm(request);
+    if (session instanceof Response) return session;
+    const secret = await deps.accounts.webhookSecret(session.account.id, true);
+    return showAccount(request, 200, { secret, notice: request.t('secretRotated') });
+  }));
+
+  /** A POST of a signed-in page: from this origin, with the session's token; else the answer to give. */
+  async function signedInForm(request: PageRequest): Promise<WebSession | Response> {
+    const form = await readForm(request);
+    if (!request.session) return redirect(request, '/signin');
+    if (!WebSignIn.csrfMatches(request.session, form.get('csrf'))) {
+      return respond(request, 403, messagePage(request.context, request.t('account'), request.t('forbiddenForm')));
+    }
+    return request.session;
+  }
+}
+
+interface PageRequest {
+  event: H3Event;
+  req: IncomingMessage;
+  session: WebSession | null;
+  language: Language;
+  t: Translate;
+  context: PageContext;
+  secure: boolean;
+  /** A language chosen by `?lang=`, to keep in a cookie. */
+  chosenLanguage: Language | null;
+  publicOrigin: string;
+  form?: URLSearchParams;
+}
+
+class FormRefused extends Error {
+  constructor(readonly status: 403 | 413) {
+    super('form refused');
+  }
+}
+
+async function pageRequest(event: H3Event, req: IncomingMessage, deps: WebFaceDeps): Promise<PageRequest> {
+  const url = new URL(event.req.url);
+  const cookies = readCookies(event.req.headers.get('cookie'));
+  const asked = url.searchParams.get('lang');
+  const chosenLanguage = (LANGUAGES as readonly string[]).includes(asked ?? '') ? asked as Language : null;
+  const kept = cookies.get(LANGUAGE_COOKIE);
+  const language = chosenLanguage ?? ((LANGUAGES as readonly string[]).includes(kept ?? '') ? kept as Language : negotiateLanguage(event.req.headers.get('accept-language')));
+  const session = await deps.signIn.session(cookies.get(SESSION_COOKIE));
+  const publicOrigin = deps.publicOrigin(req);
+  const t = translator(language);
+  return {
+    event, req, session, language, t, chosenLanguage, publicOrigin,
+    secure: publicOrigin.startsWith('https:') || url.protocol === 'https:',
+    context: { language, t, path: url.pathname, session: session ? { csrf: session.csrf, accountName: session.account.name || session.account.id } : null },
+  };
+}
+
+/** The POST's form, read at most FORM_LIMIT_BYTES, refused unless it comes from a page of this origin. */
+async function readForm(request: PageRequest): Promise<URLSearchParams> {
+  if (request.form) return request.form;
+  const own = [new URL(request.event.req.url).origin, request.publicOrigin];
+  if (!sameOrigin(request.event.req.headers, own)) throw new FormRefused(403);
+  const declared = Number(request.event.req.headers.get('content-length') ?? '0');
+  if (declared > FORM_LIMIT_BYTES) throw new FormRefused(413);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request.req) {
+    size += (chunk as Buffer).length;
+    if (size > FORM_LIMIT_BYTES) throw new FormRefused(413);
+    chunks.push(chunk as Buffer);
+  }
+  request.form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  return request.form;
+}
+
+function headersOf(request: PageRequest, extra: Record<string, string>): Headers {
+  const headers = new Headers({ ...PAGE_HEADERS, 'content-language': request.language, vary: 'Cookie, Accept-Language', ...extra });
+  if (request.chosenLanguage) headers.append('set-cookie', `${LANGUAGE_COOKIE}=${request.chosenLanguage}; Path=/; SameSite=Lax; Max-Age=31536000`);
+  return headers;
+}
+
+function respond(request: PageRequest, status: number, body: string, extra: Record<string, string> = {}): Response {
+  return new Response(body, { status, headers: headersOf(request, { 'content-type': 'text/html; charset=utf-8', ...extra }) });
+}
+
+/** 303: a POST's answer is a GET of the next page (reloading it sends nothing again). */
+function redirect(request: PageRequest, location: string, extra: Record<string, string> = {}): Response {
+  return new Response(null, { status: 303, headers: headersOf(request, { location, ...extra }) });
+}

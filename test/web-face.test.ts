@@ -1,0 +1,259 @@
+/**
+ * The web face (issue 16) in a real browser (Debian's Chromium through playwright-core) against a
+ * real convd on 127.0.0.1: the owner's one-time link -> a password -> the account page; sign out
+ * and in again; a key made there (shown once, then only its prefix) works on /v1 and, revoked
+ * there, gets 401; the webhook secret revealed and rotated (the admin command sees the new one).
+ * And what must not work: a session on /v1, a key as a session, a form without the session's
+ * token or from another origin, a second account revoking the first's key, a used or replaced
+ * link, endless password guessing. Every page carries the security headers; German by the
+ * browser's language; screenshots of each page at 1280 and 360 px wide under test-results/.
+ */
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser } from './helpers/browser.ts';
+import { convdAdmin, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+
+const SCREENSHOTS = join(ROOT, 'test-results', 'web-face');
+const PASSWORD = 'correct horse battery';
+
+interface MadeAccount {
+  id: string;
+  link: string;
+}
+
+async function accountWithLink(daemon: DaemonHandle, name: string, plan = 'lite'): Promise<MadeAccount> {
+  const made = await convdAdmin(daemon.dataDir, ['accounts', 'create', '--plan', plan, '--name', name, '--login-link', '--json']);
+  assert.equal(made.code, 0, made.stderr);
+  const json = made.json as { id: string; login_link: { url: string; expires_at: string } };
+  assert.ok(json.login_link.url.startsWith(`${daemon.url}/link/cwl_`), json.login_link.url);
+  return { id: json.id, link: json.login_link.url };
+}
+
+async function shoot(page: Page, name: string): Promise<void> {
+  await mkdir(SCREENSHOTS, { recursive: true });
+  for (const width of [1280, 360]) {
+    await page.setViewportSize({ width, height: 900 });
+    const path = join(SCREENSHOTS, `${name}-${width}.png`);
+    await page.screenshot({ path, fullPage: true });
+    // No layout wider than the window at 360 px.
+    const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
+    assert.ok(Number(overflow) <= 0, `${name} at ${width} px is ${String(overflow)} px wider than the window`);
+    process.stdout.write(`# screenshot ${path}\n`);
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+async function setPassword(page: Page, link: string, password = PASSWORD): Promise<void> {
+  await page.goto(link);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByLabel('Password, again').fill(password);
+  await page.getByRole('button', { name: 'Save password and sign in' }).click();
+  await page.waitForURL(/\/account$/);
+}
+
+async function signIn(page: Page, baseUrl: string, name: string, password = PASSWORD): Promise<void> {
+  await page.goto(`${baseUrl}/signin`);
+  await page.getByLabel('Account name or id').fill(name);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+describe('the web face in a browser', () => {
+  let daemon: DaemonHandle;
+  let browser: Browser;
+  let alice: MadeAccount;
+  before(async () => {
+    daemon = await startDaemon();
+    browser = await launchBrowser();
+    alice = await accountWithLink(daemon, 'alice');
+  });
+  after(async () => {
+    await browser?.close();
+    await daemon?.dispose();
+  });
+
+  it('link -> password -> account page; a short password, then the used link, refused in words', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const opened = await page.goto(alice.link);
+    assert.equal(opened?.status(), 200);
+    await shoot(page, 'set-password');
+    await page.getByLabel('Password', { exact: true }).fill('short');
+    await page.getByLabel('Password, again').fill('short');
+    // The browser's own check (minlength) stops this form: sent by hand, the server says it too.
+    const tooShort = await page.evaluate(async (url) => {
+      const response = await fetch(url, { method: 'POST', body: new URLSearchParams({ password: 'short', repeated: 'short' }) });
+      return { status: response.status, text: await response.text() };
+    }, alice.link);
+    assert.equal(tooShort.status, 422);
+    assert.match(tooShort.text, /at least 10 characters/);
+    await setPassword(page, alice.link);
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Account: alice');
+    assert.match(await page.textContent('main') ?? '', /Plan: Lite/);
+    await shoot(page, 'account');
+    const again = await page.goto(alice.link);
+    assert.equal(again?.status(), 404, 'a link works once');
+    assert.match(await page.textContent('main') ?? '', /used already/);
+    await context.close();
+  });
+
+  it('sign out ends the session on the server; a wrong password is refused, the right one signs in', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await signIn(page, daemon.url, 'alice');
+    await page.waitForURL(/\/account$/);
+    const cookie = (await context.cookies()).find((c) => c.name === 'convd_session')!;
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Strict');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/signin$/);
+    // The old cookie, sent again by hand, opens nothing: the session is gone on the server.
+    const replay = await fetch(`${daemon.url}/account`, { headers: { cookie: `convd_session=${cookie.value}` }, redirect: 'manual' });
+    assert.equal(replay.status, 303);
+    assert.equal(replay.headers.get('location'), '/signin');
+    await signIn(page, daemon.url, 'alice', 'not the password');
+    assert.match(await page.textContent('[role=alert]') ?? '', /name or the password is wrong/);
+    await shoot(page, 'signin-failed');
+    await signIn(page, daemon.url, alice.id);
+    await page.waitForURL(/\/account$/);
+    await context.close();
+  });
+
+  it('a key made on the page is shown once, works on /v1, and once revoked there gets 401', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await signIn(page, daemon.url, 'alice');
+    await page.waitForURL(/\/account$/);
+    await page.getByRole('checkbox', { name: /delete: cancel/ }).check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.textContent('#new-key-value'))!.trim();
+    assert.match(key, /^cvk_/);
+    await shoot(page, 'key-created');
+    const account = await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(account.status, 200);
+    assert.equal(((await account.json()) as { plan: { id: string } }).plan.id, 'lite');
+    await page.goto(`${daemon.url}/account`);
+    const text = await page.textContent('main') ?? '';
+    assert.ok(!text.includes(key), 'the key is never shown again');
+    assert.ok(text.includes(key.slice(0, 10)), 'only its prefix');
+    await page.getByRole('button', { name: `Revoke key ${key.slice(0, 10)}` }).click();
+    assert.match(await page.textContent('[role=status]') ?? '', /is revoked/);
+    const revoked = await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(revoked.status, 401);
+    await context.close();
+  });
+
+  it('the webhook secret is revealed on request and rotated; the admin command sees the new one', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await signIn(page, daemon.url, 'alice');
+    await page.waitForURL(/\/account$/);
+    await page.getByRole('button', { name: 'Reveal' }).click();
+    const before = (await page.textContent('#secret-value'))!.trim();
+    const admin = await convdAdmin(daemon.dataDir, ['webhook-secret', '--account', alice.id, '--json']);
+    assert.equal((admin.json as { secret: string }).secret, before);
+    await page.getByRole('button', { name: 'Rotate' }).click();
+    const after = (await page.textContent('#secret-value'))!.trim();
+    assert.notEqual(after, before);
+    assert.equal((((await convdAdmin(daemon.dataDir, ['webhook-secret', '--account', alice.id, '--json'])).json) as { secret: string }).secret, after);
+    await context.close();
+  });
+
+  it('a session never works on /v1, a key never as a session', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await signIn(page, daemon.url, 'alice');
+    await page.waitForURL(/\/account$/);
+    const session = (await context.cookies()).find((c) => c.name === 'convd_session')!.value;
+    const onApi = await fetch(`${daemon.url}/v1/account`, { headers: { cookie: `convd_session=${session}` } });
+    assert.equal(onApi.status, 401);
+    const fromPage = await page.evaluate(async () => (await fetch('/v1/account')).status);
+    assert.equal(fromPage, 401, 'the browser\'s own cookie does not reach /v1 either');
+    const keyAsCookie = await fetch(`${daemon.url}/account`, { headers: { cookie: `convd_session=${daemon.apiKey}` }, redirect: 'manual' });
+    assert.equal(keyAsCookie.status, 303);
+    await context.close();
+  });
+
+  it('forms without the session\'s token, from another origin, or for another account\'s key are refused', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await signIn(page, daemon.url, 'alice');
+    await page.waitForURL(/\/account$/);
+    const session = (await context.cookies()).find((c) => c.name === 'convd_session')!.value;
+    const csrf = await page.getAttribute('input[name=csrf]', 'value');
+    const post = (path: string, body: Record<string, string>, origin: string | null) => fetch(`${daemon.url}${path}`, {
+      method: 'POST', redirect: 'manual',
+      headers: { cookie: `convd_session=${session}`, 'content-type': 'application/x-www-form-urlencoded', ...(origin ? { origin } : {}) },
+      body: new URLSearchParams(body),
+    });
+    assert.equal((await post('/account/keys', { scope: 'read' }, daemon.url)).status, 403, 'no token');
+    assert.equal((await post('/account/keys', { scope: 'read', csrf: 'x'.repeat(32) }, daemon.url)).status, 403, 'a wrong token');
+    assert.equal((await post('/account/keys', { scope: 'read', csrf: csrf! }, 'https://evil.example')).status, 403, 'another origin');
+    assert.equal((await post('/account/keys', { scope: 'read', csrf: csrf! }, null)).status, 403, 'no origin at all');
+    assert.equal((await post('/account/keys', { scope: 'read', csrf: csrf! }, daemon.url)).status, 200, 'the page\'s own form');
+
+    // Bob, signed in, aims at alice's key by its id.
+    const bob = await accountWithLink(daemon, 'bob');
+    const bobs = await browser.newContext();
+    const bobPage = await bobs.newPage();
+    await setPassword(bobPage, bob.link);
+    const made = await convdAdmin(daemon.dataDir, ['keys', 'create', '--account', alice.id, '--json']);
+    const aliceKey = made.json as { id: string; key: string };
+    const bobSession = (await bobs.cookies()).find((c) => c.name === 'convd_session')!.value;
+    const bobCsrf = await bobPage.getAttribute('input[name=csrf]', 'value');
+    const tampered = await fetch(`${daemon.url}/account/keys/${aliceKey.id}/revoke`, {
+      method: 'POST', headers: { cookie: `convd_session=${bobSession}`, origin: daemon.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf: bobCsrf! }),
+    });
+    assert.equal(tampered.status, 404);
+    assert.equal((await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${aliceKey.key}` } })).status, 200, 'alice\'s key still works');
+    await bobs.close();
+    await context.close();
+  });
+
+  it('a new link replaces the unused one; guessing a password is stopped after five failures', async () => {
+    const carol = await accountWithLink(daemon, 'carol');
+    const newer = await convdAdmin(daemon.dataDir, ['accounts', 'login-link', carol.id, '--json']);
+    assert.equal(newer.code, 0, newer.stderr);
+    assert.equal((await fetch(carol.link)).status, 404, 'the first link stopped working');
+    assert.equal((await fetch((newer.json as { url: string }).url)).status, 200);
+    const attempt = () => fetch(`${daemon.url}/signin`, {
+      method: 'POST', headers: { origin: daemon.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ name: 'carol', password: 'guess guess guess' }),
+    });
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await attempt()).status);
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
+  });
+
+  it('every page carries the security headers; German for a German browser', async () => {
+    const signin = await fetch(`${daemon.url}/signin`);
+    assert.match(signin.headers.get('content-security-policy') ?? '', /default-src 'none'.*frame-ancestors 'none'/);
+    assert.equal(signin.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(signin.headers.get('referrer-policy'), 'same-origin');
+    const context = await browser.newContext({ locale: 'de-DE' });
+    const page = await context.newPage();
+    await page.goto(`${daemon.url}/signin`);
+    assert.equal(await page.getAttribute('html', 'lang'), 'de');
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Anmelden');
+    await shoot(page, 'signin-de');
+    await page.getByRole('link', { name: 'English' }).click();
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
+    await context.close();
+  });
+});
+
+describe('--no-web', () => {
+  it('serves no page; /v1 is unchanged', async () => {
+    const daemon = await startDaemon({ args: ['--no-web'] });
+    try {
+      assert.equal((await fetch(`${daemon.url}/signin`)).status, 404);
+      assert.equal((await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${daemon.apiKey}` } })).status, 200);
+    } finally {
+      await daemon.dispose();
+    }
+  });
+});
