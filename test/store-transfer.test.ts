@@ -1,9 +1,11 @@
 /**
  * Moving a box: a daemon on the embedded store converts and charges; `convd store export
- * --with-files` is refused while it runs and writes its store and files once it is stopped;
- * `convd store import` reads them into PostgreSQL and a new data dir, twice with the same
- * outcome; a daemon on the database then knows the same keys, balance, conversions and serves the
- * result; an import while that daemon runs is refused; a damaged export is refused in words.
+ * --with-files` is refused while it runs and writes its store (1,000 conversions and webhook
+ * deliveries) and files once it is stopped; `convd store import` reads them into PostgreSQL and a
+ * new data dir, twice with the same outcome, and into another database with its files in a
+ * bucket; a daemon on the first database and two nodes on the second then each know every key,
+ * the balance, the conversions (all of them, page by page) and serve the result; an import while
+ * the daemon runs is refused; a damaged export is refused in words.
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -12,35 +14,48 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import sharp from 'sharp';
-import { call, newAccount, png, submitFile, waitForEnd } from './api-support.ts';
+import { call, newAccount, png, submitFile, waitForEnd, type Client, type PublicConversion } from './api-support.ts';
+import { callAdminSocket } from '../daemon/admin/socket.ts';
 import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
-import { S3_ENV, startS3 } from './helpers/s3.ts';
+import { S3_ENV, startS3, type TestBucket } from './helpers/s3.ts';
 import { conversion, HOUR } from './helpers/store-records.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
 
-/** Older conversions in the box's store: more than one page of the export (500). */
-const HISTORY = 700;
+/** Conversions in the box's store: two pages of the export (500 each), the last one full. */
+const CONVERSIONS = 1000;
+/** The older ones, written into the store: all but the one the daemon converts. */
+const HISTORY = CONVERSIONS - 1;
 
 interface AccountView {
   credits: { remaining: number };
+}
+
+interface Page {
+  data: PublicConversion[];
+  next_cursor: string | null;
 }
 
 describe('convd store export and import', () => {
   let database: TestDatabase;
   let work: string;
   let first: DaemonHandle;
-  let second: DaemonHandle | undefined;
+  /** The daemons on the imported stores. */
+  const moved: DaemonHandle[] = [];
+  /** The second import's: a database with its files in a bucket, which several nodes share. */
+  let shared: { database: TestDatabase; bucket: TestBucket } | undefined;
   before(async () => {
     database = await freshDatabase();
     work = await mkdtemp(join(tmpdir(), 'convd-transfer-'));
     first = await startDaemon({ args: ['--workers', '2'] });
   });
   after(async () => {
-    await second?.dispose();
+    for (const daemon of moved) await daemon.dispose();
     await first?.dispose();
     await rm(work, { recursive: true, force: true });
     await database?.drop();
+    await shared?.database.drop();
+    await shared?.bucket.close();
   });
 
   it('moves keys, balance, history and results from the first box into PostgreSQL, idempotently', async () => {
@@ -50,20 +65,27 @@ describe('convd store export and import', () => {
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     const balance = (await call<AccountView>(tenant, '/account')).body.credits.remaining;
     assert.ok(balance < 50, 'the conversion was charged');
+    // A second key of the tenant, one that may only read: it must move with its scopes.
+    const reader = ((await callAdminSocket(first.dataDir, 'keys.create', { account: tenant.accountId, scopes: 'read' })) as { key: string }).key;
+    const keys = [first.apiKey, tenant.apiKey, reader];
 
     const out = join(work, 'export');
     const refused = await convdAdmin(first.dataDir, ['store', 'export', out, '--with-files', '--json']);
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /a daemon holds .*: stop it first/);
     await first.stop();
-    // A box with a history: 700 older ended conversions of the tenant and 40 webhook deliveries,
+    // A box with a history: 999 older ended conversions of the tenant and 40 webhook deliveries,
     // written into its store while no daemon runs (the export pages through them).
     const box = await LowdbStore.open({ dir: join(first.dataDir, 'store') });
     const older = Date.now() - 2 * HOUR;
+    const ids = [done.id];
     for (let i = 0; i < HISTORY; i++) {
       const at = new Date(older + i).toISOString();
-      await box.insertConversion(conversion(tenant.accountId, { status: 'failed', reserved_credits: 0, created_at: at, finished_at: at }));
+      const record = conversion(tenant.accountId, { status: 'failed', reserved_credits: 0, created_at: at, finished_at: at });
+      await box.insertConversion(record);
+      ids.push(record.id);
     }
+    assert.equal(new Set(ids).size, CONVERSIONS);
     for (let i = 0; i < 40; i++) {
       await box.putDelivery({
         id: `dlv_${String(i).padStart(4, '0')}`, conversion_id: done.id, account_id: tenant.accountId, event: 'conversion.succeeded',
@@ -74,7 +96,7 @@ describe('convd store export and import', () => {
     await box.close();
     const exported = await convdAdmin(first.dataDir, ['store', 'export', out, '--with-files', '--json']);
     assert.equal(exported.code, 0, exported.stderr);
-    assert.deepEqual(exported.json, { accounts: 2, keys: 2, conversions: HISTORY + 1, deliveries: 40, files: 1 });
+    assert.deepEqual(exported.json, { accounts: 2, keys: 3, conversions: CONVERSIONS, deliveries: 40, files: 1 });
 
     const newDir = join(work, 'node1');
     const imports = [];
@@ -83,49 +105,73 @@ describe('convd store export and import', () => {
       assert.equal(imported.code, 0, imported.stderr);
       imports.push(imported.json);
     }
-    assert.deepEqual(imports[0], { accounts: 2, keys: 2, conversions: HISTORY + 1, deliveries: 40, files: 1 });
+    assert.deepEqual(imports[0], { accounts: 2, keys: 3, conversions: CONVERSIONS, deliveries: 40, files: 1 });
     assert.deepEqual(imports[1], imports[0], 'a second import reads the same');
     const db = new pg.Client({ connectionString: database.url });
     await db.connect();
     try {
-      const counts = await db.query<{ n: string }>('SELECT (SELECT count(*) FROM convd_accounts) + (SELECT count(*) FROM convd_api_keys) + (SELECT count(*) FROM convd_conversions) AS n');
-      assert.equal(Number(counts.rows[0]!.n), 4 + HISTORY + 1, 'nothing doubled by the second import');
+      const counts = await db.query<{ n: string }>('SELECT (SELECT count(*) FROM convd_accounts) + (SELECT count(*) FROM convd_api_keys) + (SELECT count(*) FROM convd_conversions) + (SELECT count(*) FROM convd_deliveries) AS n');
+      assert.equal(Number(counts.rows[0]!.n), 2 + 3 + CONVERSIONS + 40, 'nothing doubled by the second import');
     } finally {
       await db.end();
     }
 
     // The same export into another database with its files in a bucket.
-    const bucket = await startS3();
-    const other = await freshDatabase();
-    try {
-      const intoBucket = await convdAdmin(null, ['store', 'import', out, '--database-url', other.url, '--blob-url', bucket.blobUrl('moved'), '--json'], S3_ENV);
-      assert.equal(intoBucket.code, 0, intoBucket.stderr);
-      assert.deepEqual(intoBucket.json, imports[0]);
-      assert.deepEqual(await bucket.keys('moved/'), [`moved/results/${done.id}`]);
-    } finally {
-      await other.drop();
-      await bucket.close();
-    }
+    shared = { database: await freshDatabase(), bucket: await startS3() };
+    await shared.bucket.keepDirs('moved');
+    const blobUrl = shared.bucket.blobUrl('moved');
+    const intoBucket = await convdAdmin(null, ['store', 'import', out, '--database-url', shared.database.url, '--blob-url', blobUrl, '--json'], S3_ENV);
+    assert.equal(intoBucket.code, 0, intoBucket.stderr);
+    assert.deepEqual(intoBucket.json, imports[0]);
+    assert.deepEqual((await shared.bucket.keys('moved/')).filter((key) => !key.endsWith('/.keep')), [`moved/results/${done.id}`]);
 
-    second = await startDaemon({ args: ['--database-url', database.url], dataDir: newDir, apiKey: first.apiKey, accountId: first.accountId });
-    const moved = { baseUrl: second.baseUrl, apiKey: tenant.apiKey };
-    assert.equal((await call<AccountView>(moved, '/account')).body.credits.remaining, balance, 'the same key, the same balance');
-    let listed = 0;
-    for (let cursor: string | null = null; ;) {
-      const page: { status: number; body: { data: unknown[]; next_cursor: string | null } } = await call(moved, `/conversions?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
-      assert.equal(page.status, 200);
-      listed += page.body.data.length;
-      cursor = page.body.next_cursor;
-      if (!cursor) break;
+    // A daemon on the first database and its data dir; two nodes on the second and its bucket.
+    const known = { apiKey: first.apiKey, accountId: first.accountId };
+    const nodeArgs = ['--database-url', shared.database.url, '--blob-url', blobUrl, '--workers', '1'];
+    const [second, nodeA, nodeB] = await Promise.all([
+      startDaemon({ ...known, args: ['--database-url', database.url], dataDir: newDir }),
+      startDaemon({ ...known, args: nodeArgs, env: S3_ENV }),
+      startDaemon({ ...known, args: nodeArgs, env: S3_ENV }),
+    ].map((starting) => starting.then((daemon) => {
+      moved.push(daemon);
+      return daemon;
+    })));
+
+    for (const daemon of moved) {
+      const on = (apiKey: string): Client => ({ baseUrl: daemon.baseUrl, apiKey });
+      for (const key of keys) assert.equal((await call(on(key), '/account')).status, 200, `${daemon.baseUrl}: every key`);
+      assert.equal((await call(on(reader), '/conversions', { method: 'POST' })).status, 403, 'the read key still may only read');
+      assert.equal((await call<AccountView>(on(tenant.apiKey), '/account')).body.credits.remaining, balance, 'the same balance');
+      const download = await fetch(`${daemon.baseUrl}/conversions/${done.id}/download`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
+      assert.equal(download.status, 200);
+      const meta = await sharp(Buffer.from(await download.arrayBuffer())).metadata();
+      assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 80, 60]);
     }
-    assert.equal(listed, HISTORY + 1, 'the whole history, page by page');
-    const again = await call(moved, `/conversions/${done.id}`);
-    assert.equal(again.body.status, 'succeeded');
-    const download = await fetch(`${second.baseUrl}/conversions/${done.id}/download`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
-    assert.equal(download.status, 200);
-    const meta = await sharp(Buffer.from(await download.arrayBuffer())).metadata();
-    assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 80, 60]);
-    assert.equal((await call(second, '/account')).status, 200, 'the owner\'s key too');
+    // The whole history page by page on one daemon of each store, then a spot-check of it on the other node.
+    const history = async (daemon: DaemonHandle): Promise<PublicConversion[]> => {
+      const listed: PublicConversion[] = [];
+      for (let cursor: string | null = null; ;) {
+        const page: { status: number; body: Page } = await call(({ baseUrl: daemon.baseUrl, apiKey: tenant.apiKey }), `/conversions?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(page.status, 200);
+        listed.push(...page.body.data);
+        cursor = page.body.next_cursor;
+        if (!cursor) break;
+      }
+      return listed;
+    };
+    for (const daemon of [second, nodeA]) {
+      const listed = await history(daemon);
+      assert.equal(listed.length, CONVERSIONS, 'the whole history, page by page');
+      assert.deepEqual(listed.map((c) => c.id).sort(), [...ids].sort());
+      assert.equal(listed.find((c) => c.id === done.id)?.status, 'succeeded');
+      if (daemon !== nodeA) continue;
+      for (const spot of [listed[0]!, listed[1]!, listed[499]!, listed[500]!, listed[CONVERSIONS - 1]!]) {
+        const there = await call({ baseUrl: nodeB.baseUrl, apiKey: tenant.apiKey }, `/conversions/${spot.id}`);
+        assert.equal(there.status, 200);
+        // The same object, but for the links, which name the node asked.
+        assert.deepEqual(JSON.parse(JSON.stringify(there.body).replaceAll(nodeB.baseUrl, nodeA.baseUrl)), spot);
+      }
+    }
 
     const busy = await convdAdmin(newDir, ['store', 'import', out, '--database-url', database.url, '--json']);
     assert.notEqual(busy.code, 0);
