@@ -352,12 +352,17 @@ export class ConversionService {
     });
   }
 
-  /** Expires results past `expires_at` (deleting their files) and prunes old history. */
+  /**
+   * Expires results past `expires_at` (deleting their files), prunes old history, and removes the
+   * web pages' sign-in links and sessions that expired (worth nothing already; only their records go).
+   */
   async sweep(): Promise<{ expired: number; pruned: number }> {
-    const due = await this.store.conversionsExpiringBy(this.now().toISOString());
+    const now = this.now().toISOString();
+    const due = await this.store.conversionsExpiringBy(now);
     for (const record of due) await this.expire(record.id);
     const cutoff = new Date(this.now().getTime() - this.config.retentionDays * 86_400_000).toISOString();
     const pruned = await this.store.pruneFinishedBefore(cutoff);
+    await this.store.pruneWebTokens(now);
     return { expired: due.length, pruned };
   }
 }
