@@ -6,14 +6,15 @@
  * And what must not work: a session on /v1, a key as a session, a form without the session's
  * token or from another origin, a second account revoking the first's key, a used or replaced
  * link, endless password guessing. Every page carries the security headers; German by the
- * browser's language; screenshots of each page at 1280 and 360 px wide under test-results/.
+ * browser's language; screenshots of each page at 1280 and 360 px wide under test-results/, and
+ * each page checked by axe-core (WCAG 2.1 A and AA: no violation).
  */
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser } from './helpers/browser.ts';
+import { accessibilityViolations, launchBrowser } from './helpers/browser.ts';
 import { convdAdmin, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 
 const SCREENSHOTS = join(ROOT, 'test-results', 'web-face');
@@ -32,7 +33,9 @@ async function accountWithLink(daemon: DaemonHandle, name: string, plan = 'lite'
   return { id: json.id, link: json.login_link.url };
 }
 
+/** Screenshots at both widths, and the accessibility check (axe-core, WCAG 2.1 A and AA) of the page. */
 async function shoot(page: Page, name: string): Promise<void> {
+  assert.deepEqual(await accessibilityViolations(page), [], `${name}: accessibility`);
   await mkdir(SCREENSHOTS, { recursive: true });
   for (const width of [1280, 360]) {
     await page.setViewportSize({ width, height: 900 });

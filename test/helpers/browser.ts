@@ -15,3 +15,15 @@ export async function launchBrowser(): Promise<Browser> {
   const { chromium } = await import('playwright-core');
   return chromium.launch({ executablePath: install.path, args: FLAGS, headless: true });
 }
+
+/** What axe-core finds against WCAG 2.1 levels A and AA on the page as it is now; empty when none. */
+export async function accessibilityViolations(page: import('playwright-core').Page): Promise<string[]> {
+  const { readFile } = await import('node:fs/promises');
+  const { createRequire } = await import('node:module');
+  const source = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  // Evaluated through the DevTools protocol, which the page's Content-Security-Policy does not govern.
+  await page.evaluate(source);
+  const violations = await page.evaluate(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+    .then((result) => result.violations.map((v) => v.id + ' (' + v.impact + '): ' + v.help + ' at ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`);
+  return violations as string[];
+}
