@@ -206,6 +206,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     web: config.serveWeb ? (h3) => registerWebFace(h3, {
       store: running.store,
       accounts: running.accounts,
+      conversions: running.conversions,
       signIn: new WebSignIn(running.store, running.accounts),
       clientAddress: (req) => proxy.clientAddress(req),
       publicOrigin: (req) => {

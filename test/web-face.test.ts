@@ -2,7 +2,8 @@
  * The web face (issue 16) in a real browser (Debian's Chromium through playwright-core) against a
  * real convd on 127.0.0.1: the owner's one-time link -> a password -> the account page; sign out
  * and in again; a key made there (shown once, then only its prefix) works on /v1 and, revoked
- * there, gets 401; the webhook secret revealed and rotated (the admin command sees the new one).
+ * there, gets 401; the webhook secret revealed and rotated (the admin command sees the new one);
+ * the conversions page (progress moving without a reload, cancel, download, the status filter).
  * And what must not work: a session on /v1, a key as a session, a form without the session's
  * token or from another origin, a second account revoking the first's key, a used or replaced
  * link, endless password guessing. Every page carries the security headers; German by the
@@ -10,10 +11,12 @@
  * each page checked by axe-core (WCAG 2.1 A and AA: no violation).
  */
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import sharp from 'sharp';
+import { call, png, slowPng, submitFile } from './api-support.ts';
 import { accessibilityViolations, launchBrowser } from './helpers/browser.ts';
 import { convdAdmin, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 
@@ -230,6 +233,55 @@ describe('the web face in a browser', () => {
     const statuses = [];
     for (let i = 0; i < 6; i++) statuses.push((await attempt()).status);
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
+  });
+
+  it('the conversions page: live progress, cancel, download, and another account sees none of it', async () => {
+    const made = await convdAdmin(daemon.dataDir, ['keys', 'create', '--account', alice.id, '--json']);
+    const client = { baseUrl: daemon.baseUrl, apiKey: (made.json as { key: string }).key };
+    const done = await submitFile(client, { target: 'webp', wait: '30' }, { data: await png(64, 48), name: 'small photo.png' });
+    assert.equal(done.body.status, 'succeeded');
+    const slow = await submitFile(client, { target: 'avif' }, { data: await slowPng(3000), name: 'large photo.png' });
+    assert.equal(slow.status, 202);
+    const context = await browser.newContext({ acceptDownloads: true });
+    const page = await context.newPage();
+    await signIn(page, daemon.url, 'alice');
+    await page.waitForURL(/\/account$/);
+    await page.getByRole('link', { name: 'Conversions' }).click();
+    await page.waitForURL(/\/conversions$/);
+    assert.match(await page.textContent(`#row-${slow.body.id}`) ?? '', /large photo\.png.*png → avif/s);
+    // The row moves without a reload: the page's script polls while it runs.
+    await page.waitForFunction((id) => /processing/.test(document.querySelector(`#row-${id} [data-status]`)?.textContent ?? ''), slow.body.id, { timeout: 20_000 });
+    await shoot(page, 'conversions');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download the result of small photo.png' }).click()]);
+    assert.equal(download.suggestedFilename(), 'small photo.webp');
+    const meta = await sharp(await readFile((await download.path())!)).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 64, 48]);
+    await page.getByRole('button', { name: 'Cancel the conversion of large photo.png' }).click();
+    assert.match(await page.textContent('[role=status]') ?? '', /large photo\.png is cancelled/);
+    assert.equal((await call(client, `/conversions/${slow.body.id}`)).body.status, 'cancelled');
+    await page.selectOption('#status', 'succeeded');
+    await page.getByRole('button', { name: 'Show' }).click();
+    assert.equal(await page.locator('tbody tr').count(), 1, 'only the succeeded one');
+
+    // Bob's session, aimed at alice's conversion by its id.
+    const bob = await browser.newContext();
+    const bobPage = await bob.newPage();
+    await signIn(bobPage, daemon.url, 'bob');
+    await bobPage.waitForURL(/\/account$/);
+    const bobSession = (await bob.cookies()).find((c) => c.name === 'convd_session')!.value;
+    const stolen = await fetch(`${daemon.url}/conversions/${done.body.id}/download`, { headers: { cookie: `convd_session=${bobSession}` } });
+    assert.equal(stolen.status, 404);
+    const bobCsrf = await bobPage.getAttribute('input[name=csrf]', 'value');
+    const deleted = await fetch(`${daemon.url}/conversions/${done.body.id}/delete`, {
+      method: 'POST', headers: { cookie: `convd_session=${bobSession}`, origin: daemon.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf: bobCsrf! }),
+    });
+    assert.equal(deleted.status, 404);
+    const polled = await fetch(`${daemon.url}/web/api/conversions?ids=${done.body.id}`, { headers: { cookie: `convd_session=${bobSession}` } });
+    assert.deepEqual(await polled.json(), { data: [] });
+    assert.equal((await call(client, `/conversions/${done.body.id}`)).body.status, 'succeeded', 'untouched');
+    await bob.close();
+    await context.close();
   });
 
   it('every page carries the security headers; German for a German browser', async () => {

@@ -14,6 +14,9 @@ a { color: var(--accent); }
 .skip { position: absolute; left: -999px; top: 0; background: var(--bg); padding: .5rem; }
 .skip:focus { left: .5rem; }
 header.top { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; justify-content: space-between; padding: .75rem 1rem; border-bottom: 1px solid var(--line); }
+select { font: inherit; padding: .4rem; border: 1px solid var(--muted); border-radius: 4px; }
+form.filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: 1rem 0; }
+form.filters label { display: inline; }
 header.top .brand { font-weight: 700; font-size: 1.2rem; color: var(--ink); text-decoration: none; }
 nav.top { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
@@ -41,8 +44,44 @@ code.secret { display: block; word-break: break-all; padding: .5rem; background:
 @media (max-width: 30rem) { dl.facts { grid-template-columns: 1fr; } dl.facts dd { margin-bottom: .5rem; } }
 `;
 
-/** Copy buttons (`data-copy` names the element whose text they copy); nothing else runs in the page. */
+/**
+ * Copy buttons (`data-copy` names the element whose text they copy), and the conversions page's
+ * live rows (`data-live`: the ids to ask /web/api/conversions about every two seconds; a row that
+ * ended reloads the page, whose actions then change). Nothing else runs in the pages.
+ */
 const SCRIPT = `
+const live = document.querySelector('table[data-live]');
+if (live) {
+  const ids = live.getAttribute('data-live');
+  // A form being sent (cancel, delete) must not be overtaken by a reload of this page.
+  let leaving = false;
+  document.addEventListener('submit', () => { leaving = true; });
+  const poll = async () => {
+    if (leaving) return;
+    try {
+      const answer = await fetch('/web/api/conversions?ids=' + encodeURIComponent(ids), { headers: { accept: 'application/json' } });
+      if (!answer.ok) return;
+      const { data } = await answer.json();
+      for (const row of data) {
+        if (leaving) return;
+        if (!row.active) return location.reload();
+        const cells = document.getElementById('row-' + row.id);
+        if (!cells) continue;
+        cells.querySelector('[data-status]').textContent = row.label;
+        const bar = cells.querySelector('progress');
+        if (bar && row.progress !== null) {
+          bar.value = row.progress;
+          bar.textContent = row.progress + ' %';
+          bar.nextElementSibling.textContent = row.progress + ' %';
+        }
+      }
+    } catch {
+      // The next look tries again.
+    }
+    setTimeout(poll, 2000);
+  };
+  setTimeout(poll, 2000);
+}
 document.addEventListener('click', async (event) => {
   const button = event.target instanceof Element ? event.target.closest('button[data-copy]') : null;
   if (!button) return;

@@ -15,7 +15,7 @@ export interface PageContext {
   session: { csrf: string; accountName: string } | null;
 }
 
-function layout(context: PageContext, title: string, body: Html): string {
+export function layout(context: PageContext, title: string, body: Html): string {
   const { t, language, session } = context;
   const other: Language = language === 'en' ? 'de' : 'en';
   return html`<!doctype html>
@@ -32,6 +32,7 @@ function layout(context: PageContext, title: string, body: Html): string {
 <header class="top">
 <a class="brand" href="/">convd</a>
 <nav class="top" aria-label="${t('account')}">
+${session ? html`<a href="/account">${t('account')}</a> <a href="/conversions">${t('conversions')}</a>` : ''}
 <a href="${context.path}?lang=${other}" lang="${other}" hreflang="${other}">${other === 'de' ? 'Deutsch' : 'English'}</a>
 ${session ? html`<span>${session.accountName}</span>
 <form class="inline" method="post" action="/signout"><input type="hidden" name="csrf" value="${session.csrf}"><button class="secondary" type="submit">${t('signOut')}</button></form>` : ''}
@@ -45,7 +46,7 @@ ${body}
 `.text;
 }
 
-function problem(message: string | null): Html | '' {
+export function problem(message: string | null): Html | '' {
   return message ? html`<p class="error" role="alert">${message}</p>` : '';
 }
 
@@ -88,7 +89,7 @@ export interface AccountPageState {
   error?: string | null;
 }
 
-function date(iso: string, language: Language): string {
+export function date(iso: string, language: Language): string {
   return new Date(iso).toLocaleDateString(language === 'de' ? 'de-DE' : 'en-GB', { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
 }
 

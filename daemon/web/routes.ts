@@ -1,22 +1,23 @@
 import type { IncomingMessage } from 'node:http';
-import type { H3, H3Event } from 'h3';
-import { negotiateLanguage } from '../../src/errors/negotiate.ts';
-import { LANGUAGES, type Language } from '../../src/errors/messages.ts';
+import type { H3 } from 'h3';
 import { SCOPES, type Scope } from '../../src/model/account.ts';
 import type { AccountService } from '../../src/service/accounts.ts';
+import type { ConversionService } from '../../src/service/conversion-service.ts';
 import { balanceOf } from '../../src/service/credits.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
-import { SESSION_LIFETIME_MS, WebSignIn, type WebSession } from '../../src/sign-in/web-sign-in.ts';
+import { SESSION_LIFETIME_MS, type WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import type { Store } from '../../src/store/types.ts';
 import { AuthFailureLimiter } from '../http/auth-failures.ts';
 import { ASSETS } from './assets.ts';
-import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState, type PageContext } from './pages.ts';
-import { LANGUAGE_COOKIE, PAGE_HEADERS, readCookies, sameOrigin, SESSION_COOKIE, sessionCookie } from './security.ts';
-import { translator, type Translate } from './text.ts';
+import { registerConversionPages } from './conversion-routes.ts';
+import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState } from './pages.ts';
+import { pageHandler, readForm, redirect, respond, signedInForm, type PageRequest } from './request.ts';
+import { sessionCookie } from './security.ts';
 
 export interface WebFaceDeps {
   store: Store;
   accounts: AccountService;
+  conversions: ConversionService;
   signIn: WebSignIn;
   /** The client's address (a trusted proxy's X-Forwarded-For), for the sign-in limit. */
   clientAddress: (req: IncomingMessage) => string;
@@ -28,10 +29,6 @@ export interface WebFaceDeps {
 
 /** Failed sign-ins allowed per minute: per account name (guessing one password) and per address (trying many). */
 const SIGN_IN_FAILURES_PER_MINUTE = { account: 5, address: 20 } as const;
-/** A form is a handful of fields: anything larger is not one of ours. */
-const FORM_LIMIT_BYTES = 16 * 1024;
-
-const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
 
 /**
  * The web face's pages (issue 16), on the daemon's own port beside /v1: sign-in by a one-time link
@@ -43,20 +40,8 @@ const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req
 export function registerWebFace(app: H3, deps: WebFaceDeps): void {
   const failures = { account: new AuthFailureLimiter(), address: new AuthFailureLimiter() };
 
-  const page = async (event: H3Event, route: string, handler: (request: PageRequest) => Promise<Response>) => {
-    const started = performance.now();
-    const req = nodeRequest(event)!;
-    const request = await pageRequest(event, req, deps);
-    let response: Response;
-    try {
-      response = await handler(request);
-    } catch (error) {
-      if (!(error instanceof FormRefused)) throw error;
-      response = respond(request, error.status, messagePage(request.context, request.t('title'), request.t('forbiddenForm')));
-    }
-    deps.done?.(route, response.status, started, req);
-    return response;
-  };
+  const page = pageHandler(deps);
+  registerConversionPages(app, deps);
 
   for (const asset of Object.values(ASSETS)) {
     app.on('GET', asset.path, () => new Response(asset.body, {
@@ -159,84 +144,4 @@ export function registerWebFace(app: H3, deps: WebFaceDeps): void {
     const secret = await deps.accounts.webhookSecret(session.account.id, true);
     return showAccount(request, 200, { secret, notice: request.t('secretRotated') });
   }));
-
-  /** A POST of a signed-in page: from this origin, with the session's token; else the answer to give. */
-  async function signedInForm(request: PageRequest): Promise<WebSession | Response> {
-    const form = await readForm(request);
-    if (!request.session) return redirect(request, '/signin');
-    if (!WebSignIn.csrfMatches(request.session, form.get('csrf'))) {
-      return respond(request, 403, messagePage(request.context, request.t('account'), request.t('forbiddenForm')));
-    }
-    return request.session;
-  }
-}
-
-interface PageRequest {
-  event: H3Event;
-  req: IncomingMessage;
-  session: WebSession | null;
-  language: Language;
-  t: Translate;
-  context: PageContext;
-  secure: boolean;
-  /** A language chosen by `?lang=`, to keep in a cookie. */
-  chosenLanguage: Language | null;
-  publicOrigin: string;
-  form?: URLSearchParams;
-}
-
-class FormRefused extends Error {
-  constructor(readonly status: 403 | 413) {
-    super('form refused');
-  }
-}
-
-async function pageRequest(event: H3Event, req: IncomingMessage, deps: WebFaceDeps): Promise<PageRequest> {
-  const url = new URL(event.req.url);
-  const cookies = readCookies(event.req.headers.get('cookie'));
-  const asked = url.searchParams.get('lang');
-  const chosenLanguage = (LANGUAGES as readonly string[]).includes(asked ?? '') ? asked as Language : null;
-  const kept = cookies.get(LANGUAGE_COOKIE);
-  const language = chosenLanguage ?? ((LANGUAGES as readonly string[]).includes(kept ?? '') ? kept as Language : negotiateLanguage(event.req.headers.get('accept-language')));
-  const session = await deps.signIn.session(cookies.get(SESSION_COOKIE));
-  const publicOrigin = deps.publicOrigin(req);
-  const t = translator(language);
-  return {
-    event, req, session, language, t, chosenLanguage, publicOrigin,
-    secure: publicOrigin.startsWith('https:') || url.protocol === 'https:',
-    context: { language, t, path: url.pathname, session: session ? { csrf: session.csrf, accountName: session.account.name || session.account.id } : null },
-  };
-}
-
-/** The POST's form, read at most FORM_LIMIT_BYTES, refused unless it comes from a page of this origin. */
-async function readForm(request: PageRequest): Promise<URLSearchParams> {
-  if (request.form) return request.form;
-  const own = [new URL(request.event.req.url).origin, request.publicOrigin];
-  if (!sameOrigin(request.event.req.headers, own)) throw new FormRefused(403);
-  const declared = Number(request.event.req.headers.get('content-length') ?? '0');
-  if (declared > FORM_LIMIT_BYTES) throw new FormRefused(413);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request.req) {
-    size += (chunk as Buffer).length;
-    if (size > FORM_LIMIT_BYTES) throw new FormRefused(413);
-    chunks.push(chunk as Buffer);
-  }
-  request.form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-  return request.form;
-}
-
-function headersOf(request: PageRequest, extra: Record<string, string>): Headers {
-  const headers = new Headers({ ...PAGE_HEADERS, 'content-language': request.language, vary: 'Cookie, Accept-Language', ...extra });
-  if (request.chosenLanguage) headers.append('set-cookie', `${LANGUAGE_COOKIE}=${request.chosenLanguage}; Path=/; SameSite=Lax; Max-Age=31536000`);
-  return headers;
-}
-
-function respond(request: PageRequest, status: number, body: string, extra: Record<string, string> = {}): Response {
-  return new Response(body, { status, headers: headersOf(request, { 'content-type': 'text/html; charset=utf-8', ...extra }) });
-}
-
-/** 303: a POST's answer is a GET of the next page (reloading it sends nothing again). */
-function redirect(request: PageRequest, location: string, extra: Record<string, string> = {}): Response {
-  return new Response(null, { status: 303, headers: headersOf(request, { location, ...extra }) });
 }
