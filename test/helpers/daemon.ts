@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { TestBucket } from './s3.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'daemon', 'main.ts');
@@ -16,6 +17,19 @@ export interface DaemonHandle {
   apiKey: string;
   accountId: string;
   dataDir: string;
+  /**
+   * The PostgreSQL database the daemon keeps its state in (the shared stores of
+   * CONVD_TEST_STORE=postgres, or a `--database-url` of its own); undefined on lowdb.
+   */
+  databaseUrl?: string;
+  /**
+   * What an admin command needs besides `--data-dir` to reach the daemon's store while no daemon
+   * runs on it: `['--database-url', URL]` on PostgreSQL, nothing on lowdb (the store is in the
+   * data dir). While the daemon runs, `--data-dir` alone goes through its admin socket.
+   */
+  storeArgs: string[];
+  /** The database and bucket made for it under CONVD_TEST_STORE=postgres (`stores` of a later start on them). */
+  stores?: SharedStores;
   process: ChildProcess;
   /** Everything the daemon wrote to stderr so far. */
   stderr(): string;
@@ -73,27 +87,41 @@ export async function readFirstKey(path: string): Promise<string> {
   return key;
 }
 
-/** Spawns the real convd on an ephemeral port with its own data dir and waits until it listens. */
 /**
  * `CONVD_TEST_STORE=postgres`: every daemon a suite starts without a store of its own runs on a
  * fresh PostgreSQL database and keeps its files in an S3 bucket (s3rver, a prefix per daemon),
  * so that the same suites, with the same assertions, check both stores (`npm run test:postgres`).
+ * Its handle names them (`databaseUrl`, `storeArgs`, `stores`) for what a suite does beside the
+ * daemon: an admin command while it is down, a look into the database or the bucket after a crash,
+ * a later start on the same stores.
  */
 const SHARED_STORES = process.env.CONVD_TEST_STORE === 'postgres';
 
-interface SharedStores {
+/** The store the daemons of this run use: what a suite checks differently on each (where the state and the files are). */
+export const TEST_STORE: 'lowdb' | 'postgres' = SHARED_STORES ? 'postgres' : 'lowdb';
+
+export interface SharedStores {
   args: string[];
   env: NodeJS.ProcessEnv;
   drop(): Promise<void>;
+  /** The fresh database's URL. */
+  databaseUrl: string;
+  /** The shared bucket and the daemon's prefix in it (its files are `<prefix>/inputs/<id>` and `<prefix>/results/<id>`). */
+  bucket: TestBucket;
+  prefix: string;
 }
 
 async function sharedStores(): Promise<SharedStores> {
   const [{ freshDatabase }, { sharedBucket, S3_ENV }] = await Promise.all([import('./postgres.ts'), import('./s3.ts')]);
   const [database, bucket] = await Promise.all([freshDatabase(), sharedBucket()]);
   await bucket.keepDirs(database.name);
-  return { args: ['--database-url', database.url, '--blob-url', bucket.blobUrl(database.name)], env: { ...S3_ENV }, drop: () => database.drop() };
+  return {
+    args: ['--database-url', database.url, '--blob-url', bucket.blobUrl(database.name)], env: { ...S3_ENV }, drop: () => database.drop(),
+    databaseUrl: database.url, bucket, prefix: database.name,
+  };
 }
 
+/** Spawns the real convd on an ephemeral port with its own data dir and waits until it listens. */
 export async function startDaemon(options: StartOptions = {}): Promise<DaemonHandle> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'convd-test-')));
   const ownStore = (options.args ?? []).some((arg) => arg === '--database-url' || arg === '--blob-url');
@@ -129,6 +157,9 @@ export async function startDaemon(options: StartOptions = {}): Promise<DaemonHan
   const apiKey = (ready.keyFile ? await readFirstKey(ready.keyFile) : undefined) ?? options.apiKey;
   const accountId = ready.accountId ?? options.accountId;
   if (!apiKey || !accountId) throw new Error('no API key: pass apiKey/accountId when restarting on an existing data dir');
+  // The daemon's own `--database-url` (later flags win), else that of its shared stores.
+  const named = options.args?.lastIndexOf('--database-url') ?? -1;
+  const databaseUrl = named >= 0 ? options.args![named + 1] : stores?.databaseUrl;
   const waitExit = async (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited;
@@ -139,6 +170,9 @@ export async function startDaemon(options: StartOptions = {}): Promise<DaemonHan
     apiKey,
     accountId,
     dataDir,
+    ...(databaseUrl ? { databaseUrl } : {}),
+    storeArgs: databaseUrl ? ['--database-url', databaseUrl] : [],
+    ...(stores ? { stores } : {}),
     process: child,
     stderr: () => stderr,
     stop: () => waitExit('SIGTERM'),
