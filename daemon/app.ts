@@ -2,6 +2,9 @@ import type { IncomingMessage, RequestListener } from 'node:http';
 import { toNodeHandler } from 'h3/node';
 import { H3, type H3Event, type HTTPResponse } from 'h3';
 import { ApiError } from '../src/errors/api-error.ts';
+import type { Language } from '../src/errors/messages.ts';
+import { SCOPES, type AccountRecord } from '../src/model/account.ts';
+import type { Caller } from '../src/service/accounts.ts';
 import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter, type RateLimiter } from '../src/service/rate-limiter.ts';
@@ -47,8 +50,24 @@ export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
   /** False on a worker-only node: every /v1 path answers 503 (WORKER_ONLY_RETRY_AFTER); default true. */
   serveApi?: boolean;
   /** Registers the web face's pages (daemon/web/routes.ts) before the catch-all; absent: no pages. */
-  web?: (app: H3) => void;
+  web?: (app: H3, api: WebApiBridge) => void;
 }
+
+/**
+ * What the web pages' own calls share with /v1 (DESIGN.md: "/web/api/..."): a submission runs
+ * the same checks and handler as POST /v1/conversions (the maintenance switch, the account's
+ * requests per minute, the plan's limits, the upload's admission), for the signed-in account
+ * instead of a key's. Answers in the spec's error shape, in the page's language.
+ */
+export interface WebApiBridge {
+  submit(event: H3Event, account: AccountRecord, language: Language): Promise<Response | HTTPResponse>;
+}
+
+/** The caller of a web page's submission: the session's account, as if with a key of every scope. */
+const webCaller = (account: AccountRecord): Caller => ({
+  account,
+  key: { id: 'web-session', account_id: account.id, hash: '', prefix: 'web', scopes: [...SCOPES], created_at: account.created_at, revoked_at: null },
+});
 
 /** What a worker-only node tells a client that reached it: another node answers at once. */
 const WORKER_ONLY_RETRY_AFTER = 1;
@@ -182,7 +201,34 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     }
   }
   for (const extra of extras) openRoute('GET', extra.path, extra.handler, extra.served);
-  options.web?.(app);
+  options.web?.(app, {
+    async submit(event, account, language) {
+      const headers: Record<string, string> = {};
+      const nodeReq = nodeRequest(event)!;
+      try {
+        const settings = await system.store.getSettings();
+        if (settings.maintenance.enabled) {
+          const retryAfter = settings.maintenance.retry_after;
+          throw new ApiError('api_disabled', { params: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
+        }
+        const decision = await limiter.take(account.id, system.conversions.config.plans[account.plan].requests_per_minute);
+        if (!decision.allowed) {
+          throw new ApiError('rate_limited', {
+            params: { retry_after: decision.retryAfterSeconds },
+            details: { limit: 'requests_per_minute', requests_per_minute: decision.limit },
+            headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+          });
+        }
+        const response = await handlers.keyed.createConversion({ event, caller: webCaller(account), language, nodeReq, baseUrl: baseUrlFor(nodeReq) });
+        addHeaders(response, { 'content-language': language });
+        return response;
+      } catch (error) {
+        if (!(error instanceof ApiError)) process.emitWarning(`convd: unexpected error on a web submission: ${error instanceof Error ? error.stack : String(error)}`);
+        lingerThenClose(nodeReq);
+        return errorResponse(error, language, headers);
+      }
+    },
+  });
   app.all('/**', (event) => unmatched(event, performance.now()));
 
   const h3Listener = toNodeHandler(app);

@@ -203,7 +203,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     clientAddress: (req) => proxy.clientAddress(req),
     authFailuresPerMinute: () => live.authFailuresPerMinute,
     serveApi: config.serveApi,
-    web: config.serveWeb ? (h3) => registerWebFace(h3, {
+    web: config.serveWeb ? (h3, api) => registerWebFace(h3, {
       store: running.store,
       accounts: running.accounts,
       conversions: running.conversions,
@@ -214,7 +214,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
         return new URL(base).origin;
       },
       done: (route, status, started, req) => onRequestDone({ method: req?.method ?? 'GET', route, status, durationMs: performance.now() - started, accountId: null, req }),
-    }) : undefined,
+    }, api) : undefined,
   });
   const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls), config.requestTimeoutMs);
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);

@@ -240,8 +240,11 @@ describe('the web face in a browser', () => {
     const client = { baseUrl: daemon.baseUrl, apiKey: (made.json as { key: string }).key };
     const done = await submitFile(client, { target: 'webp', wait: '30' }, { data: await png(64, 48), name: 'small photo.png' });
     assert.equal(done.body.status, 'succeeded');
-    const slow = await submitFile(client, { target: 'avif' }, { data: await slowPng(3000), name: 'large photo.png' });
+    const large = await slowPng(3000);
+    const slow = await submitFile(client, { target: 'avif' }, { data: large, name: 'large photo.png' });
     assert.equal(slow.status, 202);
+    const other = await submitFile(client, { target: 'avif' }, { data: large, name: 'other photo.png' });
+    assert.equal(other.status, 202);
     const context = await browser.newContext({ acceptDownloads: true });
     const page = await context.newPage();
     await signIn(page, daemon.url, 'alice');
@@ -249,8 +252,10 @@ describe('the web face in a browser', () => {
     await page.getByRole('link', { name: 'Conversions' }).click();
     await page.waitForURL(/\/conversions$/);
     assert.match(await page.textContent(`#row-${slow.body.id}`) ?? '', /large photo\.png.*png → avif/s);
-    // The row moves without a reload: the page's script polls while it runs.
-    await page.waitForFunction((id) => /processing/.test(document.querySelector(`#row-${id} [data-status]`)?.textContent ?? ''), slow.body.id, { timeout: 20_000 });
+    // A row follows its conversion by itself: cancelled through the API, the page shows it
+    // without the test touching the page (the script polls, and reloads once a row ended).
+    await call(client, `/conversions/${other.body.id}`, { method: 'DELETE' });
+    await page.locator(`#row-${other.body.id} [data-status]`, { hasText: 'cancelled' }).waitFor({ timeout: 20_000 });
     await shoot(page, 'conversions');
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download the result of small photo.png' }).click()]);
     assert.equal(download.suggestedFilename(), 'small photo.webp');
@@ -281,6 +286,44 @@ describe('the web face in a browser', () => {
     assert.deepEqual(await polled.json(), { data: [] });
     assert.equal((await call(client, `/conversions/${done.body.id}`)).body.status, 'succeeded', 'untouched');
     await bob.close();
+    await context.close();
+  });
+
+  it('the convert page: a PNG dropped, WebP chosen, quality on the slider, converted and downloaded', async () => {
+    const context = await browser.newContext({ acceptDownloads: true });
+    const page = await context.newPage();
+    await signIn(page, daemon.url, 'alice');
+    await page.waitForURL(/\/account$/);
+    await page.getByRole('link', { name: 'Convert' }).click();
+    await page.waitForURL(/\/convert$/);
+    const image = await png(200, 150);
+    const dropped = await page.evaluateHandle(`(() => {
+      const bytes = Uint8Array.from(atob('${image.toString('base64')}'), (c) => c.charCodeAt(0));
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([bytes], 'dropped photo.png', { type: 'image/png' }));
+      return transfer;
+    })()`);
+    await page.locator('#files').dispatchEvent('drop', { dataTransfer: dropped });
+    await page.locator('#target option[value=webp]').waitFor({ state: 'attached' });
+    await page.getByLabel('Convert to').selectOption('webp');
+    const slider = page.getByRole('slider', { name: /Quality/ });
+    await slider.fill('40');
+    assert.equal(await page.textContent('#opt-quality-value'), '40', 'the slider shows its value');
+    await shoot(page, 'convert');
+    await page.getByRole('button', { name: 'Convert', exact: true }).click();
+    const link = page.locator('#jobs li a', { hasText: 'Download' });
+    await link.waitFor({ timeout: 30_000 });
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    assert.equal(download.suggestedFilename(), 'dropped photo.webp');
+    const meta = await sharp(await readFile((await download.path())!)).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 200, 150]);
+    const id = (await page.getAttribute('#jobs li', 'id'))!.replace('job-', '');
+    const made = await convdAdmin(daemon.dataDir, ['keys', 'create', '--account', alice.id, '--json']);
+    const conversion = await call({ baseUrl: daemon.baseUrl, apiKey: (made.json as { key: string }).key }, `/conversions/${id}`);
+    assert.equal(conversion.body.options.quality, 40, 'the slider\'s value reached the conversion');
+    // Without the session's token in X-CSRF-Token (or from elsewhere), nothing is submitted.
+    const forged = await page.evaluate(async () => (await fetch('/web/api/conversions', { method: 'POST', body: new FormData() })).status);
+    assert.equal(forged, 403);
     await context.close();
   });
 

@@ -32,7 +32,7 @@ export function layout(context: PageContext, title: string, body: Html): string 
 <header class="top">
 <a class="brand" href="/">convd</a>
 <nav class="top" aria-label="${t('account')}">
-${session ? html`<a href="/account">${t('account')}</a> <a href="/conversions">${t('conversions')}</a>` : ''}
+${session ? html`<a href="/convert">${t('convert')}</a> <a href="/conversions">${t('conversions')}</a> <a href="/account">${t('account')}</a>` : ''}
 <a href="${context.path}?lang=${other}" lang="${other}" hreflang="${other}">${other === 'de' ? 'Deutsch' : 'English'}</a>
 ${session ? html`<span>${session.accountName}</span>
 <form class="inline" method="post" action="/signout"><input type="hidden" name="csrf" value="${session.csrf}"><button class="secondary" type="submit">${t('signOut')}</button></form>` : ''}

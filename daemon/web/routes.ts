@@ -10,6 +10,8 @@ import type { Store } from '../../src/store/types.ts';
 import { AuthFailureLimiter } from '../http/auth-failures.ts';
 import { ASSETS } from './assets.ts';
 import { registerConversionPages } from './conversion-routes.ts';
+import { registerConvertPage } from './convert-routes.ts';
+import type { WebApiBridge } from '../app.ts';
 import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState } from './pages.ts';
 import { pageHandler, readForm, redirect, respond, signedInForm, type PageRequest } from './request.ts';
 import { sessionCookie } from './security.ts';
@@ -37,11 +39,12 @@ const SIGN_IN_FAILURES_PER_MINUTE = { account: 5, address: 20 } as const;
  * page of this origin carrying its session's token. A session never authenticates /v1 (which reads
  * only Authorization) and a key never a page (which read only the session cookie).
  */
-export function registerWebFace(app: H3, deps: WebFaceDeps): void {
+export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): void {
   const failures = { account: new AuthFailureLimiter(), address: new AuthFailureLimiter() };
 
   const page = pageHandler(deps);
   registerConversionPages(app, deps);
+  registerConvertPage(app, deps, api);
 
   for (const asset of Object.values(ASSETS)) {
     app.on('GET', asset.path, () => new Response(asset.body, {

@@ -95,6 +95,19 @@ const EN = {
   status_failed: 'failed',
   status_cancelled: 'cancelled',
   status_expired: 'expired',
+  convert: 'Convert',
+  convertIntro: 'Drop files on the field below (or choose them), pick what they become, and convert. Files of one kind at a time.',
+  files: 'Files',
+  orUrl: 'Or the address of a file',
+  target: 'Convert to',
+  options: 'Options',
+  noOptions: 'This conversion has no options.',
+  start: 'Convert',
+  chooseFirst: 'Choose a file or give an address first.',
+  oneKind: 'These files are of different kinds ({kinds}): convert one kind at a time.',
+  unknownKind: 'Files of this kind cannot be converted here.',
+  uploading: 'uploading {n} %',
+  waiting: 'waiting',
 } as const;
 
 export type TextKey = keyof typeof EN;
@@ -193,6 +206,19 @@ const DE: Record<TextKey, string> = {
   status_failed: 'fehlgeschlagen',
   status_cancelled: 'abgebrochen',
   status_expired: 'abgelaufen',
+  convert: 'Umwandeln',
+  convertIntro: 'Ziehen Sie Dateien auf das Feld unten (oder wählen Sie sie aus), wählen Sie das Zielformat und wandeln Sie um. Dateien einer Art auf einmal.',
+  files: 'Dateien',
+  orUrl: 'Oder die Adresse einer Datei',
+  target: 'Umwandeln in',
+  options: 'Optionen',
+  noOptions: 'Diese Umwandlung hat keine Optionen.',
+  start: 'Umwandeln',
+  chooseFirst: 'Wählen Sie zuerst eine Datei oder geben Sie eine Adresse an.',
+  oneKind: 'Diese Dateien sind verschiedener Art ({kinds}): Wandeln Sie eine Art auf einmal um.',
+  unknownKind: 'Dateien dieser Art können hier nicht umgewandelt werden.',
+  uploading: 'wird hochgeladen, {n} %',
+  waiting: 'wartet',
 };
 
 const TEXTS: Record<Language, Record<TextKey, string>> = { en: EN, de: DE };

@@ -1,0 +1,40 @@
+import type { H3 } from 'h3';
+import { ApiError } from '../../src/errors/api-error.ts';
+import type { ConversionService } from '../../src/service/conversion-service.ts';
+import { WebSignIn } from '../../src/sign-in/web-sign-in.ts';
+import type { WebApiBridge } from '../app.ts';
+import { errorResponse, json } from '../http/respond.ts';
+import { convertPage } from './convert-page.ts';
+import { pageHandler, redirect, respond, type PageDeps } from './request.ts';
+import { sameOrigin } from './security.ts';
+
+/**
+ * The convert page and the two calls its script makes: the targets and options of a source
+ * (the formats listing, as /v1/formats/{source} gives it to this account) and a submission (the
+ * very handler of POST /v1/conversions, through the bridge). A submission is a state change: it
+ * must come from a page of this origin and carry the session's token in X-CSRF-Token.
+ */
+export function registerConvertPage(app: H3, deps: PageDeps & { conversions: ConversionService }, api: WebApiBridge): void {
+  const page = pageHandler(deps);
+
+  app.on('GET', '/convert', (event) => page(event, '/convert', async (request) => (request.session
+    ? respond(request, 200, convertPage(request.context))
+    : redirect(request, '/signin'))));
+
+  app.on('GET', '/web/api/formats/:source', (event) => page(event, '/web/api/formats/:source', async (request) => {
+    if (!request.session) return errorResponse(new ApiError('unauthenticated'), request.language) as Response;
+    try {
+      return json(200, deps.conversions.formatDetails(request.session.account, decodeURIComponent(event.context.params?.source ?? ''))) as Response;
+    } catch (error) {
+      return errorResponse(error, request.language) as Response;
+    }
+  }));
+
+  app.on('POST', '/web/api/conversions', (event) => page(event, '/web/api/conversions', async (request) => {
+    const own = [new URL(event.req.url).origin, request.publicOrigin];
+    if (!request.session || !sameOrigin(event.req.headers, own) || !WebSignIn.csrfMatches(request.session, event.req.headers.get('x-csrf-token'))) {
+      return errorResponse(new ApiError(request.session ? 'forbidden' : 'unauthenticated', { params: { action: 'convert' } }), request.language) as Response;
+    }
+    return await api.submit(event, request.session.account, request.language) as Response;
+  }));
+}
