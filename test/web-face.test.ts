@@ -285,6 +285,11 @@ describe('the web face in a browser', () => {
     const polled = await fetch(`${daemon.url}/web/api/conversions?ids=${done.body.id}`, { headers: { cookie: `convd_session=${bobSession}` } });
     assert.deepEqual(await polled.json(), { data: [] });
     assert.equal((await call(client, `/conversions/${done.body.id}`)).body.status, 'succeeded', 'untouched');
+    // The account page's chart counts today's three (its table holds the numbers).
+    await page.goto(`${daemon.url}/account`);
+    const today = new Date().toISOString().slice(0, 10);
+    assert.match(await page.locator('details tbody tr', { hasText: today }).textContent() ?? '', new RegExp(`${today}\\s*3\\s*`));
+    assert.equal(await page.locator('figure.chart svg[role=img]').count(), 2);
     await bob.close();
     await context.close();
   });

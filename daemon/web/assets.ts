@@ -23,6 +23,13 @@ input[type=range] { width: 100%; }
 form.wide { max-width: 40rem; }
 ul.jobs { padding-left: 1.2rem; }
 ul.jobs li.failed .state { color: var(--danger); }
+figure.chart { margin: .5rem 0 1rem; }
+figure.chart svg { width: 100%; height: auto; background: var(--bg); border: 1px solid var(--line); }
+figure.chart .bar { fill: var(--ink); }
+figure.chart .axis { stroke: var(--muted); }
+figure.chart .label { font-size: 12px; fill: var(--ink); }
+figure.chart .label.end { text-anchor: end; }
+figure.chart figcaption { color: var(--muted); }
 header.top .brand { font-weight: 700; font-size: 1.2rem; color: var(--ink); text-decoration: none; }
 nav.top { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }

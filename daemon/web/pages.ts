@@ -2,7 +2,9 @@ import type { AccountView } from '../../src/client/types.ts';
 import type { Language } from '../../src/errors/messages.ts';
 import type { ApiKeyRecord } from '../../src/model/account.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
+import type { DayUsage } from '../../src/service/daily-usage.ts';
 import { ASSETS } from './assets.ts';
+import { usageCharts } from './chart.ts';
 import { html, type Html } from './html.ts';
 import type { Translate } from './text.ts';
 
@@ -80,6 +82,7 @@ export function messagePage(context: PageContext, title: string, message: string
 
 export interface AccountPageState {
   view: AccountView;
+  usage: DayUsage[];
   reserved: number;
   keys: ApiKeyRecord[];
   /** Shown once: a key just made, the secret asked for. */
@@ -125,6 +128,9 @@ ${metered ? html`<dt>${t('allowance')}</dt><dd>${number(view.credits.monthly_all
 <dt>${t('perMinute')}</dt><dd>${number(view.limits.requests_per_minute)}</dd>
 <dt>${t('resultTtl')}</dt><dd>${t('hours', { n: view.limits.result_ttl_hours })}</dd>
 </dl>
+</section>
+<section class="panel" aria-labelledby="usage">
+${usageCharts(context, state.usage)}
 </section>
 <section class="panel" aria-labelledby="keys">
 <h2 id="keys">${t('keys')}</h2>

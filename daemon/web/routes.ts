@@ -4,6 +4,7 @@ import { SCOPES, type Scope } from '../../src/model/account.ts';
 import type { AccountService } from '../../src/service/accounts.ts';
 import type { ConversionService } from '../../src/service/conversion-service.ts';
 import { balanceOf } from '../../src/service/credits.ts';
+import { dailyUsage } from '../../src/service/daily-usage.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
 import { SESSION_LIFETIME_MS, type WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import type { Store } from '../../src/store/types.ts';
@@ -109,9 +110,11 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
 
   const showAccount = async (request: PageRequest, status: number, extra: Partial<AccountPageState> = {}) => {
     const account = request.session!.account;
-    const [view, balance, keys] = await Promise.all([deps.accounts.view(account), balanceOf(deps.store, account), deps.store.listApiKeys(account.id)]);
+    const [view, balance, keys, usage] = await Promise.all([
+      deps.accounts.view(account), balanceOf(deps.store, account), deps.store.listApiKeys(account.id), dailyUsage(deps.store, account.id, new Date()),
+    ]);
     keys.sort((a, b) => (a.revoked_at === null) === (b.revoked_at === null) ? b.created_at.localeCompare(a.created_at) : a.revoked_at === null ? -1 : 1);
-    return respond(request, status, accountPage(request.context, { view, reserved: balance.reserved, keys, ...extra }));
+    return respond(request, status, accountPage(request.context, { view, usage, reserved: balance.reserved, keys, ...extra }));
   };
 
   app.on('GET', '/account', (event) => page(event, '/account', async (request) => (request.session ? showAccount(request, 200) : redirect(request, '/signin'))));

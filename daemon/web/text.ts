@@ -108,6 +108,11 @@ const EN = {
   unknownKind: 'Files of this kind cannot be converted here.',
   uploading: 'uploading {n} %',
   waiting: 'waiting',
+  usage: 'The last 30 days',
+  conversionsPerDay: 'Conversions per day',
+  creditsPerDay: 'Credits charged per day',
+  usageTable: 'The numbers',
+  day: 'Day',
 } as const;
 
 export type TextKey = keyof typeof EN;
@@ -219,6 +224,11 @@ const DE: Record<TextKey, string> = {
   unknownKind: 'Dateien dieser Art können hier nicht umgewandelt werden.',
   uploading: 'wird hochgeladen, {n} %',
   waiting: 'wartet',
+  usage: 'Die letzten 30 Tage',
+  conversionsPerDay: 'Umwandlungen pro Tag',
+  creditsPerDay: 'Berechnetes Guthaben pro Tag',
+  usageTable: 'Die Zahlen',
+  day: 'Tag',
 };
 
 const TEXTS: Record<Language, Record<TextKey, string>> = { en: EN, de: DE };
