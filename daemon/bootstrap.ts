@@ -37,7 +37,7 @@ export async function bootstrapFirstAccount(store: Store, accounts: AccountServi
   let accountId: string;
   let key: string;
   try {
-    accountId = (await accounts.createAccount({ plan: 'unmetered', name: 'owner' })).id;
+    accountId = (await accounts.createAccount({ plan: 'unmetered', name: 'owner', admin: true })).id;
     key = (await accounts.createKey(accountId, [...SCOPES])).key;
   } catch (error) {
     await pending?.discard();

@@ -203,8 +203,9 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
   accounts.command('update <acc_id>').description("change an account's plan or remaining credits")
     .addOption(new Option('--plan <plan>', 'new plan').choices(['free', 'lite', 'standard', 'pro', 'unmetered']))
     .option('--credits <n>', 'set the remaining credits')
+    .addOption(new Option('--role <role>', 'admin: the owner page of the web pages is theirs too; member: not').choices(['admin', 'member']))
     .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
-    .action((id: string, o: { plan?: string; credits?: string; dataDir?: string; json?: boolean }) => admin('accounts.update', { id, plan: o.plan, credits: o.credits }, o, accountLine));
+    .action((id: string, o: { plan?: string; credits?: string; role?: string; dataDir?: string; json?: boolean }) => admin('accounts.update', { id, plan: o.plan, credits: o.credits, role: o.role }, o, accountLine));
   accounts.command('list').description('list accounts').addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { dataDir?: string; json?: boolean }) => admin('accounts.list', {}, o, (list: AccountOut[]) => list.map(accountLine).join('\n') || '(no accounts)'));
 
@@ -256,9 +257,9 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
       const checked = await checkExport(dir);
       const blobTarget = o.blobUrl ?? process.env.CONVD_BLOB_URL ?? o.dataDir;
       if (checked.withFiles && !blobTarget) throw new AdminError('the export holds files: say where they go with --data-dir DIR or --blob-url URL', 2);
-      const { PostgresStore } = await import('../src/store/postgres/postgres-store.ts');
       const { LocalBlobStore } = await import('../src/store/blob-store.ts');
       const blobUrl = o.blobUrl ?? process.env.CONVD_BLOB_URL;
+      const { PostgresStore } = await import('../src/store/postgres/postgres-store.ts');
       const target = await PostgresStore.open({ url: databaseUrl, soleNode: true, poolSize: 2 });
       // A bucket's uploads go through a scratch directory of their own, removed after.
       const scratch = blobUrl ? await mkdtemp(join(tmpdir(), 'convd-import-')) : null;

@@ -204,6 +204,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     authFailuresPerMinute: () => live.authFailuresPerMinute,
     serveApi: config.serveApi,
     web: config.serveWeb ? (h3, api) => registerWebFace(h3, {
+      system: running,
       store: running.store,
       accounts: running.accounts,
       conversions: running.conversions,

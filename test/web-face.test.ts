@@ -332,6 +332,53 @@ describe('the web face in a browser', () => {
     await context.close();
   });
 
+  it('the owner page: accounts made with their link, plan and credits changed, maintenance, engines; no one else sees it', async () => {
+    const link = await convdAdmin(daemon.dataDir, ['accounts', 'login-link', daemon.accountId, '--json']);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await setPassword(page, (link.json as { url: string }).url);
+    await page.getByRole('link', { name: 'Owner' }).click();
+    await page.waitForURL(/\/admin$/);
+    assert.match(await page.textContent('#engines ~ div') ?? '', /image\s*yes/);
+    await page.getByLabel('Name', { exact: true }).fill('erin');
+    await page.locator('#new-plan').selectOption('pro');
+    await page.getByRole('button', { name: 'Create account and sign-in link' }).click();
+    const erinLink = (await page.textContent('#link-value'))!.trim();
+    assert.match(erinLink, /\/link\/cwl_/);
+    await shoot(page, 'owner');
+    const erinRow = page.locator('tr', { hasText: 'erin' });
+    const erinId = (await erinRow.locator('code').textContent())!.trim();
+    await page.locator(`#credits-${erinId}`).fill('7');
+    await page.getByRole('button', { name: 'Change account erin' }).click();
+    assert.match(await page.locator('tr', { hasText: 'erin' }).textContent() ?? '', /pro\s*7/);
+    // The link made on the page works for erin.
+    const erins = await browser.newContext();
+    await setPassword(await erins.newPage(), erinLink);
+    await erins.close();
+    // The switch: /v1 answers 503 while it is on.
+    await page.getByRole('button', { name: 'Switch the API off' }).click();
+    assert.equal((await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${daemon.apiKey}` } })).status, 503);
+    await page.getByRole('button', { name: 'Switch the API on' }).click();
+    assert.equal((await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${daemon.apiKey}` } })).status, 200);
+    // A member: no link to it, the page and its forms do not exist.
+    const member = await browser.newContext();
+    const memberPage = await member.newPage();
+    await signIn(memberPage, daemon.url, 'alice');
+    await memberPage.waitForURL(/\/account$/);
+    assert.equal(await memberPage.getByRole('link', { name: 'Owner' }).count(), 0);
+    assert.equal((await memberPage.goto(`${daemon.url}/admin`))?.status(), 404);
+    const csrf = await memberPage.getAttribute('input[name=csrf]', 'value');
+    const session = (await member.cookies()).find((c) => c.name === 'convd_session')!.value;
+    const forged = await fetch(`${daemon.url}/admin/maintenance`, {
+      method: 'POST', headers: { cookie: `convd_session=${session}`, origin: daemon.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf: csrf!, enabled: 'on', retry_after: '60' }),
+    });
+    assert.equal(forged.status, 404);
+    assert.equal((await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${daemon.apiKey}` } })).status, 200, 'the switch stayed off');
+    await member.close();
+    await context.close();
+  });
+
   it('every page carries the security headers; German for a German browser', async () => {
     const signin = await fetch(`${daemon.url}/signin`);
     assert.match(signin.headers.get('content-security-policy') ?? '', /default-src 'none'.*frame-ancestors 'none'/);

@@ -32,6 +32,7 @@ async function accountJson(context: AdminContext, account: AccountRecord) {
     id: account.id,
     name: account.name,
     plan: account.plan,
+    role: account.role ?? 'member',
     created_at: account.created_at,
     credits: {
       type: plan.credits_type,
@@ -111,8 +112,11 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
       credits = Number(args.credits);
       if (!Number.isInteger(credits) || credits < 0) throw new AdminError('--credits must be a whole number >= 0', 2);
     }
+    if (args.role !== undefined && args.role !== 'admin' && args.role !== 'member') throw new AdminError('--role must be admin or member', 2);
     try {
-      const account = await context.accounts.updateAccount(id, { plan: isPlanId(args.plan) ? args.plan : undefined, credits });
+      const account = await context.accounts.updateAccount(id, {
+        plan: isPlanId(args.plan) ? args.plan : undefined, credits, ...(args.role !== undefined ? { admin: args.role === 'admin' } : {}),
+      });
       return accountJson(context, account);
     } catch (error) {
       if (error instanceof ApiError) throw new AdminError(`no account ${id}`, 4);

@@ -30,6 +30,9 @@ figure.chart .axis { stroke: var(--muted); }
 figure.chart .label { font-size: 12px; fill: var(--ink); }
 figure.chart .label.end { text-anchor: end; }
 figure.chart figcaption { color: var(--muted); }
+form.inline-form { display: flex; flex-wrap: wrap; gap: .25rem .5rem; align-items: center; margin-bottom: .5rem; }
+form.inline-form label { font-weight: 400; }
+form.inline-form input[type=number] { width: 7rem; font: inherit; padding: .3rem; }
 header.top .brand { font-weight: 700; font-size: 1.2rem; color: var(--ink); text-decoration: none; }
 nav.top { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }

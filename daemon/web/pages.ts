@@ -14,7 +14,7 @@ export interface PageContext {
   /** The path of the page (for the language switch). */
   path: string;
   /** Signed in: the session's form token and the account's name; null on the sign-in pages. */
-  session: { csrf: string; accountName: string } | null;
+  session: { csrf: string; accountName: string; admin: boolean } | null;
 }
 
 export function layout(context: PageContext, title: string, body: Html): string {
@@ -34,7 +34,7 @@ export function layout(context: PageContext, title: string, body: Html): string 
 <header class="top">
 <a class="brand" href="/">convd</a>
 <nav class="top" aria-label="${t('account')}">
-${session ? html`<a href="/convert">${t('convert')}</a> <a href="/conversions">${t('conversions')}</a> <a href="/account">${t('account')}</a>` : ''}
+${session ? html`<a href="/convert">${t('convert')}</a> <a href="/conversions">${t('conversions')}</a> <a href="/account">${t('account')}</a>${session.admin ? html` <a href="/admin">${t('owner')}</a>` : ''}` : ''}
 <a href="${context.path}?lang=${other}" lang="${other}" hreflang="${other}">${other === 'de' ? 'Deutsch' : 'English'}</a>
 ${session ? html`<span>${session.accountName}</span>
 <form class="inline" method="post" action="/signout"><input type="hidden" name="csrf" value="${session.csrf}"><button class="secondary" type="submit">${t('signOut')}</button></form>` : ''}

@@ -85,7 +85,7 @@ async function pageRequest(event: H3Event, req: IncomingMessage, deps: PageDeps)
   return {
     event, req, session, language, t, chosenLanguage, publicOrigin,
     secure: publicOrigin.startsWith('https:') || url.protocol === 'https:',
-    context: { language, t, path: url.pathname, session: session ? { csrf: session.csrf, accountName: session.account.name || session.account.id } : null },
+    context: { language, t, path: url.pathname, session: session ? { csrf: session.csrf, accountName: session.account.name || session.account.id, admin: session.account.role === 'admin' } : null },
   };
 }
 

@@ -12,12 +12,15 @@ import { AuthFailureLimiter } from '../http/auth-failures.ts';
 import { ASSETS } from './assets.ts';
 import { registerConversionPages } from './conversion-routes.ts';
 import { registerConvertPage } from './convert-routes.ts';
+import { registerOwnerPage } from './owner-routes.ts';
+import type { ConversionSystem } from '../../src/service/system.ts';
 import type { WebApiBridge } from '../app.ts';
 import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState } from './pages.ts';
 import { pageHandler, readForm, redirect, respond, signedInForm, type PageRequest } from './request.ts';
 import { sessionCookie } from './security.ts';
 
 export interface WebFaceDeps {
+  system: ConversionSystem;
   store: Store;
   accounts: AccountService;
   conversions: ConversionService;
@@ -46,6 +49,7 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
   const page = pageHandler(deps);
   registerConversionPages(app, deps);
   registerConvertPage(app, deps, api);
+  registerOwnerPage(app, deps);
 
   for (const asset of Object.values(ASSETS)) {
     app.on('GET', asset.path, () => new Response(asset.body, {

@@ -23,6 +23,8 @@ export interface AccountRecord {
    * until a member set one through a sign-in link.
    */
   password_hash?: string;
+  /** `admin`: the box's owner, who sees the owner page of the web face (accounts, maintenance, engines). */
+  role?: 'admin';
 }
 
 export interface ApiKeyRecord {

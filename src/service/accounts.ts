@@ -102,7 +102,7 @@ export class AccountService {
     };
   }
 
-  async createAccount(input: { plan: PlanId; name?: string }): Promise<AccountRecord> {
+  async createAccount(input: { plan: PlanId; name?: string; admin?: boolean }): Promise<AccountRecord> {
     const now = this.now();
     const plan = this.config.plans[input.plan];
     const account: AccountRecord = {
@@ -114,6 +114,7 @@ export class AccountService {
       credits_base_at: now.toISOString(),
       resets_at: nextMonthStart(now).toISOString(),
       webhook_secret: generateWebhookSecret(),
+      ...(input.admin === true ? { role: 'admin' as const } : {}),
     };
     await this.store.putAccount(account);
     await this.store.flush();
@@ -121,12 +122,14 @@ export class AccountService {
   }
 
   /** A plan change starts the new plan's allowance unless a balance is given too. */
-  async updateAccount(id: string, change: { plan?: PlanId; credits?: number; name?: string }): Promise<AccountRecord> {
+  async updateAccount(id: string, change: { plan?: PlanId; credits?: number; name?: string; admin?: boolean }): Promise<AccountRecord> {
     const account = await this.currentAccount(id);
     if (!account) throw new ApiError('not_found', { params: { resource: 'account' } });
     const now = this.now().toISOString();
     const updated: AccountRecord = { ...account };
     if (change.name !== undefined) updated.name = change.name;
+    if (change.admin === true) updated.role = 'admin';
+    if (change.admin === false) delete updated.role;
     if (change.plan !== undefined && change.plan !== account.plan) {
       updated.plan = change.plan;
       updated.credits_base = this.config.plans[change.plan].monthly_allowance;
