@@ -253,14 +253,13 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
     .action((dir: string, o: { databaseUrl?: string; dataDir?: string; blobUrl?: string; config?: string; json?: boolean }) => transfer(o, async () => {
       const databaseUrl = await databaseUrlOf(o);
       if (!databaseUrl) throw new AdminError('import into which database? name it with --database-url (or CONVD_DATABASE_URL)', 2);
-      const { checkExport, importStore } = await import('./admin/store-transfer.ts');
+      const { checkExport, importStore, openImportTarget } = await import('./admin/store-transfer.ts');
       const checked = await checkExport(dir);
       const blobTarget = o.blobUrl ?? process.env.CONVD_BLOB_URL ?? o.dataDir;
       if (checked.withFiles && !blobTarget) throw new AdminError('the export holds files: say where they go with --data-dir DIR or --blob-url URL', 2);
       const { LocalBlobStore } = await import('../src/store/blob-store.ts');
       const blobUrl = o.blobUrl ?? process.env.CONVD_BLOB_URL;
-      const { PostgresStore } = await import('../src/store/postgres/postgres-store.ts');
-      const target = await PostgresStore.open({ url: databaseUrl, soleNode: true, poolSize: 2 });
+      const target = await openImportTarget(databaseUrl);
       // A bucket's uploads go through a scratch directory of their own, removed after.
       const scratch = blobUrl ? await mkdtemp(join(tmpdir(), 'convd-import-')) : null;
       try {

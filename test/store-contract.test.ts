@@ -2,11 +2,15 @@
  * One contract, two stores: every case runs against the LowdbStore (files in a temp dir) and the
  * PostgresStore (a database of its own on the machine's PostgreSQL). Records, paging, idempotency
  * keys and their expiry, the sums the limits and credits are checked with, pruning, accounts,
- * keys (and an account's password hash), settings, deliveries, the web face's links and sessions
- * (a link taken once, even by 20 callers over three nodes), and `exclusive`: submissions racing
- * for an account's last places and credits pass exactly as many as fit, through one store or
- * (PostgreSQL) three of them, as three nodes would. PostgreSQL alone: a failed `exclusive` leaves nothing behind, and nodes that
- * migrate at once apply each schema step once.
+ * keys (and an account's password hash), settings, deliveries (one per conversion and event,
+ * even when 30 callers, or 30 enqueues through three webhook deliverers, add it over three
+ * nodes), the conversions that ended since an instant (start-up recovery's webhooks), the web
+ * face's links and sessions (a link taken once, even by 20 callers over three nodes), and
+ * `exclusive`: submissions racing for an account's last places and credits pass exactly as many
+ * as fit, through one store or (PostgreSQL) three of them, as three nodes would. PostgreSQL
+ * alone: a failed `exclusive` leaves nothing behind, nodes that migrate at once apply each schema
+ * step once, step 6 keeps one of a database's twin deliveries, and the recent ends are read
+ * through an index.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,11 +19,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import type { ApiKeyRecord } from '../src/model/account.ts';
+import { toPublicConversion } from '../src/model/conversion.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
 import { migrate } from '../src/store/postgres/migrate.ts';
 import { MIGRATIONS } from '../src/store/postgres/migrations.ts';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
 import type { DeliveryRecord, Store, WebTokenRecord } from '../src/store/types.ts';
+import { WebhookDeliverer } from '../src/webhooks/deliverer.ts';
 import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 import { account, conversion, DAY, HOUR, webToken } from './helpers/store-records.ts';
 
@@ -217,6 +223,72 @@ for (const backend of backends) {
       assert.deepEqual(ids(await store.listDeliveries({ status: 'failed' })).filter((id) => id.startsWith('dlv_b')), ['dlv_b']);
     });
 
+    it('deliveries: one per conversion and event, however many add it at once (over three nodes where there are three)', async () => {
+      const nodes = await peers(3);
+      const ended = conversion('acc_add', { status: 'succeeded' });
+      for (let round = 0; round < 3; round++) {
+        const event = round === 2 ? 'conversion.failed' : 'conversion.succeeded';
+        const conversionId = round === 1 ? conversion('acc_add').id : ended.id;
+        const offered = Array.from({ length: 30 }, (_, i) => ({ ...delivery(`dlv_add_${round}_${i}`, conversionId, 'pending'), event } satisfies DeliveryRecord));
+        const kept = await Promise.all(offered.map((record, i) => nodes[i % 3]!.addDelivery(record)));
+        assert.equal(new Set(ids(kept)).size, 1, `round ${round}: every caller is told of the same delivery`);
+        assert.deepEqual(kept[0], offered.find((record) => record.id === kept[0]!.id), 'one of those offered, whole');
+        assert.deepEqual(ids((await store.listDeliveries({ conversionId })).filter((d) => d.event === event)), [kept[0]!.id]);
+      }
+      // Two events of one conversion: two deliveries.
+      assert.equal((await store.listDeliveries({ conversionId: ended.id })).length, 2);
+      // The kept one is still written by its id; a later add finds it as it is now.
+      const [first] = await store.listDeliveries({ conversionId: ended.id });
+      await store.putDelivery({ ...first!, status: 'delivered', next_attempt_at: null });
+      const late = await store.addDelivery({ ...first!, id: 'dlv_add_late' });
+      assert.equal(late.id, first!.id);
+      assert.equal(late.status, 'delivered');
+      assert.equal(await store.getDelivery('dlv_add_late'), undefined);
+    });
+
+    it('webhooks: 30 enqueues of one end through three deliverers (over three nodes where there are three) make one delivery', async () => {
+      const nodes = await peers(3);
+      // Not started: an enqueue only persists its delivery (nothing is sent anywhere).
+      const deliverers = nodes.map((node) => new WebhookDeliverer({ store: node, secretFor: async () => 'whsec_test', allowInsecure: false }));
+      for (let round = 0; round < 3; round++) {
+        const record = conversion('acc_enqueue', { status: 'succeeded', reserved_credits: 0, finished_at: new Date().toISOString() });
+        const input = {
+          conversionId: record.id, accountId: 'acc_enqueue', url: 'https://hooks.example.com/convd', event: 'conversion.succeeded' as const,
+          data: toPublicConversion(record, 'https://convd.example/v1'),
+        };
+        const made = await Promise.all(Array.from({ length: 30 }, (_, i) => deliverers[i % 3]!.enqueue(input)));
+        assert.equal(new Set(ids(made)).size, 1, `round ${round}: every enqueue returns the same delivery`);
+        assert.deepEqual(ids(await store.listDeliveries({ conversionId: record.id })), [made[0]!.id], `round ${round}: one delivery in the store`);
+      }
+    });
+
+    it('conversionsEndedSince: the ends at or after the instant, of the states asked, in the order they ended', async () => {
+      const now = Date.now();
+      const at = (ms: number) => new Date(now - ms).toISOString();
+      const since = at(HOUR);
+      const ended = (status: 'succeeded' | 'failed' | 'cancelled' | 'expired', finishedAt: string) =>
+        conversion('acc_ended', { status, reserved_credits: 0, finished_at: finishedAt });
+      const before = ended('succeeded', at(2 * HOUR));
+      const atInstant = ended('failed', since);
+      const halfHour = ended('succeeded', at(30 * 60_000));
+      const tenMinutes = ended('failed', at(10 * 60_000));
+      const cancelled = ended('cancelled', at(5 * 60_000));
+      const expired = ended('expired', at(4 * 60_000));
+      const running = conversion('acc_ended', { status: 'processing' });
+      // Made last, ended in between: the order is the end's, not the id's.
+      const twentyMinutes = ended('succeeded', at(20 * 60_000));
+      const later = conversion('acc_ended', { status: 'processing' });
+      for (const record of [before, atInstant, halfHour, tenMinutes, cancelled, expired, running, twentyMinutes, later]) await store.insertConversion(record);
+      // One that ends now, by an update (PostgreSQL: the generated column follows the doc).
+      await store.updateConversion(later.id, { status: 'succeeded', finished_at: at(1000) });
+      const mine = (found: { id: string; account_id: string }[]) => ids(found.filter((record) => record.account_id === 'acc_ended'));
+      assert.deepEqual(mine(await store.conversionsEndedSince(since, ['succeeded', 'failed'])), ids([atInstant, halfHour, twentyMinutes, tenMinutes, later]));
+      assert.deepEqual(mine(await store.conversionsEndedSince(since, ['cancelled', 'expired'])), ids([cancelled, expired]));
+      assert.deepEqual(mine(await store.conversionsEndedSince(at(0), ['succeeded', 'failed'])), []);
+      const [whole] = await store.conversionsEndedSince(at(2 * HOUR), ['succeeded']);
+      assert.deepEqual(whole, before, 'whole records');
+    });
+
     it("keeps an account's password hash whole, and drops it with a record written without one", async () => {
       const acc = { ...account('acc_password', new Date().toISOString()), password_hash: 'scrypt$16384$8$1$c2FsdA==$aGFzaA==' };
       await store.putAccount(acc);
@@ -343,6 +415,60 @@ describe('PostgresStore only', () => {
       await assert.rejects(migrate(pools[1]!), /newer than this convd knows/);
     } finally {
       await Promise.all(pools.map((pool) => pool.end()));
+    }
+  });
+
+  it('schema step 6 keeps one delivery of each conversion and event a database holds twice (the delivered one, else the oldest)', async () => {
+    const older = await freshDatabase();
+    const pool = new pg.Pool({ connectionString: older.url, max: 2 });
+    try {
+      await migrate(pool, MIGRATIONS.filter((step) => step.version < 6));
+      const twin = (id: string, conversionId: string, event: DeliveryRecord['event'], status: DeliveryRecord['status'], createdAt: string) =>
+        ({ ...delivery(id, conversionId, status), event, created_at: createdAt });
+      const t = (s: number) => new Date(Date.parse('2025-01-01T00:00:00.000Z') + s * 1000).toISOString();
+      const rows = [
+        twin('dlv_a1', 'cnv_a', 'conversion.succeeded', 'pending', t(2)),
+        twin('dlv_a0', 'cnv_a', 'conversion.succeeded', 'failed', t(1)), // the oldest of three, none delivered
+        twin('dlv_a2', 'cnv_a', 'conversion.succeeded', 'pending', t(3)),
+        twin('dlv_a3', 'cnv_a', 'conversion.failed', 'pending', t(9)), // another event: kept
+        twin('dlv_b0', 'cnv_b', 'conversion.failed', 'pending', t(1)),
+        twin('dlv_b1', 'cnv_b', 'conversion.failed', 'delivered', t(2)), // reached the receiver: kept
+        twin('dlv_c0', 'cnv_c', 'conversion.succeeded', 'delivered', t(5)), // alone
+      ];
+      for (const row of rows) await pool.query('INSERT INTO convd_deliveries (id, doc) VALUES ($1, $2)', [row.id, JSON.stringify(row)]);
+      assert.deepEqual((await migrate(pool)).applied, MIGRATIONS.filter((step) => step.version >= 6).map((step) => step.version));
+      const left = await pool.query<{ id: string }>('SELECT id FROM convd_deliveries ORDER BY id');
+      assert.deepEqual(left.rows.map((row) => row.id), ['dlv_a0', 'dlv_a3', 'dlv_b1', 'dlv_c0']);
+      await assert.rejects(pool.query('INSERT INTO convd_deliveries (id, doc) VALUES ($1, $2)', ['dlv_a9', JSON.stringify(twin('dlv_a9', 'cnv_a', 'conversion.succeeded', 'pending', t(20)))]), /duplicate key/);
+    } finally {
+      await pool.end();
+      await older.drop();
+    }
+  });
+
+  it('the conversions that ended lately are read through an index, not by a look at every row', async () => {
+    const other = await freshDatabase();
+    const store = await PostgresStore.open({ url: other.url, poolSize: 2 });
+    const client = new pg.Client({ connectionString: other.url });
+    await client.connect();
+    try {
+      for (let i = 0; i < 50; i++) {
+        await store.insertConversion(conversion('acc_plan', { status: 'succeeded', reserved_credits: 0, finished_at: new Date(Date.now() - i * HOUR).toISOString() }));
+      }
+      await client.query('ANALYZE convd_conversions');
+      // A table this small is read whole whenever that is allowed: with it forbidden, only an
+      // index on the end time keeps the plan off a sequential scan.
+      await client.query('SET enable_seqscan = off');
+      const plan = (await client.query<{ 'QUERY PLAN': string }>(
+        "EXPLAIN SELECT doc FROM convd_conversions WHERE finished_at >= $1 AND status = ANY($2::text[]) ORDER BY finished_at, id",
+        [new Date(Date.now() - HOUR).toISOString(), ['succeeded', 'failed']],
+      )).rows.map((row) => row['QUERY PLAN']).join('\n');
+      assert.match(plan, /Index Scan using convd_conversions_ended|Bitmap Index Scan on convd_conversions_ended/, plan);
+      assert.doesNotMatch(plan, /Seq Scan/, plan);
+    } finally {
+      await client.end();
+      await store.close();
+      await other.drop();
     }
   });
 

@@ -5,7 +5,8 @@
  * new data dir, twice with the same outcome, and into another database with its files in a
  * bucket; a daemon on the first database and two nodes on the second then each know every key,
  * the balance, the conversions (all of them, page by page) and serve the result; an import while
- * the daemon runs is refused; a damaged export is refused in words.
+ * the daemon runs is refused, and so is one beside a running node of a cluster (database and
+ * bucket), which goes through once the node stopped; a damaged export is refused in words.
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -74,8 +75,8 @@ describe('convd store export and import', () => {
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /a daemon holds .*: stop it first/);
     await first.stop();
-    // A box with a history: 999 older ended conversions of the tenant and 40 webhook deliveries,
-    // written into its store while no daemon runs (the export pages through them).
+    // A box with a history: 999 older ended conversions of the tenant and the webhook deliveries
+    // of 40 of them, written into its store while no daemon runs (the export pages through them).
     const box = await LowdbStore.open({ dir: join(first.dataDir, 'store') });
     const older = Date.now() - 2 * HOUR;
     const ids = [done.id];
@@ -88,7 +89,7 @@ describe('convd store export and import', () => {
     assert.equal(new Set(ids).size, CONVERSIONS);
     for (let i = 0; i < 40; i++) {
       await box.putDelivery({
-        id: `dlv_${String(i).padStart(4, '0')}`, conversion_id: done.id, account_id: tenant.accountId, event: 'conversion.succeeded',
+        id: `dlv_${String(i).padStart(4, '0')}`, conversion_id: ids[i + 1]!, account_id: tenant.accountId, event: 'conversion.failed',
         url: 'https://hooks.example.com/convd', body: '{}', status: i % 2 ? 'delivered' : 'failed', attempts: [], next_attempt_at: null,
         created_at: new Date(older + i).toISOString(),
       });
@@ -175,8 +176,75 @@ describe('convd store export and import', () => {
 
     const busy = await convdAdmin(newDir, ['store', 'import', out, '--database-url', database.url, '--json']);
     assert.notEqual(busy.code, 0);
-    assert.match(busy.stderr, /another convd daemon uses this database/);
+    assert.match(busy.stderr, /a convd daemon \(or another import\) runs on this database: stop it before the import/);
   });
+
+  it('an import beside a running node of a cluster is refused in words, and goes through once the node stopped', async () => {
+    const target = await freshDatabase();
+    const bucket = await startS3('convd-import-busy');
+    after(async () => {
+      await target.drop();
+      await bucket.close();
+    });
+    await bucket.keepDirs('busy');
+    // A small export, made by hand: an account, an ended conversion, and a delivery of its end
+    // twice (a second one of a conversion and event is left out).
+    const small = join(work, 'small-export');
+    await mkdir(small, { recursive: true });
+    const owner = 'acc_moved_small';
+    const ended = conversion(owner, { status: 'failed', reserved_credits: 0, finished_at: new Date().toISOString() });
+    const hook = (id: string, createdAt: string) => ({
+      id, conversion_id: ended.id, account_id: owner, event: 'conversion.failed', url: 'https://hooks.example.com/convd', body: '{}',
+      status: 'delivered', attempts: [], next_attempt_at: null, created_at: createdAt,
+    });
+    const lines = [
+      { type: 'header', format: 'convd-store-export', version: 1, exported_at: new Date().toISOString(), with_files: false },
+      { type: 'account', doc: { id: owner, name: owner, plan: 'lite', created_at: ended.created_at, credits_base: 10, credits_base_at: ended.created_at, resets_at: ended.created_at, webhook_secret: 'whsec_x' } },
+      { type: 'conversion', doc: ended },
+      { type: 'delivery', doc: hook('dlv_small_0', ended.created_at) },
+      { type: 'delivery', doc: hook('dlv_small_1', ended.finished_at!) },
+    ];
+    await writeFile(join(small, 'store.ndjson'), lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+    const importArgs = ['store', 'import', small, '--database-url', target.url, '--json'];
+
+    const nodeArgs = ['--database-url', target.url, '--blob-url', bucket.blobUrl('busy'), '--workers', '1'];
+    const node = await startDaemon({ args: nodeArgs, env: S3_ENV });
+    const soleDir = await mkdtemp(join(tmpdir(), 'convd-transfer-sole-'));
+    try {
+      const refused = await convdAdmin(null, importArgs);
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.match(refused.stderr, /convd nodes of a cluster \(this database and a bucket\) run on this database: stop every node before the import/);
+      assert.equal(await accountsNamed(target.url, owner), 0, 'nothing was written');
+      // Nor may a daemon without the bucket start beside it (it would take the cluster's running
+      // conversions for its own interrupted ones).
+      await assert.rejects(
+        startDaemon({ args: ['--database-url', target.url], dataDir: soleDir, apiKey: node.apiKey, accountId: node.accountId }),
+        /another convd daemon uses this database: nodes of a cluster \(this database and a bucket\) run on it/,
+      );
+      assert.equal((await call(node, '/account')).status, 200, 'the node runs on');
+    } finally {
+      await node.dispose();
+      await rm(soleDir, { recursive: true, force: true });
+    }
+    const imported = await convdAdmin(null, importArgs);
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.deepEqual(imported.json, { accounts: 1, keys: 0, conversions: 1, deliveries: 1, files: 0 });
+    assert.equal(await accountsNamed(target.url, owner), 1);
+    const again = await convdAdmin(null, importArgs);
+    assert.deepEqual(again.json, imported.json, 'a second import reads the same');
+  });
+
+  /** How many accounts of this id the database holds. */
+  async function accountsNamed(url: string, id: string): Promise<number> {
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM convd_accounts WHERE id = $1', [id]);
+      return Number(rows[0]?.n ?? 0);
+    } finally {
+      await db.end();
+    }
+  }
 
   it('a damaged or foreign export is refused in words; an export needs a new directory', async () => {
     // A database no daemon runs on, so that the import gets as far as the records.

@@ -11,6 +11,7 @@ import { isConversionId } from '../../src/service/ids.ts';
 import { LocalBlobStore, type BlobKind, type BlobStore } from '../../src/store/blob-store.ts';
 import { acquireDataDirLock, DataDirLockedError } from '../../src/store/data-dir-lock.ts';
 import { LowdbStore } from '../../src/store/lowdb-store.ts';
+import type { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import type { DeliveryRecord, Store } from '../../src/store/types.ts';
 import { AdminError } from './operations.ts';
 
@@ -124,9 +125,27 @@ export async function exportStore(dataDir: string, out: string, withFiles: boole
 }
 
 /**
- * Imports an export into `target` (the PostgreSQL store, opened by the caller as the sole node so
- * that no daemon runs on it meanwhile) and its files into `blobs` (a data dir's). Every record is
- * written by its id: a second import of the same export changes nothing.
+ * The PostgreSQL store an import writes into, holding the daemons' node lock alone for as long as
+ * it is open: refused while any daemon runs on the database (a node without a bucket holds the
+ * lock alone, the nodes of a cluster hold it shared), and no daemon starts there meanwhile.
+ */
+export async function openImportTarget(databaseUrl: string): Promise<PostgresStore> {
+  const { PostgresStore: Database, DatabaseInUseError } = await import('../../src/store/postgres/postgres-store.ts');
+  try {
+    return await Database.open({ url: databaseUrl, nodeLock: 'sole', poolSize: 2 });
+  } catch (error) {
+    if (!(error instanceof DatabaseInUseError)) throw error;
+    throw new AdminError(error.holder === 'cluster'
+      ? 'convd nodes of a cluster (this database and a bucket) run on this database: stop every node before the import (it must not write under running daemons)'
+      : 'a convd daemon (or another import) runs on this database: stop it before the import (it must not write under a running daemon)', 1);
+  }
+}
+
+/**
+ * Imports an export into `target` (the PostgreSQL store, opened by `openImportTarget` so that no
+ * daemon runs on it meanwhile) and its files into `blobs` (a data dir's). Every record is written
+ * by its id: a second import of the same export changes nothing. A conversion keeps one delivery
+ * per event: a second one in the export under another id is left out (the first is kept).
  */
 export async function importStore(source: string, target: Store, blobs: BlobStore | null): Promise<TransferReport> {
   const { recordsPath } = await checkExport(source);
@@ -167,6 +186,9 @@ export async function importStore(source: string, target: Store, blobs: BlobStor
         if (blobs && header.with_files) report.files += await importFile(source, blobs, line.doc);
         break;
       case 'delivery':
+        // Added if its conversion has none for the event, then written whole by its id (a second
+        // import brings the newer state of the same delivery); another id's twin is left out.
+        if ((await target.addDelivery(line.doc)).id !== line.doc.id) break;
         await target.putDelivery(line.doc);
         report.deliveries++;
         break;

@@ -181,10 +181,11 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
       queue.push(record.id, account ? conversions.jobOwner(account) : undefined);
     }
     // A crash between an end state and its delivery record: enqueue is idempotent per
-    // conversion and event, so offering every recent end state again sends nothing twice.
+    // conversion and event (in the store, across nodes), so offering every recent end state
+    // again sends nothing twice. Only the recent ends are read, not the whole history.
     const horizon = new Date(Date.now() - RETRY_WAITS_MS.reduce((a, b) => a + b, 0) * config.webhookScheduleScale).toISOString();
-    for (const record of await store.conversionsWithStatus(['succeeded', 'failed'])) {
-      if (record.callback_url && record.finished_at && record.finished_at >= horizon) deliver(record);
+    for (const record of await store.conversionsEndedSince(horizon, ['succeeded', 'failed'])) {
+      if (record.callback_url) deliver(record);
     }
   }
 
@@ -272,9 +273,11 @@ async function openStore(
       import('../queue/postgres-job-source.ts'),
     ]);
     const shared = Boolean(options.blobUrl);
+    // Held for as long as the daemon runs: shared by the nodes of a cluster, alone without a
+    // bucket (and by `convd store import`), so neither starts beside the other.
     const store = await Database.open({
       url: options.databaseUrl,
-      soleNode: !shared,
+      nodeLock: shared ? 'cluster' : 'sole',
       onConnectionLost: (error) => {
         options.log?.('store.connection_lost', { error: error.message });
         options.onStoreLost?.(error);

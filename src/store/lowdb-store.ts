@@ -372,6 +372,16 @@ export class LowdbStore implements Store {
     return found.sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 
+  async conversionsEndedSince(isoTime: string, statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]> {
+    // In memory: a look at every record, as start-up recovery made before.
+    const wanted = new Set(statuses);
+    const found: ConversionRecord[] = [];
+    for (const record of this.conversions.values()) {
+      if (wanted.has(record.status) && record.finished_at && record.finished_at >= isoTime) found.push({ ...record });
+    }
+    return found.sort((a, b) => byText(a.finished_at!, b.finished_at!) || byText(a.id, b.id));
+  }
+
   async conversionsExpiringBy(isoTime: string): Promise<ConversionRecord[]> {
     const found: ConversionRecord[] = [];
     for (const id of this.succeeded) {
@@ -545,6 +555,15 @@ export class LowdbStore implements Store {
     return delivery ? structuredClone(delivery) : undefined;
   }
 
+  async addDelivery(record: DeliveryRecord): Promise<DeliveryRecord> {
+    // No await from the look-up to the addition: one process holds the data dir.
+    const existing = this.main.data.deliveries.find((d) => d.conversion_id === record.conversion_id && d.event === record.event);
+    if (existing) return structuredClone(existing);
+    this.main.data.deliveries.push(structuredClone(record));
+    this.markDirty(MAIN);
+    return structuredClone(record);
+  }
+
   async putDelivery(record: DeliveryRecord): Promise<void> {
     upsert(this.main.data.deliveries, structuredClone(record));
     this.markDirty(MAIN);
@@ -560,6 +579,10 @@ export class LowdbStore implements Store {
 /** A shard's files are `<base>.a.json` and `<base>.b.json` (see DurableJsonFile). */
 function shardBase(index: number): string {
   return index.toString(16).padStart(3, '0');
+}
+
+function byText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function idempotencyIndexKey(accountId: string, key: string): string {

@@ -80,6 +80,12 @@ export interface Store {
   findByIdempotencyKey(accountId: string, key: string): Promise<ConversionRecord | undefined>;
   /** Conversions in one of the given states, oldest first (queue recovery, sweeper). */
   conversionsWithStatus(statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]>;
+  /**
+   * Conversions in one of `statuses` (end states) that ended at or after `isoTime` (their
+   * `finished_at`), in the order they ended: start-up recovery reads the recent ends only, not a
+   * long history (PostgreSQL: through an index on the end time).
+   */
+  conversionsEndedSince(isoTime: string, statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]>;
   /** Succeeded conversions whose result expires at or before `isoTime`. */
   conversionsExpiringBy(isoTime: string): Promise<ConversionRecord[]>;
   /** Number of the account's conversions in the given states. */
@@ -120,6 +126,17 @@ export interface Store {
   pruneWebTokens(isoTime: string): Promise<number>;
 
   getDelivery(id: string): Promise<DeliveryRecord | undefined>;
+  /**
+   * Adds a new delivery unless its conversion has one for its event already, and returns the one
+   * the store keeps: `record`, or the one found. One per conversion and event, across every node
+   * (PostgreSQL: a unique index decides), so the receiver never gets an end twice under two ids.
+   */
+  addDelivery(record: DeliveryRecord): Promise<DeliveryRecord>;
+  /**
+   * Writes a delivery by its id: the outcome of an attempt (a replacement), or an import's record.
+   * Not for new deliveries (`addDelivery`): on PostgreSQL a second delivery of a conversion and
+   * event under another id is refused.
+   */
   putDelivery(record: DeliveryRecord): Promise<void>;
   listDeliveries(filter: { conversionId?: string; status?: DeliveryRecord['status'] }): Promise<DeliveryRecord[]>;
 

@@ -7,7 +7,7 @@ import { signWebhook } from './signature.ts';
 import type { WebhookTransport } from './transport.ts';
 
 /** The part of the Store the deliverer uses (any full Store fits). */
-export type DeliveryStore = Pick<Store, 'getDelivery' | 'putDelivery' | 'listDeliveries' | 'flush' | 'claimDelivery'>;
+export type DeliveryStore = Pick<Store, 'getDelivery' | 'addDelivery' | 'putDelivery' | 'listDeliveries' | 'flush' | 'claimDelivery'>;
 
 export type WebhookEvent = DeliveryRecord['event'];
 
@@ -113,8 +113,9 @@ export class WebhookDeliverer {
   /**
    * Persists a delivery for an end state and, when started, makes its first attempt at once
    * (without waiting for it). Before start() or after stop() it is only persisted: start() sends it.
-   * Idempotent per conversion and event: a second call returns the existing delivery, so a caller
-   * recovering after a crash may enqueue again without a second send.
+   * Idempotent per conversion and event, across every node that shares the store (the store adds
+   * one delivery per conversion and event): a second call returns the existing delivery, so a
+   * caller recovering after a crash may enqueue again without a second send.
    */
   enqueue(input: EnqueueInput): Promise<DeliveryRecord> {
     // Concurrent calls for the same event share one creation instead of racing past the lookup.
@@ -127,9 +128,6 @@ export class WebhookDeliverer {
   }
 
   private async createDelivery(input: EnqueueInput): Promise<DeliveryRecord> {
-    const existing = (await this.store.listDeliveries({ conversionId: input.conversionId }))
-      .find((delivery) => delivery.event === input.event);
-    if (existing) return existing;
     const createdAt = new Date(this.now()).toISOString();
     const record: DeliveryRecord = {
       id: randomUUID(),
@@ -144,8 +142,11 @@ export class WebhookDeliverer {
       next_attempt_at: createdAt,
       created_at: createdAt,
     };
-    await this.store.putDelivery(record);
+    // Added only if the conversion has no delivery for the event yet (here or on another node):
+    // else that one is the delivery, and whoever made it sends it (or resumes it at start).
+    const kept = await this.store.addDelivery(record);
     await this.store.flush();
+    if (kept.id !== record.id) return kept;
     if (this.running) this.runAttempt(record.id, false).catch((error: unknown) => this.reportBug(record.id, error));
     return record;
   }

@@ -115,4 +115,26 @@ CREATE INDEX convd_web_tokens_account ON convd_web_tokens (account_id, kind);
 CREATE INDEX convd_web_tokens_expires ON convd_web_tokens (expires_at);
 `,
   },
+  {
+    version: 6,
+    name: 'one webhook delivery per conversion and event; ended conversions by end time',
+    // Deliveries were made by "look it up, then insert", so two nodes could each make one for the
+    // same end (two ids: the receiver got the event twice). Of such twins the one that reached the
+    // receiver is kept, else the oldest (then the smaller id), before the unique index is made.
+    // The event is an expression of the index rather than a generated column: adding a stored
+    // column would rewrite the whole table. Start-up recovery reads the conversions that ended
+    // lately (webhooks to offer again) through the index on finished_at, not every ended one.
+    sql: `
+DELETE FROM convd_deliveries d
+  USING (
+    SELECT id, row_number() OVER (
+      PARTITION BY conversion_id, doc->>'event'
+      ORDER BY (status = 'delivered') DESC, created_at, id) AS rank
+    FROM convd_deliveries) ranked
+  WHERE d.id = ranked.id AND ranked.rank > 1;
+CREATE UNIQUE INDEX convd_deliveries_event ON convd_deliveries (conversion_id, (doc->>'event'));
+DROP INDEX convd_deliveries_conversion;
+CREATE INDEX convd_conversions_ended ON convd_conversions (finished_at) WHERE finished_at IS NOT NULL;
+`,
+  },
 ];

@@ -14,28 +14,52 @@ export interface PostgresStoreOptions {
   /** Connections of this process (default 10). */
   poolSize?: number;
   /**
-   * This process runs the queue (a daemon, not an admin command): refuse to open while another
-   * one does. Work is queued and recovered in each process's memory today, so a second daemon on
-   * the same database would take the first one's running conversions for interrupted ones.
+   * The node lock this process holds for as long as the store is open (see NODE_LOCK); none for
+   * the admin commands, which may run beside daemons. `sole`: a daemon alone with the database
+   * (no bucket: its files are on its own disk, it recovers every running conversion at start and
+   * forgets every lease), or `convd store import`, which must not write under a running node;
+   * refused while any daemon runs. `cluster`: a node of several on the database and a bucket;
+   * any number of them at once, refused while a sole node (or an import) holds the database.
    */
-  soleNode?: boolean;
-  /** The node lock's connection was lost (the database restarted or dropped it). */
+  nodeLock?: NodeLockMode;
+  /** The node lock's connection was lost (the database restarted or dropped it): the lock is gone too. */
   onConnectionLost?: (error: Error) => void;
 }
 
+export type NodeLockMode = 'sole' | 'cluster';
+
 /**
- * The advisory lock a daemon holds for as long as it runs (see `soleNode`). Advisory locks are
- * the database's, so every lock key is taken within the schema's name: two convd on two schemas
- * of one database are two stores.
+ * The advisory lock every daemon holds on a connection of its own for as long as it runs:
+ * exclusive for a sole node (and an import), shared for the nodes of a cluster, so that one
+ * excludes the other and a sole node excludes everything. Advisory locks are the database's, so
+ * every lock key is taken within the schema's name: two convd on two schemas of one database are
+ * two stores.
  */
 const NODE_LOCK = 'convd:node';
+const TRY_NODE_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(current_schema() || ':' || $1, 0)) AS locked";
+const TRY_NODE_LOCK_SHARED = "SELECT pg_try_advisory_lock_shared(hashtextextended(current_schema() || ':' || $1, 0)) AS locked";
+const UNLOCK_NODE_LOCK_SHARED = "SELECT pg_advisory_unlock_shared(hashtextextended(current_schema() || ':' || $1, 0))";
 
-/** Another daemon holds the database. */
+/**
+ * Another daemon holds the database: `holder` says what runs there, as far as the lock tells
+ * (`sole`: a daemon without a bucket, or an import; `cluster`: nodes of a cluster), `wanted`
+ * what was refused.
+ */
 export class DatabaseInUseError extends StoreUnavailableError {
-  constructor() {
-    super('another convd daemon uses this database: one daemon per database for now (admin commands may run beside it)');
+  constructor(readonly wanted: NodeLockMode, readonly holder: NodeLockMode) {
+    super(`another convd daemon uses this database: ${inUseReason(wanted, holder)}`);
     this.name = 'DatabaseInUseError';
   }
+}
+
+function inUseReason(wanted: NodeLockMode, holder: NodeLockMode): string {
+  if (wanted === 'cluster') {
+    return 'a daemon without a bucket (or a `convd store import`) holds it alone; stop it before nodes with a bucket (--blob-url) start on it';
+  }
+  if (holder === 'cluster') {
+    return 'nodes of a cluster (this database and a bucket) run on it; a daemon without the bucket cannot join them (give it the same --blob-url), and nothing that needs the database alone may run beside them';
+  }
+  return 'a daemon without a bucket (or a `convd store import`) holds it; one such daemon per database (admin commands may run beside it)';
 }
 
 /** host:port/database of a URL, without user or password, for messages. */
@@ -81,7 +105,7 @@ export class PostgresStore implements Store {
     private readonly db: Queryable,
     /** The pool this store owns and ends on close; null for a store bound to a transaction. */
     private readonly pool: pg.Pool | null,
-    /** The connection that holds the node lock (soleNode), released on close. */
+    /** The connection that holds the node lock (PostgresStoreOptions.nodeLock), released on close. */
     private readonly nodeLock: pg.PoolClient | null = null,
     /** Inside a transaction: what runs once it commits (dropped if it rolls back). */
     private readonly committed: (() => void)[] | null = null,
@@ -130,13 +154,12 @@ export class PostgresStore implements Store {
         throw new StoreUnavailableError(`cannot use the database at ${describeDatabase(options.url)}: ${reasonOf(error)}`, { cause: error });
       });
       // The node lock first: a newer convd started beside a running one must not change its schema.
-      if (options.soleNode) {
+      if (options.nodeLock) {
         nodeLock = await pool.connect();
         // Checked out for good, so the pool's own error listener is off it: a dropped connection
         // (a restart of PostgreSQL, a failover) is said here, not thrown as an uncaught 'error'.
         nodeLock.on('error', (error) => options.onConnectionLost?.(error));
-        const { rows } = await nodeLock.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtextextended(current_schema() || ':' || $1, 0)) AS locked", [NODE_LOCK]);
-        if (!rows[0]?.locked) throw new DatabaseInUseError();
+        await takeNodeLock(nodeLock, options.nodeLock);
       }
       await migrate(pool);
     } catch (error) {
@@ -244,6 +267,12 @@ export class PostgresStore implements Store {
 
   async conversionsWithStatus(statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]> {
     return this.docs('convd-conversion-status', 'SELECT doc FROM convd_conversions WHERE status = ANY($1::text[]) ORDER BY id', [[...statuses]]);
+  }
+
+  async conversionsEndedSince(isoTime: string, statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]> {
+    // Through the index on finished_at (schema step 6): the recent end of the history only.
+    return this.docs('convd-conversion-ended-since', `SELECT doc FROM convd_conversions
+      WHERE finished_at >= $1 AND status = ANY($2::text[]) ORDER BY finished_at, id`, [isoTime, [...statuses]]);
   }
 
   async conversionsExpiringBy(isoTime: string): Promise<ConversionRecord[]> {
@@ -376,6 +405,22 @@ export class PostgresStore implements Store {
 
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
     return this.one('convd-delivery', 'SELECT doc FROM convd_deliveries WHERE id = $1', [id]);
+  }
+
+  async addDelivery(record: DeliveryRecord): Promise<DeliveryRecord> {
+    // The unique index on (conversion_id, event) decides between nodes adding the same delivery.
+    // A conflict with a row another transaction commits meanwhile waits for that commit, but this
+    // statement's snapshot does not see the row: a second statement reads it. (Gone again by
+    // then, it was removed in between, by a prune: add anew.)
+    for (let round = 0; round < 3; round++) {
+      const added = await this.one<DeliveryRecord>('convd-delivery-add', `INSERT INTO convd_deliveries (id, doc) VALUES ($1, $2)
+        ON CONFLICT (conversion_id, (doc->>'event')) DO NOTHING RETURNING doc`, [record.id, toJson(record)]);
+      if (added) return added;
+      const existing = await this.one<DeliveryRecord>('convd-delivery-of-event',
+        "SELECT doc FROM convd_deliveries WHERE conversion_id = $1 AND doc->>'event' = $2", [record.conversion_id, record.event]);
+      if (existing) return existing;
+    }
+    throw new Error(`the delivery of ${record.event} for ${record.conversion_id} could not be added nor found`);
   }
 
   async putDelivery(record: DeliveryRecord): Promise<void> {
@@ -522,11 +567,26 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    // Ending the session releases its advisory lock.
+    // Ending the session releases its advisory lock (exclusive or shared).
     this.nodeLock?.release(true);
     await this.pool?.end();
     await this.relaxed?.end();
   }
+}
+
+/**
+ * Takes the node lock on `client`'s session, exclusive for a sole node and shared for a node of
+ * a cluster, or throws DatabaseInUseError naming what holds it. Which of the two holds it is
+ * learnt by trying the other mode (a shared lock is granted only while no one holds it
+ * exclusively), taken back at once.
+ */
+async function takeNodeLock(client: pg.PoolClient, mode: NodeLockMode): Promise<void> {
+  const locked = async (text: string) => (await client.query<{ locked: boolean }>(text, [NODE_LOCK])).rows[0]?.locked === true;
+  if (await locked(mode === 'sole' ? TRY_NODE_LOCK : TRY_NODE_LOCK_SHARED)) return;
+  if (mode === 'cluster') throw new DatabaseInUseError(mode, 'sole');
+  const shared = await locked(TRY_NODE_LOCK_SHARED);
+  if (shared) await client.query(UNLOCK_NODE_LOCK_SHARED, [NODE_LOCK]);
+  throw new DatabaseInUseError(mode, shared ? 'cluster' : 'sole');
 }
 
 /**
