@@ -105,6 +105,18 @@ for (const backend of backends) {
       await assert.rejects(store.insertConversion(record), 'a second insert of the same id');
     });
 
+    it('a progress write (whileActive, deferred) that arrives after the end changes nothing; before it, it applies', async () => {
+      const record = conversion('acc_progress', { status: 'processing', progress: 10 });
+      await store.insertConversion(record);
+      assert.equal((await store.updateConversion(record.id, { progress: 50 }, { deferred: true, whileActive: true }))?.progress, 50);
+      await store.updateConversion(record.id, { status: 'succeeded', progress: 100 });
+      const late = await store.updateConversion(record.id, { progress: 60 }, { deferred: true, whileActive: true });
+      assert.deepEqual([late?.status, late?.progress], ['succeeded', 100]);
+      await store.flush();
+      assert.deepEqual([(await store.getConversion(record.id))?.status, (await store.getConversion(record.id))?.progress], ['succeeded', 100]);
+      assert.equal(await store.updateConversion('cnv_missing', { progress: 1 }, { whileActive: true }), undefined);
+    });
+
     it('pages newest first by `before`, by status, one account only', async () => {
       const inserted: string[] = [];
       for (let i = 0; i < 25; i++) {

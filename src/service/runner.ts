@@ -105,7 +105,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         if (value === lastValue || now - lastWrite < PROGRESS_INTERVAL_MS) return;
         lastValue = value;
         lastWrite = now;
-        void store.updateConversion(id, { progress: value }, { deferred: true });
+        // Not awaited: it may land after the conversion ended, and then changes nothing.
+        void store.updateConversion(id, { progress: value }, { deferred: true, whileActive: true });
       };
       const convertWithinLimit = async (): Promise<EngineOutput | void> => {
         const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);

@@ -338,6 +338,7 @@ export class LowdbStore implements Store {
   async updateConversion(id: string, patch: Partial<ConversionRecord>, options: UpdateOptions = {}): Promise<ConversionRecord | undefined> {
     const record = this.conversions.get(id);
     if (!record) return undefined;
+    if (options.whileActive && !ACTIVE_STATUSES.has(record.status)) return { ...record };
     const { id: _ignored, account_id: _owner, ...rest } = patch;
     Object.assign(record, rest);
     if (patch.status) this.indexStatus(record);

@@ -17,6 +17,12 @@ export interface UpdateOptions {
    * itself crashes within a fraction of a second).
    */
   deferred?: boolean;
+  /**
+   * The change applies only while the conversion is active (queued, fetching, processing): a
+   * progress write that reaches the store after the conversion ended changes nothing (on
+   * PostgreSQL it may commit after the end's transaction on another connection).
+   */
+  whileActive?: boolean;
 }
 
 export interface ListQuery {

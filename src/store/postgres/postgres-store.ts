@@ -246,10 +246,15 @@ export class PostgresStore implements Store {
     const { id: _id, account_id: _owner, ...rest } = patch;
     // A field set to undefined is removed (as Object.assign + JSON would drop it); the rest is merged.
     const removed = Object.entries(rest).filter(([, value]) => value === undefined).map(([key]) => key);
-    const [row] = (await this.writer(options).query<Doc<ConversionRecord>>({
-      name: 'convd-conversion-update', text: 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 RETURNING doc', values: [id, removed, toJson(rest)],
-    })).rows;
-    return row?.doc;
+    const [row] = (await this.writer(options).query<Doc<ConversionRecord>>(options?.whileActive
+      ? {
+        name: 'convd-conversion-update-active',
+        text: 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 AND status = ANY($4::text[]) RETURNING doc',
+        values: [id, removed, toJson(rest), ACTIVE],
+      }
+      : { name: 'convd-conversion-update', text: 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 RETURNING doc', values: [id, removed, toJson(rest)] })).rows;
+    // Ended meanwhile (whileActive): left as it is.
+    return row ? row.doc : options?.whileActive ? this.getConversion(id) : undefined;
   }
 
   async listConversions(query: ListQuery): Promise<ConversionRecord[]> {
