@@ -5,7 +5,9 @@
  *     (playwright-core: one browser, a context per invoice, the page served from memory), with as
  *     many in flight as convd renders pages at once: what convd costs on top (target <= 1.3x);
  *   - a fresh `chromium --headless --print-to-pdf` per file, one after another, as a script would
- *     call Chromium without a service, against convd with one invoice in flight (target >= 4x).
+ *     call Chromium without a service, against convd with one invoice in flight (target >= 4x);
+ *     beside it, what Chromium itself does one at a time with a fresh context per invoice and
+ *     with one page reused for all (each invoice at a site of its own): the bound on that ratio.
  * Every PDF of every side is decoded: one page, its invoice's number in its text.
  */
 import { availableParallelism } from 'node:os';
@@ -126,6 +128,8 @@ export async function benchHtml(): Promise<BenchResult> {
     const { chromium } = await import('playwright-core');
     const browser = await chromium.launch({ executablePath: install.path, args: FLAGS });
     const directTimes: number[] = [];
+    let directSingleMs = 0;
+    let reusedPageMs = 0;
     try {
       const render = async (invoice: Invoice, out: string) => {
         const context = await browser.newContext();
@@ -148,6 +152,32 @@ export async function benchHtml(): Promise<BenchResult> {
         await freshDir(out);
         directTimes.push(await timed(list, PAGES, (invoice) => render(invoice, out)));
         notes.push(...await checkAll(out, list));
+      }
+      // What the cold target asks of Chromium itself, one at a time: with a fresh context per
+      // invoice (what convd does: DESIGN.md), and with one page used for every invoice, each at
+      // a site of its own (what it would take instead).
+      const single = join(dir, 'direct-single');
+      await freshDir(single);
+      directSingleMs = await timed(list, 1, (invoice) => render(invoice, single));
+      notes.push(...await checkAll(single, list));
+      const reused = await browser.newContext();
+      try {
+        const page = await reused.newPage();
+        let current = '';
+        await reused.route('**/*', (route) => (/^http:\/\/invoice-\d+\.invalid\/index\.html$/.test(route.request().url())
+          ? route.fulfill({ status: 200, contentType: 'text/html', body: current })
+          : route.abort()));
+        const out = join(dir, 'direct-reused');
+        await freshDir(out);
+        let site = 0;
+        reusedPageMs = await timed(list, 1, async (invoice) => {
+          current = invoice.html;
+          await page.goto(`http://invoice-${++site}.invalid/index.html`, { waitUntil: 'load' });
+          await writeFile(join(out, `${invoice.name}.pdf`), await page.pdf({ width: '210mm', height: '297mm', printBackground: true, margin: { top: '10mm', right: '10mm', bottom: '10mm', left: '10mm' } }));
+        });
+        notes.push(...await checkAll(out, list));
+      } finally {
+        await reused.close();
       }
     } finally {
       await browser.close();
@@ -180,6 +210,8 @@ export async function benchHtml(): Promise<BenchResult> {
       pass: overDirect <= DIRECT_TARGET && overCold >= COLD_TARGET && !notes.some((note) => note.startsWith('INVALID')),
       notes: [
         `Chromium ${install.version}; best of ${ROUNDS} rounds each; convd rounds ${convdParallel.map(seconds).join(', ')}, one at a time ${convdSingle.map(seconds).join(', ')}; direct ${directTimes.map(seconds).join(', ')}`,
+        `Chromium alone, one at a time: a fresh context per invoice ${seconds(directSingleMs)} (${(coldMs / directSingleMs).toFixed(1)}x faster than cold), one page for all, a site each ${seconds(reusedPageMs)} (${(coldMs / reusedPageMs).toFixed(1)}x): `
+          + 'the cold target needs contexts reused across conversions, which DESIGN.md rules out (a fresh context per conversion)',
         'every PDF of every side decoded: one page, its invoice number in its text',
         ...notes,
       ],

@@ -355,15 +355,19 @@ export class ConversionService {
   /**
    * Expires results past `expires_at` (deleting their files), prunes old history, and removes the
    * web pages' sign-in links and sessions that expired (worth nothing already; only their records go).
+   * One node at a time (the store's lock `sweep`: an advisory lock on PostgreSQL): another node's
+   * sweep that waited finds the work done.
    */
   async sweep(): Promise<{ expired: number; pruned: number }> {
-    const now = this.now().toISOString();
-    const due = await this.store.conversionsExpiringBy(now);
-    for (const record of due) await this.expire(record.id);
-    const cutoff = new Date(this.now().getTime() - this.config.retentionDays * 86_400_000).toISOString();
-    const pruned = await this.store.pruneFinishedBefore(cutoff);
-    await this.store.pruneWebTokens(now);
-    return { expired: due.length, pruned };
+    return this.store.exclusive('sweep', async () => {
+      const now = this.now().toISOString();
+      const due = await this.store.conversionsExpiringBy(now);
+      for (const record of due) await this.expire(record.id);
+      const cutoff = new Date(this.now().getTime() - this.config.retentionDays * 86_400_000).toISOString();
+      const pruned = await this.store.pruneFinishedBefore(cutoff);
+      await this.store.pruneWebTokens(now);
+      return { expired: due.length, pruned };
+    });
   }
 }
 
