@@ -235,6 +235,16 @@ for (const backend of backends) {
       assert.deepEqual(ids(await store.listDeliveries({ status: 'failed' })).filter((id) => id.startsWith('dlv_b')), ['dlv_b']);
     });
 
+    it('recentDeliveries: an account\'s latest first, at most the limit, no other account\'s', async () => {
+      const base = Date.parse('2026-11-20T00:00:00Z');
+      for (let i = 0; i < 5; i++) {
+        await store.putDelivery({ ...delivery(`dlv_recent_${i}`, `cnv_recent_${i}`, 'delivered'), account_id: 'acc_recent', created_at: new Date(base + i * 1000).toISOString() });
+      }
+      await store.putDelivery({ ...delivery('dlv_recent_other', 'cnv_recent_other', 'delivered'), account_id: 'acc_other_recent', created_at: new Date(base + 9000).toISOString() });
+      assert.deepEqual(ids(await store.recentDeliveries('acc_recent', 3)), ['dlv_recent_4', 'dlv_recent_3', 'dlv_recent_2']);
+      assert.deepEqual(ids(await store.recentDeliveries('acc_nobody', 3)), []);
+    });
+
     it('deliveries: one per conversion and event, however many add it at once (over three nodes where there are three)', async () => {
       const nodes = await peers(3);
       const ended = conversion('acc_add', { status: 'succeeded' });

@@ -2,7 +2,8 @@
  * The web face (issue 16) in a real browser (Debian's Chromium through playwright-core) against a
  * real convd on 127.0.0.1: the owner's one-time link -> a password -> the account page; sign out
  * and in again; a key made there (shown once, then only its prefix) works on /v1 and, revoked
- * there, gets 401; the webhook secret revealed and rotated (the admin command sees the new one);
+ * there, gets 401; the webhook secret revealed and rotated (the admin command sees the new one, a
+ * delivery after it verifies with it, the page lists the delivery and sends it again);
  * the conversions page (progress moving without a reload, cancel, download, the status filter).
  * And what must not work: a session on /v1, a key as a session, a form without the session's
  * token or from another origin, a second account revoking the first's key, a used or replaced
@@ -12,11 +13,14 @@
  */
 import assert from 'node:assert/strict';
 import { mkdir, readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { call, png, slowPng, submitFile } from './api-support.ts';
+import { verifyWebhook } from '../src/webhooks/index.ts';
+import { waitUntil } from './ops-support.ts';
 import { accessibilityViolations, launchBrowser } from './helpers/browser.ts';
 import { convdAdmin, ROOT, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 
@@ -72,7 +76,8 @@ describe('the web face in a browser', () => {
   let browser: Browser;
   let alice: MadeAccount;
   before(async () => {
-    daemon = await startDaemon();
+    // Callbacks to a receiver on loopback, for the delivery test.
+    daemon = await startDaemon({ args: ['--allow-insecure-callbacks'] });
     browser = await launchBrowser();
     alice = await accountWithLink(daemon, 'alice');
   });
@@ -166,6 +171,45 @@ describe('the web face in a browser', () => {
     assert.notEqual(after, before);
     assert.equal((((await convdAdmin(daemon.dataDir, ['webhook-secret', '--account', alice.id, '--json'])).json) as { secret: string }).secret, after);
     await context.close();
+  });
+
+  it('a delivery after the rotation verifies with the new secret; the page lists it and sends it again', async () => {
+    const received: { id: string; signature: string; body: string }[] = [];
+    const receiver = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        received.push({ id: String(request.headers['x-service-delivery']), signature: String(request.headers['x-service-signature']), body: Buffer.concat(chunks).toString('utf8') });
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await signIn(page, daemon.url, 'alice');
+      await page.waitForURL(/\/account$/);
+      await page.getByRole('button', { name: 'Rotate' }).click();
+      const secret = (await page.textContent('#secret-value'))!.trim();
+      const made = await convdAdmin(daemon.dataDir, ['keys', 'create', '--account', alice.id, '--json']);
+      const client = { baseUrl: daemon.baseUrl, apiKey: (made.json as { key: string }).key };
+      const port = (receiver.address() as { port: number }).port;
+      const done = await submitFile(client, { target: 'webp', wait: '30', callback_url: `http://127.0.0.1:${port}/hook` }, { data: await png(30, 20), name: 'hooked.png' });
+      assert.equal(done.body.status, 'succeeded');
+      await waitUntil('the delivery', () => (received.length > 0 ? true : undefined), 20_000);
+      assert.equal(verifyWebhook(received[0]!.body, received[0]!.signature, secret).ok, true, 'signed with the rotated secret');
+      await page.goto(`${daemon.url}/account`);
+      const row = page.locator(`#delivery-${received[0]!.id}`);
+      assert.match(await row.textContent() ?? '', /conversion\.succeeded.*delivered.*204/s);
+      await shoot(page, 'account-deliveries');
+      await row.getByRole('button', { name: /Send again: delivery/ }).click();
+      assert.match(await page.textContent('[role=status]') ?? '', /was sent again: 204/);
+      assert.equal(received.length, 2);
+      assert.equal(received[1]!.id, received[0]!.id, 'the same delivery, sent again');
+      await context.close();
+    } finally {
+      receiver.close();
+    }
   });
 
   it('a session never works on /v1, a key never as a session', async () => {
@@ -266,7 +310,9 @@ describe('the web face in a browser', () => {
     assert.equal((await call(client, `/conversions/${slow.body.id}`)).body.status, 'cancelled');
     await page.selectOption('#status', 'succeeded');
     await page.getByRole('button', { name: 'Show' }).click();
-    assert.equal(await page.locator('tbody tr').count(), 1, 'only the succeeded one');
+    const statuses = await page.locator('tbody tr [data-status]').allTextContents();
+    assert.ok(statuses.length >= 1 && statuses.every((status) => status.startsWith('succeeded')), `only succeeded ones: ${statuses.join(', ')}`);
+    assert.equal(await page.locator(`#row-${slow.body.id}`).count(), 0, 'not the cancelled one');
 
     // Bob's session, aimed at alice's conversion by its id.
     const bob = await browser.newContext();
@@ -285,10 +331,13 @@ describe('the web face in a browser', () => {
     const polled = await fetch(`${daemon.url}/web/api/conversions?ids=${done.body.id}`, { headers: { cookie: `convd_session=${bobSession}` } });
     assert.deepEqual(await polled.json(), { data: [] });
     assert.equal((await call(client, `/conversions/${done.body.id}`)).body.status, 'succeeded', 'untouched');
-    // The account page's chart counts today's three (its table holds the numbers).
+    // The account page's chart counts today's conversions (its table holds the numbers).
     await page.goto(`${daemon.url}/account`);
     const today = new Date().toISOString().slice(0, 10);
-    assert.match(await page.locator('details tbody tr', { hasText: today }).textContent() ?? '', new RegExp(`${today}\\s*3\\s*`));
+    const listed = await call<{ data: { created_at: string }[] }>(client, '/conversions?limit=100');
+    const madeToday = listed.body.data.filter((c) => c.created_at.startsWith(today)).length;
+    assert.ok(madeToday >= 3);
+    assert.match(await page.locator('details tbody tr', { hasText: today }).textContent() ?? '', new RegExp(`${today}\\s*${madeToday}\\s*`));
     assert.equal(await page.locator('figure.chart svg[role=img]').count(), 2);
     await bob.close();
     await context.close();

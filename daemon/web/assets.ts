@@ -33,6 +33,8 @@ figure.chart figcaption { color: var(--muted); }
 form.inline-form { display: flex; flex-wrap: wrap; gap: .25rem .5rem; align-items: center; margin-bottom: .5rem; }
 form.inline-form label { font-weight: 400; }
 form.inline-form input[type=number] { width: 7rem; font: inherit; padding: .3rem; }
+ol.attempts { margin: 0; padding-left: 1.2rem; }
+h3 { font-size: 1.1rem; margin: 1.25rem 0 .5rem; }
 header.top .brand { font-weight: 700; font-size: 1.2rem; color: var(--ink); text-decoration: none; }
 nav.top { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }

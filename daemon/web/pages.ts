@@ -1,6 +1,7 @@
 import type { AccountView } from '../../src/client/types.ts';
 import type { Language } from '../../src/errors/messages.ts';
 import type { ApiKeyRecord } from '../../src/model/account.ts';
+import type { DeliveryRecord } from '../../src/store/types.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
 import type { DayUsage } from '../../src/service/daily-usage.ts';
 import { ASSETS } from './assets.ts';
@@ -85,6 +86,7 @@ export interface AccountPageState {
   usage: DayUsage[];
   reserved: number;
   keys: ApiKeyRecord[];
+  deliveries: DeliveryRecord[];
   /** Shown once: a key just made, the secret asked for. */
   newKey?: string;
   secret?: string;
@@ -163,5 +165,15 @@ ${state.secret ? html`<p>${t('secretIs')}:</p><code class="secret" id="secret-va
 <form class="inline" method="post" action="/account/webhook-secret">${csrf}<button class="secondary" type="submit">${t('reveal')}</button></form>
 <form class="inline" method="post" action="/account/webhook-secret/rotate">${csrf}<button class="danger" type="submit">${t('rotate')}</button></form>
 <p>${t('rotateIntro')}</p>
+<h3 id="deliveries">${t('deliveries')}</h3>
+<p>${t('deliveriesIntro')}</p>
+${state.deliveries.length === 0 ? html`<p>${t('noDeliveries')}</p>` : html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">${t('event')}</th><th scope="col">${t('status')}</th><th scope="col">${t('attempts')}</th><th scope="col">${t('actions')}</th></tr></thead>
+<tbody>${state.deliveries.map((delivery) => html`<tr id="delivery-${delivery.id}">
+<td>${delivery.event}<br><small><code>${delivery.conversion_id}</code></small></td>
+<td>${t(`delivery_${delivery.status}`)}${delivery.status === 'pending' && delivery.next_attempt_at ? html`<br><small>${t('nextAttempt', { when: delivery.next_attempt_at })}</small>` : ''}</td>
+<td><ol class="attempts">${delivery.attempts.map((attempt) => html`<li>${attempt.at.slice(0, 19).replace('T', ' ')}: ${attempt.status_code ?? attempt.error ?? ''}</li>`)}</ol></td>
+<td><form class="inline" method="post" action="/account/deliveries/${delivery.id}/redeliver">${csrf}<button class="secondary" type="submit" aria-label="${t('redeliverLabel', { id: delivery.id.slice(0, 8) })}">${t('redeliver')}</button></form></td>
+</tr>`)}</tbody></table></div>`}
 </section>`);
 }

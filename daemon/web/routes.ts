@@ -33,6 +33,9 @@ export interface WebFaceDeps {
   done?: (route: string, status: number, started: number, req: IncomingMessage | undefined) => void;
 }
 
+/** Deliveries the account page lists. */
+const RECENT_DELIVERIES = 10;
+
 /** Failed sign-ins allowed per minute: per account name (guessing one password) and per address (trying many). */
 const SIGN_IN_FAILURES_PER_MINUTE = { account: 5, address: 20 } as const;
 
@@ -114,11 +117,12 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
 
   const showAccount = async (request: PageRequest, status: number, extra: Partial<AccountPageState> = {}) => {
     const account = request.session!.account;
-    const [view, balance, keys, usage] = await Promise.all([
+    const [view, balance, keys, usage, deliveries] = await Promise.all([
       deps.accounts.view(account), balanceOf(deps.store, account), deps.store.listApiKeys(account.id), dailyUsage(deps.store, account.id, new Date()),
+      deps.store.recentDeliveries(account.id, RECENT_DELIVERIES),
     ]);
     keys.sort((a, b) => (a.revoked_at === null) === (b.revoked_at === null) ? b.created_at.localeCompare(a.created_at) : a.revoked_at === null ? -1 : 1);
-    return respond(request, status, accountPage(request.context, { view, usage, reserved: balance.reserved, keys, ...extra }));
+    return respond(request, status, accountPage(request.context, { view, usage, deliveries, reserved: balance.reserved, keys, ...extra }));
   };
 
   app.on('GET', '/account', (event) => page(event, '/account', async (request) => (request.session ? showAccount(request, 200) : redirect(request, '/signin'))));
@@ -140,6 +144,18 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     if (!key || key.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
     await deps.accounts.revokeKey(key.id);
     return showAccount(request, 200, { notice: request.t('keyRevoked', { prefix: key.prefix }) });
+  }));
+
+  app.on('POST', '/account/deliveries/:id/redeliver', (event) => page(event, '/account/deliveries/:id/redeliver', async (request) => {
+    const session = await signedInForm(request);
+    if (session instanceof Response) return session;
+    const delivery = await deps.store.getDelivery(event.context.params?.id ?? '');
+    // Another account's delivery is as absent as one that never was.
+    if (!delivery || delivery.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
+    const sent = await deps.system.webhooks.redeliver(delivery.id);
+    const last = sent?.attempts[sent.attempts.length - 1];
+    const outcome = last ? String(last.status_code ?? last.error ?? '') : '';
+    return showAccount(request, 200, { notice: request.t('redelivered', { id: delivery.id.slice(0, 8), outcome }) });
   }));
 
   app.on('POST', '/account/webhook-secret', (event) => page(event, '/account/webhook-secret', async (request) => {

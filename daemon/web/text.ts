@@ -147,6 +147,18 @@ const EN = {
   running: 'Running',
   workers: 'Workers',
   badValue: 'Check the values: {problem}',
+  deliveries: 'Webhook deliveries',
+  deliveriesIntro: 'The latest deliveries of your conversions\' ends to their callback_url, with every attempt.',
+  noDeliveries: 'No deliveries yet.',
+  event: 'Event',
+  attempts: 'Attempts',
+  nextAttempt: 'next attempt {when}',
+  redeliver: 'Send again',
+  redeliverLabel: 'Send again: delivery {id}',
+  redelivered: 'Delivery {id} was sent again: {outcome}.',
+  delivery_pending: 'pending',
+  delivery_delivered: 'delivered',
+  delivery_failed: 'failed',
 } as const;
 
 export type TextKey = keyof typeof EN;
@@ -297,6 +309,18 @@ const DE: Record<TextKey, string> = {
   running: 'Laufend',
   workers: 'Worker',
   badValue: 'Prüfen Sie die Werte: {problem}',
+  deliveries: 'Webhook-Zustellungen',
+  deliveriesIntro: 'Die neuesten Zustellungen der Enden Ihrer Umwandlungen an ihre callback_url, mit jedem Versuch.',
+  noDeliveries: 'Noch keine Zustellungen.',
+  event: 'Ereignis',
+  attempts: 'Versuche',
+  nextAttempt: 'nächster Versuch {when}',
+  redeliver: 'Erneut senden',
+  redeliverLabel: 'Erneut senden: Zustellung {id}',
+  redelivered: 'Zustellung {id} wurde erneut gesendet: {outcome}.',
+  delivery_pending: 'ausstehend',
+  delivery_delivered: 'zugestellt',
+  delivery_failed: 'fehlgeschlagen',
 };
 
 const TEXTS: Record<Language, Record<TextKey, string>> = { en: EN, de: DE };

@@ -570,6 +570,14 @@ export class LowdbStore implements Store {
     this.markDirty(MAIN);
   }
 
+  async recentDeliveries(accountId: string, limit: number): Promise<DeliveryRecord[]> {
+    return this.main.data.deliveries
+      .filter((d) => d.account_id === accountId)
+      .sort((a, b) => byText(b.created_at, a.created_at) || byText(b.id, a.id))
+      .slice(0, limit)
+      .map((d) => structuredClone(d));
+  }
+
   async listDeliveries(filter: { conversionId?: string; status?: DeliveryRecord['status'] }): Promise<DeliveryRecord[]> {
     return this.main.data.deliveries
       .filter((d) => (!filter.conversionId || d.conversion_id === filter.conversionId) && (!filter.status || d.status === filter.status))

@@ -132,6 +132,8 @@ export interface Store {
   pruneWebTokens(isoTime: string): Promise<number>;
 
   getDelivery(id: string): Promise<DeliveryRecord | undefined>;
+  /** The account's `limit` latest deliveries, newest first (the account page). */
+  recentDeliveries(accountId: string, limit: number): Promise<DeliveryRecord[]>;
   /**
    * Adds a new delivery unless its conversion has one for its event already, and returns the one
    * the store keeps: `record`, or the one found. One per conversion and event, across every node

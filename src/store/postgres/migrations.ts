@@ -137,4 +137,12 @@ DROP INDEX convd_deliveries_conversion;
 CREATE INDEX convd_conversions_ended ON convd_conversions (finished_at) WHERE finished_at IS NOT NULL;
 `,
   },
+  {
+    version: 7,
+    name: 'an account\'s latest webhook deliveries',
+    // The web pages' account page lists an account's latest deliveries (an expression index, as in step 6).
+    sql: `
+CREATE INDEX convd_deliveries_account ON convd_deliveries ((doc->>'account_id'), created_at DESC, id DESC);
+`,
+  },
 ];

@@ -436,6 +436,11 @@ export class PostgresStore implements Store {
     });
   }
 
+  async recentDeliveries(accountId: string, limit: number): Promise<DeliveryRecord[]> {
+    return this.docs('convd-recent-deliveries', `SELECT doc FROM convd_deliveries
+      WHERE doc->>'account_id' = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, [accountId, limit]);
+  }
+
   async listDeliveries(filter: { conversionId?: string; status?: DeliveryRecord['status'] }): Promise<DeliveryRecord[]> {
     return this.docs('convd-deliveries', `SELECT doc FROM convd_deliveries
       WHERE ($1::text IS NULL OR conversion_id = $1) AND ($2::text IS NULL OR status = $2) ORDER BY created_at, id`, [
