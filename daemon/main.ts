@@ -98,7 +98,7 @@ async function admin(op: string, args: Record<string, unknown>, options: { dataD
 interface LinkOut { url: string; expires_at: string }
 const linkLines = (link: LinkOut) => `sign-in link (works once, until ${link.expires_at}):\n  ${link.url}`;
 interface AccountOut { id: string; name: string; plan: string; credits: { remaining: number | null; resets_at: string | null } }
-interface KeyOut { id: string; account: string; prefix?: string; key?: string; scopes: string[]; revoked_at?: string | null }
+interface KeyOut { id: string; account: string; prefix?: string; key?: string; scopes: string[]; revoked_at?: string | null; name?: string; last_used_at?: string | null }
 
 interface DeliveryOut {
   id: string; conversion_id: string; event: string; url: string; status: string; next_attempt_at: string | null;
@@ -113,7 +113,7 @@ const deliveryLine = (d: DeliveryOut) => {
 
 const accountLine = (a: AccountOut) =>
   `${a.id}  plan=${a.plan}  credits=${a.credits.remaining ?? 'unmetered'}${a.name ? `  name=${a.name}` : ''}`;
-const keyLine = (k: KeyOut) => `${k.id}  ${k.prefix ?? ''}…  scopes=${k.scopes.join(',')}${k.revoked_at ? '  revoked' : ''}`;
+const keyLine = (k: KeyOut) => `${k.id}  ${k.prefix ?? ''}…  scopes=${k.scopes.join(',')}${k.name ? `  name=${k.name}` : ''}  last used ${k.last_used_at ?? 'never'}${k.revoked_at ? '  revoked' : ''}`;
 
 export function buildProgram(): Command {
   const program = new Command('convd')
@@ -213,9 +213,10 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
   keys.command('create').description('create an API key (printed once)')
     .requiredOption('--account <acc_id>', 'owning account')
     .option('--scopes <list>', 'comma-separated: read,convert,delete', 'read,convert,delete')
+    .option('--name <name>', 'what the key is for (shown in listings)')
     .addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
-    .action((o: { account: string; scopes: string; dataDir?: string; json?: boolean }) =>
-      admin('keys.create', { account: o.account, scopes: o.scopes }, o, (k: KeyOut) => `${k.key}\n(${k.id}, scopes ${k.scopes.join(',')}; this key is shown once)`));
+    .action((o: { account: string; scopes: string; name?: string; dataDir?: string; json?: boolean }) =>
+      admin('keys.create', { account: o.account, scopes: o.scopes, name: o.name }, o, (k: KeyOut) => `${k.key}\n(${k.id}, scopes ${k.scopes.join(',')}; this key is shown once)`));
   keys.command('list').description("list an account's keys (never the keys themselves)")
     .requiredOption('--account <acc_id>', 'owning account').addOption(dataDirOption()).addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { account: string; dataDir?: string; json?: boolean }) => admin('keys.list', { account: o.account }, o, (list: KeyOut[]) => list.map(keyLine).join('\n') || '(no keys)'));

@@ -138,6 +138,7 @@ describe('the web face in a browser', () => {
     const page = await context.newPage();
     await signIn(page, daemon.url, 'alice');
     await page.waitForURL(/\/account$/);
+    await page.getByLabel('Name (what the key is for)').fill('ci pipeline');
     await page.getByRole('checkbox', { name: /delete: cancel/ }).check();
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = (await page.textContent('#new-key-value'))!.trim();
@@ -150,6 +151,9 @@ describe('the web face in a browser', () => {
     const text = await page.textContent('main') ?? '';
     assert.ok(!text.includes(key), 'the key is never shown again');
     assert.ok(text.includes(key.slice(0, 10)), 'only its prefix');
+    const row = page.locator('tr', { hasText: key.slice(0, 10) });
+    assert.match(await row.textContent() ?? '', /ci pipeline/);
+    assert.doesNotMatch(await row.textContent() ?? '', /never/, 'used a moment ago on /v1');
     await page.getByRole('button', { name: `Revoke key ${key.slice(0, 10)}` }).click();
     assert.match(await page.textContent('[role=status]') ?? '', /is revoked/);
     const revoked = await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } });

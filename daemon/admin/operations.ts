@@ -44,7 +44,10 @@ async function accountJson(context: AdminContext, account: AccountRecord) {
 }
 
 function keyJson(key: ApiKeyRecord) {
-  return { id: key.id, account: key.account_id, prefix: key.prefix, scopes: key.scopes, created_at: key.created_at, revoked_at: key.revoked_at };
+  return {
+    id: key.id, account: key.account_id, prefix: key.prefix, scopes: key.scopes, created_at: key.created_at, revoked_at: key.revoked_at,
+    ...(key.name ? { name: key.name } : {}), last_used_at: key.last_used_at ?? null,
+  };
 }
 
 /** A delivery as the operator sees it: everything but the body (which holds the conversion). */
@@ -129,8 +132,8 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
   async 'keys.create'(context, args) {
     const accountId = requireString(args, 'account');
     await mustAccount(context, accountId);
-    const { record, key } = await context.accounts.createKey(accountId, parseScopes(args.scopes));
-    return { id: record.id, key, account: record.account_id, scopes: record.scopes };
+    const { record, key } = await context.accounts.createKey(accountId, parseScopes(args.scopes), typeof args.name === 'string' ? args.name : undefined);
+    return { id: record.id, key, account: record.account_id, scopes: record.scopes, ...(record.name ? { name: record.name } : {}) };
   },
   async 'keys.list'(context, args) {
     const accountId = requireString(args, 'account');

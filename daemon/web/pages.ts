@@ -138,10 +138,11 @@ ${usageCharts(context, state.usage)}
 <h2 id="keys">${t('keys')}</h2>
 <p>${t('keysIntro')}</p>
 ${state.keys.length === 0 ? html`<p>${t('noKeys')}</p>` : html`<div class="table-wrap"><table>
-<thead><tr><th scope="col">${t('prefix')}</th><th scope="col">${t('scopes')}</th><th scope="col">${t('created')}</th><th scope="col">${t('status')}</th><th scope="col"><span class="skip">${t('revoke')}</span></th></tr></thead>
+<thead><tr><th scope="col">${t('name')}</th><th scope="col">${t('prefix')}</th><th scope="col">${t('scopes')}</th><th scope="col">${t('created')}</th><th scope="col">${t('lastUsed')}</th><th scope="col">${t('status')}</th><th scope="col"><span class="skip">${t('revoke')}</span></th></tr></thead>
 <tbody>
 ${state.keys.map((key) => html`<tr>
-<td><code>${key.prefix}…</code></td><td>${key.scopes.join(', ')}</td><td>${date(key.created_at, language)}</td>
+<td>${key.name ?? ''}</td><td><code>${key.prefix}…</code></td><td>${key.scopes.join(', ')}</td><td>${date(key.created_at, language)}</td>
+<td>${key.last_used_at ? date(key.last_used_at, language) : t('never')}</td>
 <td>${key.revoked_at ? t('revokedOn', { date: date(key.revoked_at, language) }) : t('activeKey')}</td>
 <td>${key.revoked_at ? '' : html`<form class="inline" method="post" action="/account/keys/${key.id}/revoke">${csrf}<button class="danger" type="submit" aria-label="${t('revokeLabel', { prefix: key.prefix })}">${t('revoke')}</button></form>`}</td>
 </tr>`)}
@@ -149,6 +150,7 @@ ${state.keys.map((key) => html`<tr>
 <h2>${t('newKey')}</h2>
 <form method="post" action="/account/keys">
 ${csrf}
+<p><label for="key-name">${t('keyName')}</label><input id="key-name" name="name" type="text" maxlength="100"></p>
 <fieldset><legend>${t('scopes')}</legend>
 <label><input type="checkbox" name="scope" value="read" checked> ${t('scopeRead')}</label>
 <label><input type="checkbox" name="scope" value="convert" checked> ${t('scopeConvert')}</label>

@@ -132,7 +132,7 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     if (session instanceof Response) return session;
     const scopes = [...new Set(request.form!.getAll('scope'))].filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope));
     if (scopes.length === 0) return showAccount(request, 422, { error: request.t('noScope') });
-    const made = await deps.accounts.createKey(session.account.id, scopes);
+    const made = await deps.accounts.createKey(session.account.id, scopes, (request.form!.get('name') ?? '').trim() || undefined);
     return showAccount(request, 200, { newKey: made.key });
   }));
 

@@ -159,6 +159,9 @@ const EN = {
   delivery_pending: 'pending',
   delivery_delivered: 'delivered',
   delivery_failed: 'failed',
+  keyName: 'Name (what the key is for)',
+  lastUsed: 'Last used',
+  never: 'never',
 } as const;
 
 export type TextKey = keyof typeof EN;
@@ -321,6 +324,9 @@ const DE: Record<TextKey, string> = {
   delivery_pending: 'ausstehend',
   delivery_delivered: 'zugestellt',
   delivery_failed: 'fehlgeschlagen',
+  keyName: 'Name (wofür der Schlüssel ist)',
+  lastUsed: 'Zuletzt benutzt',
+  never: 'nie',
 };
 
 const TEXTS: Record<Language, Record<TextKey, string>> = { en: EN, de: DE };

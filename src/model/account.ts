@@ -37,6 +37,10 @@ export interface ApiKeyRecord {
   scopes: Scope[];
   created_at: string;
   revoked_at: string | null;
+  /** What its owner calls it (`ci`, `laptop`); absent on keys made before names. */
+  name?: string;
+  /** When it last authenticated a request, to within an hour (AccountService.authenticate). */
+  last_used_at?: string;
 }
 
 export interface Settings {

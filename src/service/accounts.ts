@@ -20,6 +20,11 @@ export function hashApiKey(key: string): string {
 
 /** Keys whose hash is kept in memory; past this the memo starts over (a flood of made-up keys cannot grow it). */
 const HASH_MEMO_SIZE = 1024;
+/**
+ * A key's `last_used_at` is written at most this often: a poller's hundreds of requests a second
+ * must not each rewrite the store (on lowdb the main file).
+ */
+const LAST_USED_RESOLUTION_MS = 3600_000;
 
 /** Accounts, keys and the account object (spec 2.6); also the admin operations behind `convd accounts|keys`. */
 export class AccountService {
@@ -29,6 +34,8 @@ export class AccountService {
    * the key record is looked up every time, so a revoked key is refused at once.
    */
   private readonly hashMemo = new Map<string, string>();
+  /** When this process last wrote each key's `last_used_at` (ms). */
+  private readonly usesNoted = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -48,11 +55,29 @@ export class AccountService {
     }
     const account = await this.currentAccount(key.account_id);
     if (!account) throw new ApiError('unauthenticated');
+    this.noteUse(key);
     if (!this.hashMemo.has(bearer)) {
       if (this.hashMemo.size >= HASH_MEMO_SIZE) this.hashMemo.clear();
       this.hashMemo.set(bearer, hash);
     }
     return { account, key };
+  }
+
+  /**
+   * Records the key's use when its `last_used_at` is older than the resolution (this process
+   * remembers when it last wrote each key's); never delays the request. Under the key's lock, as
+   * a revocation is: a use noted at the same moment must not write the key back unrevoked.
+   */
+  private noteUse(key: ApiKeyRecord): void {
+    const now = this.now().getTime();
+    const noted = this.usesNoted.get(key.id) ?? (key.last_used_at ? Date.parse(key.last_used_at) : 0);
+    if (now - noted < LAST_USED_RESOLUTION_MS) return;
+    if (this.usesNoted.size >= HASH_MEMO_SIZE) this.usesNoted.clear();
+    this.usesNoted.set(key.id, now);
+    void this.store.exclusive(`key:${key.id}`, async (tx) => {
+      const current = await tx.getApiKey(key.id);
+      if (current && !current.revoked_at) await tx.putApiKey({ ...current, last_used_at: new Date(now).toISOString() });
+    }).catch(() => undefined);
   }
 
   /**
@@ -144,7 +169,7 @@ export class AccountService {
     return updated;
   }
 
-  async createKey(accountId: string, scopes: Scope[]): Promise<{ record: ApiKeyRecord; key: string }> {
+  async createKey(accountId: string, scopes: Scope[], name?: string): Promise<{ record: ApiKeyRecord; key: string }> {
     if (!(await this.store.getAccount(accountId))) throw new ApiError('not_found', { params: { resource: 'account' } });
     const key = newApiKey();
     const record: ApiKeyRecord = {
@@ -155,6 +180,7 @@ export class AccountService {
       scopes,
       created_at: this.now().toISOString(),
       revoked_at: null,
+      ...(name ? { name: name.slice(0, 100) } : {}),
     };
     await this.store.putApiKey(record);
     await this.store.flush();
@@ -162,10 +188,14 @@ export class AccountService {
   }
 
   async revokeKey(id: string): Promise<ApiKeyRecord> {
-    const record = await this.store.getApiKey(id);
-    if (!record) throw new ApiError('not_found', { params: { resource: 'key' } });
-    const revoked = { ...record, revoked_at: record.revoked_at ?? this.now().toISOString() };
-    await this.store.putApiKey(revoked);
+    // Under the key's lock: a use being noted at the same moment (noteUse) cannot undo it.
+    const revoked = await this.store.exclusive(`key:${id}`, async (tx) => {
+      const record = await tx.getApiKey(id);
+      if (!record) throw new ApiError('not_found', { params: { resource: 'key' } });
+      const updated = { ...record, revoked_at: record.revoked_at ?? this.now().toISOString() };
+      await tx.putApiKey(updated);
+      return updated;
+    });
     await this.store.flush();
     return revoked;
   }

@@ -361,6 +361,8 @@ export class PostgresStore implements Store {
       text: 'INSERT INTO convd_api_keys (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
       values: [record.id, toJson(record)],
     });
+    // Again once committed: a read between the drop above and the commit may have kept the old one.
+    this.afterCommit(() => this.hot.drop(`key:${record.hash}`));
   }
 
   async getSettings(): Promise<Settings> {
