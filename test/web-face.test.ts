@@ -16,7 +16,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { call, png, slowPng, submitFile } from './api-support.ts';
 import { verifyWebhook } from '../src/webhooks/index.ts';
@@ -71,6 +71,37 @@ async function signIn(page: Page, baseUrl: string, name: string, password = PASS
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
+interface SignedIn {
+  context: BrowserContext;
+  page: Page;
+  /** The session cookie's value, and the token its page's forms carry. */
+  session: string;
+  csrf: string;
+}
+
+/** A browser of its own, signed in as `name`, on the account page. */
+async function signedIn(browser: Browser, baseUrl: string, name: string, options: Parameters<Browser['newContext']>[0] = {}): Promise<SignedIn> {
+  const context = await browser.newContext(options);
+  const page = await context.newPage();
+  await signIn(page, baseUrl, name);
+  await page.waitForURL(/\/account$/);
+  return sessionOf(context, page);
+}
+
+async function sessionOf(context: BrowserContext, page: Page): Promise<SignedIn> {
+  const session = (await context.cookies()).find((c) => c.name === 'convd_session')!.value;
+  return { context, page, session, csrf: (await page.getAttribute('input[name=csrf]', 'value'))! };
+}
+
+/** A form's POST sent by hand with a session's cookie (`origin` null: none at all). */
+function postForm(baseUrl: string, path: string, session: string, body: Record<string, string>, origin: string | null = baseUrl): Promise<Response> {
+  return fetch(`${baseUrl}${path}`, {
+    method: 'POST', redirect: 'manual',
+    headers: { cookie: `convd_session=${session}`, 'content-type': 'application/x-www-form-urlencoded', ...(origin ? { origin } : {}) },
+    body: new URLSearchParams(body),
+  });
+}
+
 describe('the web face in a browser', () => {
   let daemon: DaemonHandle;
   let browser: Browser;
@@ -112,10 +143,7 @@ describe('the web face in a browser', () => {
   });
 
   it('sign out ends the session on the server; a wrong password is refused, the right one signs in', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await signIn(page, daemon.url, 'alice');
-    await page.waitForURL(/\/account$/);
+    const { context, page } = await signedIn(browser, daemon.url, 'alice');
     const cookie = (await context.cookies()).find((c) => c.name === 'convd_session')!;
     assert.equal(cookie.httpOnly, true);
     assert.equal(cookie.sameSite, 'Strict');
@@ -134,10 +162,7 @@ describe('the web face in a browser', () => {
   });
 
   it('a key made on the page is shown once, works on /v1, and once revoked there gets 401', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await signIn(page, daemon.url, 'alice');
-    await page.waitForURL(/\/account$/);
+    const { context, page } = await signedIn(browser, daemon.url, 'alice');
     await page.getByLabel('Name (what the key is for)').fill('ci pipeline');
     await page.getByRole('checkbox', { name: /delete: cancel/ }).check();
     await page.getByRole('button', { name: 'Create key' }).click();
@@ -162,10 +187,7 @@ describe('the web face in a browser', () => {
   });
 
   it('the webhook secret is revealed on request and rotated; the admin command sees the new one', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await signIn(page, daemon.url, 'alice');
-    await page.waitForURL(/\/account$/);
+    const { context, page } = await signedIn(browser, daemon.url, 'alice');
     await page.getByRole('button', { name: 'Reveal' }).click();
     const before = (await page.textContent('#secret-value'))!.trim();
     const admin = await convdAdmin(daemon.dataDir, ['webhook-secret', '--account', alice.id, '--json']);
@@ -189,10 +211,7 @@ describe('the web face in a browser', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
     try {
-      const context = await browser.newContext();
-      const page = await context.newPage();
-      await signIn(page, daemon.url, 'alice');
-      await page.waitForURL(/\/account$/);
+      const { context, page } = await signedIn(browser, daemon.url, 'alice');
       await page.getByRole('button', { name: 'Rotate' }).click();
       const secret = (await page.textContent('#secret-value'))!.trim();
       const made = await convdAdmin(daemon.dataDir, ['keys', 'create', '--account', alice.id, '--json']);
@@ -217,11 +236,7 @@ describe('the web face in a browser', () => {
   });
 
   it('a session never works on /v1, a key never as a session', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await signIn(page, daemon.url, 'alice');
-    await page.waitForURL(/\/account$/);
-    const session = (await context.cookies()).find((c) => c.name === 'convd_session')!.value;
+    const { context, page, session } = await signedIn(browser, daemon.url, 'alice');
     const onApi = await fetch(`${daemon.url}/v1/account`, { headers: { cookie: `convd_session=${session}` } });
     assert.equal(onApi.status, 401);
     const fromPage = await page.evaluate(async () => (await fetch('/v1/account')).status);
@@ -232,22 +247,13 @@ describe('the web face in a browser', () => {
   });
 
   it('forms without the session\'s token, from another origin, or for another account\'s key are refused', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await signIn(page, daemon.url, 'alice');
-    await page.waitForURL(/\/account$/);
-    const session = (await context.cookies()).find((c) => c.name === 'convd_session')!.value;
-    const csrf = await page.getAttribute('input[name=csrf]', 'value');
-    const post = (path: string, body: Record<string, string>, origin: string | null) => fetch(`${daemon.url}${path}`, {
-      method: 'POST', redirect: 'manual',
-      headers: { cookie: `convd_session=${session}`, 'content-type': 'application/x-www-form-urlencoded', ...(origin ? { origin } : {}) },
-      body: new URLSearchParams(body),
-    });
+    const { context, session, csrf } = await signedIn(browser, daemon.url, 'alice');
+    const post = (path: string, body: Record<string, string>, origin: string | null) => postForm(daemon.url, path, session, body, origin);
     assert.equal((await post('/account/keys', { scope: 'read' }, daemon.url)).status, 403, 'no token');
     assert.equal((await post('/account/keys', { scope: 'read', csrf: 'x'.repeat(32) }, daemon.url)).status, 403, 'a wrong token');
-    assert.equal((await post('/account/keys', { scope: 'read', csrf: csrf! }, 'https://evil.example')).status, 403, 'another origin');
-    assert.equal((await post('/account/keys', { scope: 'read', csrf: csrf! }, null)).status, 403, 'no origin at all');
-    assert.equal((await post('/account/keys', { scope: 'read', csrf: csrf! }, daemon.url)).status, 200, 'the page\'s own form');
+    assert.equal((await post('/account/keys', { scope: 'read', csrf }, 'https://evil.example')).status, 403, 'another origin');
+    assert.equal((await post('/account/keys', { scope: 'read', csrf }, null)).status, 403, 'no origin at all');
+    assert.equal((await post('/account/keys', { scope: 'read', csrf }, daemon.url)).status, 200, 'the page\'s own form');
 
     // Bob, signed in, aims at alice's key by its id.
     const bob = await accountWithLink(daemon, 'bob');
@@ -256,12 +262,8 @@ describe('the web face in a browser', () => {
     await setPassword(bobPage, bob.link);
     const made = await convdAdmin(daemon.dataDir, ['keys', 'create', '--account', alice.id, '--json']);
     const aliceKey = made.json as { id: string; key: string };
-    const bobSession = (await bobs.cookies()).find((c) => c.name === 'convd_session')!.value;
-    const bobCsrf = await bobPage.getAttribute('input[name=csrf]', 'value');
-    const tampered = await fetch(`${daemon.url}/account/keys/${aliceKey.id}/revoke`, {
-      method: 'POST', headers: { cookie: `convd_session=${bobSession}`, origin: daemon.url, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ csrf: bobCsrf! }),
-    });
+    const asBob = await sessionOf(bobs, bobPage);
+    const tampered = await postForm(daemon.url, `/account/keys/${aliceKey.id}/revoke`, asBob.session, { csrf: asBob.csrf });
     assert.equal(tampered.status, 404);
     assert.equal((await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${aliceKey.key}` } })).status, 200, 'alice\'s key still works');
     await bobs.close();
@@ -293,10 +295,7 @@ describe('the web face in a browser', () => {
     assert.equal(slow.status, 202);
     const other = await submitFile(client, { target: 'avif' }, { data: large, name: 'other photo.png' });
     assert.equal(other.status, 202);
-    const context = await browser.newContext({ acceptDownloads: true });
-    const page = await context.newPage();
-    await signIn(page, daemon.url, 'alice');
-    await page.waitForURL(/\/account$/);
+    const { context, page } = await signedIn(browser, daemon.url, 'alice', { acceptDownloads: true });
     await page.getByRole('link', { name: 'Conversions' }).click();
     await page.waitForURL(/\/conversions$/);
     assert.match(await page.textContent(`#row-${slow.body.id}`) ?? '', /large photo\.png.*png → avif/s);
@@ -319,18 +318,11 @@ describe('the web face in a browser', () => {
     assert.equal(await page.locator(`#row-${slow.body.id}`).count(), 0, 'not the cancelled one');
 
     // Bob's session, aimed at alice's conversion by its id.
-    const bob = await browser.newContext();
-    const bobPage = await bob.newPage();
-    await signIn(bobPage, daemon.url, 'bob');
-    await bobPage.waitForURL(/\/account$/);
-    const bobSession = (await bob.cookies()).find((c) => c.name === 'convd_session')!.value;
+    const bob = await signedIn(browser, daemon.url, 'bob');
+    const bobSession = bob.session;
     const stolen = await fetch(`${daemon.url}/conversions/${done.body.id}/download`, { headers: { cookie: `convd_session=${bobSession}` } });
     assert.equal(stolen.status, 404);
-    const bobCsrf = await bobPage.getAttribute('input[name=csrf]', 'value');
-    const deleted = await fetch(`${daemon.url}/conversions/${done.body.id}/delete`, {
-      method: 'POST', headers: { cookie: `convd_session=${bobSession}`, origin: daemon.url, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ csrf: bobCsrf! }),
-    });
+    const deleted = await postForm(daemon.url, `/conversions/${done.body.id}/delete`, bobSession, { csrf: bob.csrf });
     assert.equal(deleted.status, 404);
     const polled = await fetch(`${daemon.url}/web/api/conversions?ids=${done.body.id}`, { headers: { cookie: `convd_session=${bobSession}` } });
     assert.deepEqual(await polled.json(), { data: [] });
@@ -343,15 +335,12 @@ describe('the web face in a browser', () => {
     assert.ok(madeToday >= 3);
     assert.match(await page.locator('details tbody tr', { hasText: today }).textContent() ?? '', new RegExp(`${today}\\s*${madeToday}\\s*`));
     assert.equal(await page.locator('figure.chart svg[role=img]').count(), 2);
-    await bob.close();
+    await bob.context.close();
     await context.close();
   });
 
   it('the convert page: a PNG dropped, WebP chosen, quality on the slider, converted and downloaded', async () => {
-    const context = await browser.newContext({ acceptDownloads: true });
-    const page = await context.newPage();
-    await signIn(page, daemon.url, 'alice');
-    await page.waitForURL(/\/account$/);
+    const { context, page } = await signedIn(browser, daemon.url, 'alice', { acceptDownloads: true });
     await page.getByRole('link', { name: 'Convert' }).click();
     await page.waitForURL(/\/convert$/);
     const image = await png(200, 150);
@@ -414,21 +403,13 @@ describe('the web face in a browser', () => {
     await page.getByRole('button', { name: 'Switch the API on' }).click();
     assert.equal((await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${daemon.apiKey}` } })).status, 200);
     // A member: no link to it, the page and its forms do not exist.
-    const member = await browser.newContext();
-    const memberPage = await member.newPage();
-    await signIn(memberPage, daemon.url, 'alice');
-    await memberPage.waitForURL(/\/account$/);
-    assert.equal(await memberPage.getByRole('link', { name: 'Owner' }).count(), 0);
-    assert.equal((await memberPage.goto(`${daemon.url}/admin`))?.status(), 404);
-    const csrf = await memberPage.getAttribute('input[name=csrf]', 'value');
-    const session = (await member.cookies()).find((c) => c.name === 'convd_session')!.value;
-    const forged = await fetch(`${daemon.url}/admin/maintenance`, {
-      method: 'POST', headers: { cookie: `convd_session=${session}`, origin: daemon.url, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ csrf: csrf!, enabled: 'on', retry_after: '60' }),
-    });
+    const member = await signedIn(browser, daemon.url, 'alice');
+    assert.equal(await member.page.getByRole('link', { name: 'Owner' }).count(), 0);
+    const forged = await postForm(daemon.url, '/admin/maintenance', member.session, { csrf: member.csrf, enabled: 'on', retry_after: '60' });
+    assert.equal((await member.page.goto(`${daemon.url}/admin`))?.status(), 404);
     assert.equal(forged.status, 404);
     assert.equal((await fetch(`${daemon.url}/v1/account`, { headers: { authorization: `Bearer ${daemon.apiKey}` } })).status, 200, 'the switch stayed off');
-    await member.close();
+    await member.context.close();
     await context.close();
   });
 
