@@ -320,6 +320,8 @@ describe('the web face in a browser', () => {
     // Bob's session, aimed at alice's conversion by its id.
     const bob = await signedIn(browser, daemon.url, 'bob');
     const bobSession = bob.session;
+    await bob.page.goto(`${daemon.url}/conversions`);
+    assert.equal(await bob.page.locator(`#row-${done.body.id}`).count(), 0, 'bob\'s list holds none of alice\'s');
     const stolen = await fetch(`${daemon.url}/conversions/${done.body.id}/download`, { headers: { cookie: `convd_session=${bobSession}` } });
     assert.equal(stolen.status, 404);
     const deleted = await postForm(daemon.url, `/conversions/${done.body.id}/delete`, bobSession, { csrf: bob.csrf });
