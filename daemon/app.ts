@@ -8,7 +8,7 @@ import type { Caller } from '../src/service/accounts.ts';
 import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter, type RateLimiter } from '../src/service/rate-limiter.ts';
-import { createAdmission } from './http/admission.ts';
+import { createAdmission, refuseInMaintenance, takeRequest } from './http/admission.ts';
 import { AuthFailureLimiter } from './http/auth-failures.ts';
 import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
 import { reportedMethod, routeHeadAsGet } from './http/head.ts';
@@ -206,21 +206,10 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
       const headers: Record<string, string> = {};
       const nodeReq = nodeRequest(event)!;
       try {
-        const settings = await system.store.getSettings();
-        if (settings.maintenance.enabled) {
-          const retryAfter = settings.maintenance.retry_after;
-          throw new ApiError('api_disabled', { params: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
-        }
-        const decision = await limiter.take(account.id, system.conversions.config.plans[account.plan].requests_per_minute);
-        if (!decision.allowed) {
-          throw new ApiError('rate_limited', {
-            params: { retry_after: decision.retryAfterSeconds },
-            details: { limit: 'requests_per_minute', requests_per_minute: decision.limit },
-            headers: { 'Retry-After': String(decision.retryAfterSeconds) },
-          });
-        }
+        await refuseInMaintenance(system);
+        await takeRequest(system, limiter, account, headers);
         const response = await handlers.keyed.createConversion({ event, caller: webCaller(account), language, nodeReq, baseUrl: baseUrlFor(nodeReq) });
-        addHeaders(response, { 'content-language': language });
+        addHeaders(response, { ...headers, 'content-language': language });
         return response;
       } catch (error) {
         if (!(error instanceof ApiError)) process.emitWarning(`convd: unexpected error on a web submission: ${error instanceof Error ? error.stack : String(error)}`);

@@ -205,9 +205,6 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     serveApi: config.serveApi,
     web: config.serveWeb ? (h3, api) => registerWebFace(h3, {
       system: running,
-      store: running.store,
-      accounts: running.accounts,
-      conversions: running.conversions,
       signIn: new WebSignIn(running.store, running.accounts),
       clientAddress: (req) => proxy.clientAddress(req),
       publicOrigin: (req) => {

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../../src/errors/api-error.ts';
-import type { Scope } from '../../src/model/account.ts';
+import type { AccountRecord, Scope } from '../../src/model/account.ts';
 import type { AccountService, Caller } from '../../src/service/accounts.ts';
 import type { RateDecision, RateLimiter } from '../../src/service/rate-limiter.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
@@ -24,26 +24,35 @@ export interface AuthFailureGuard {
 }
 
 export function createAdmission(system: ConversionSystem, limiter: RateLimiter, guard: AuthFailureGuard): Admission {
-  const { accounts, store } = system;
   return async (authorization, scope, headers, req) => {
-    const settings = await store.getSettings();
-    if (settings.maintenance.enabled) {
-      const retryAfter = settings.maintenance.retry_after;
-      throw new ApiError('api_disabled', { params: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
-    }
-    const caller = await authenticate(accounts, guard, bearerToken(authorization), req);
-    const decision = await limiter.take(caller.account.id, system.conversions.config.plans[caller.account.plan].requests_per_minute);
-    addRateHeaders(headers, decision);
-    if (!decision.allowed) {
-      throw new ApiError('rate_limited', {
-        params: { retry_after: decision.retryAfterSeconds },
-        details: { limit: 'requests_per_minute', requests_per_minute: decision.limit },
-        headers: { 'Retry-After': String(decision.retryAfterSeconds) },
-      });
-    }
-    accounts.requireScope(caller, scope);
+    await refuseInMaintenance(system);
+    const caller = await authenticate(system.accounts, guard, bearerToken(authorization), req);
+    await takeRequest(system, limiter, caller.account, headers);
+    system.accounts.requireScope(caller, scope);
     return caller;
   };
+}
+
+/** The maintenance switch: 503 api_disabled while it is on. */
+export async function refuseInMaintenance(system: ConversionSystem): Promise<void> {
+  const settings = await system.store.getSettings();
+  if (settings.maintenance.enabled) {
+    const retryAfter = settings.maintenance.retry_after;
+    throw new ApiError('api_disabled', { params: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
+  }
+}
+
+/** One request from the account's requests-per-minute bucket (its RateLimit-* headers into `headers`); 429 when empty. */
+export async function takeRequest(system: ConversionSystem, limiter: RateLimiter, account: AccountRecord, headers: Record<string, string>): Promise<void> {
+  const decision = await limiter.take(account.id, system.conversions.config.plans[account.plan].requests_per_minute);
+  addRateHeaders(headers, decision);
+  if (!decision.allowed) {
+    throw new ApiError('rate_limited', {
+      params: { retry_after: decision.retryAfterSeconds },
+      details: { limit: 'requests_per_minute', requests_per_minute: decision.limit },
+      headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+    });
+  }
 }
 
 /**

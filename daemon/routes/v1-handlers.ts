@@ -14,8 +14,8 @@ import type { CreateRequestInput } from '../../src/service/create-request.ts';
 import { readCreateRequest } from '../http/body.ts';
 import type { BodyTimeouts } from '../http/body-deadline.ts';
 import { wasHead } from '../http/head.ts';
-import { attachmentHeader } from '../http/content-disposition.ts';
 import { parseRange } from '../http/range.ts';
+import { resultResponse } from '../http/result-download.ts';
 import { refusalError, type SubmissionRefusal } from '../http/refusal.ts';
 import { json } from '../http/respond.ts';
 import { admitUpload } from '../http/upload-admission.ts';
@@ -133,30 +133,7 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
       const download = await conversions.download(caller.account, id(event));
       // Range is defined for GET only (RFC 9110, 14.2): a HEAD is told the whole file.
       const range = wasHead(nodeReq) ? null : parseRange(event.req.headers.get('range'), download.size);
-      const headers: Record<string, string> = {
-        'content-type': 'application/octet-stream',
-        'content-disposition': attachmentHeader(download.record.result!.filename),
-        'accept-ranges': 'bytes',
-        'content-length': String(range ? range.end - range.start + 1 : download.size),
-        'cache-control': 'private, no-store',
-      };
-      if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${download.size}`;
-      const status = range ? 206 : 200;
-      // The file's size was just read: a HEAD has what it asked for without opening the file.
-      if (wasHead(nodeReq)) return new FastResponse(null, { status, headers });
-      // Opened before the answer starts: a file gone meanwhile (expired, deleted) is the spec's
-      // 410, not a 500 with an empty body after the headers of a 200 were promised.
-      let stream: Readable;
-      try {
-        stream = await download.open(range ?? undefined);
-      } catch (error) {
-        // Gone (expired, deleted meanwhile) is 410; a bucket that does not answer is not that.
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ApiError('expired');
-        throw error;
-      }
-      // srvx pipes a Node stream body straight into the socket; a web stream (Readable.toWeb)
-      // would copy every chunk through the web streams machinery and back.
-      return new FastResponse(stream as unknown as ConstructorParameters<typeof FastResponse>[0], { status, headers });
+      return resultResponse(download, range, wasHead(nodeReq));
     },
 
     async listFormats() {

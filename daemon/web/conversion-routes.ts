@@ -1,12 +1,10 @@
 import type { H3 } from 'h3';
-import { FastResponse } from 'srvx';
-import type { Readable } from 'node:stream';
 import { ApiError } from '../../src/errors/api-error.ts';
 import { renderMessage } from '../../src/errors/messages.ts';
 import { isConversionId } from '../../src/service/ids.ts';
-import type { ConversionService } from '../../src/service/conversion-service.ts';
+import type { ConversionSystem } from '../../src/service/system.ts';
 import { ACTIVE_STATUSES, STATUSES, type ConversionStatus } from '../../src/model/status.ts';
-import { attachmentHeader } from '../http/content-disposition.ts';
+import { resultResponse } from '../http/result-download.ts';
 import { conversionsPage } from './conversion-pages.ts';
 import { messagePage } from './pages.ts';
 import { pageHandler, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
@@ -23,9 +21,9 @@ const LIVE_IDS = 50;
  * rules: another account's conversion is as absent as one that never was); and the JSON the page's
  * script polls for the progress of running ones.
  */
-export function registerConversionPages(app: H3, deps: PageDeps & { conversions: ConversionService }): void {
+export function registerConversionPages(app: H3, deps: PageDeps & { system: ConversionSystem }): void {
   const page = pageHandler(deps);
-  const { conversions } = deps;
+  const { conversions } = deps.system;
 
   const show = async (request: PageRequest, status: number, extra: { notice?: string; error?: string } = {}) => {
     const query = new URL(request.event.req.url).searchParams;
@@ -62,21 +60,7 @@ export function registerConversionPages(app: H3, deps: PageDeps & { conversions:
   app.on('GET', '/conversions/:id/download', (event) => page(event, '/conversions/:id/download', async (request) => {
     if (!request.session) return redirect(request, '/signin');
     try {
-      const download = await conversions.download(request.session.account, event.context.params?.id ?? '');
-      let stream: Readable;
-      try {
-        stream = await download.open();
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ApiError('expired');
-        throw error;
-      }
-      return new FastResponse(stream as unknown as ConstructorParameters<typeof FastResponse>[0], {
-        status: 200,
-        headers: {
-          'content-type': 'application/octet-stream', 'content-disposition': attachmentHeader(download.record.result!.filename),
-          'content-length': String(download.size), 'cache-control': 'private, no-store', 'x-content-type-options': 'nosniff',
-        },
-      }) as unknown as Response;
+      return await resultResponse(await conversions.download(request.session.account, event.context.params?.id ?? ''), null, false);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       return respond(request, error.status, messagePage(request.context, request.t('conversions'), renderMessage(error.code, error.params, request.language)));

@@ -1,6 +1,6 @@
 import type { H3 } from 'h3';
 import { ApiError } from '../../src/errors/api-error.ts';
-import type { ConversionService } from '../../src/service/conversion-service.ts';
+import type { ConversionSystem } from '../../src/service/system.ts';
 import { WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import type { WebApiBridge } from '../app.ts';
 import { errorResponse, json } from '../http/respond.ts';
@@ -14,7 +14,7 @@ import { sameOrigin } from './security.ts';
  * very handler of POST /v1/conversions, through the bridge). A submission is a state change: it
  * must come from a page of this origin and carry the session's token in X-CSRF-Token.
  */
-export function registerConvertPage(app: H3, deps: PageDeps & { conversions: ConversionService }, api: WebApiBridge): void {
+export function registerConvertPage(app: H3, deps: PageDeps & { system: ConversionSystem }, api: WebApiBridge): void {
   const page = pageHandler(deps);
 
   app.on('GET', '/convert', (event) => page(event, '/convert', async (request) => (request.session
@@ -24,7 +24,7 @@ export function registerConvertPage(app: H3, deps: PageDeps & { conversions: Con
   app.on('GET', '/web/api/formats/:source', (event) => page(event, '/web/api/formats/:source', async (request) => {
     if (!request.session) return errorResponse(new ApiError('unauthenticated'), request.language) as Response;
     try {
-      return json(200, deps.conversions.formatDetails(request.session.account, decodeURIComponent(event.context.params?.source ?? ''))) as Response;
+      return json(200, deps.system.conversions.formatDetails(request.session.account, decodeURIComponent(event.context.params?.source ?? ''))) as Response;
     } catch (error) {
       return errorResponse(error, request.language) as Response;
     }

@@ -2,7 +2,6 @@ import type { H3 } from 'h3';
 import { isPlanId } from '../../src/model/plan.ts';
 import { balanceOf } from '../../src/service/credits.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
-import { WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import { messagePage } from './pages.ts';
 import { ownerPage, type OwnerPageState } from './owner-page.ts';
 import { pageHandler, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
@@ -16,8 +15,6 @@ import { pageHandler, redirect, respond, signedInForm, type PageDeps, type PageR
 export function registerOwnerPage(app: H3, deps: PageDeps & { system: ConversionSystem }): void {
   const page = pageHandler(deps);
   const { system } = deps;
-  const signIn = new WebSignIn(system.store, system.accounts);
-  const origin = (request: PageRequest) => request.publicOrigin;
   const notFound = (request: PageRequest) => respond(request, 404, messagePage(request.context, request.t('owner'), request.t('notFound')));
 
   const show = async (request: PageRequest, status: number, extra: Partial<OwnerPageState> = {}) => {
@@ -45,8 +42,8 @@ export function registerOwnerPage(app: H3, deps: PageDeps & { system: Conversion
   };
 
   const linkOf = async (request: PageRequest, accountId: string, name: string) => {
-    const made = await signIn.createLoginLink(accountId);
-    return made ? { name, url: `${origin(request)}/link/${made.token}`, until: made.expiresAt } : undefined;
+    const made = await deps.signIn.createLoginLink(accountId);
+    return made ? { name, url: `${request.publicOrigin}/link/${made.token}`, until: made.expiresAt } : undefined;
   };
 
   app.on('GET', '/admin', (event) => page(event, '/admin', async (request) => {

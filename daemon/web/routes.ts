@@ -1,13 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { H3 } from 'h3';
 import { SCOPES, type Scope } from '../../src/model/account.ts';
-import type { AccountService } from '../../src/service/accounts.ts';
-import type { ConversionService } from '../../src/service/conversion-service.ts';
 import { balanceOf } from '../../src/service/credits.ts';
 import { dailyUsage } from '../../src/service/daily-usage.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
-import { SESSION_LIFETIME_MS, type WebSignIn } from '../../src/sign-in/web-sign-in.ts';
-import type { Store } from '../../src/store/types.ts';
+import { SESSION_LIFETIME_MS } from '../../src/sign-in/web-sign-in.ts';
 import { AuthFailureLimiter } from '../http/auth-failures.ts';
 import { ASSETS } from './assets.ts';
 import { registerConversionPages } from './conversion-routes.ts';
@@ -16,21 +13,13 @@ import { registerOwnerPage } from './owner-routes.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import type { WebApiBridge } from '../app.ts';
 import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState } from './pages.ts';
-import { pageHandler, readForm, redirect, respond, signedInForm, type PageRequest } from './request.ts';
+import { pageHandler, readForm, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
 import { sessionCookie } from './security.ts';
 
-export interface WebFaceDeps {
+export interface WebFaceDeps extends PageDeps {
   system: ConversionSystem;
-  store: Store;
-  accounts: AccountService;
-  conversions: ConversionService;
-  signIn: WebSignIn;
   /** The client's address (a trusted proxy's X-Forwarded-For), for the sign-in limit. */
   clientAddress: (req: IncomingMessage) => string;
-  /** The public origin of this request (configured, or a trusted proxy's), besides the Host it came to. */
-  publicOrigin: (req: IncomingMessage) => string;
-  /** Called once per request when it is answered (logs, metrics). */
-  done?: (route: string, status: number, started: number, req: IncomingMessage | undefined) => void;
 }
 
 /** Deliveries the account page lists. */
@@ -48,6 +37,7 @@ const SIGN_IN_FAILURES_PER_MINUTE = { account: 5, address: 20 } as const;
  */
 export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): void {
   const failures = { account: new AuthFailureLimiter(), address: new AuthFailureLimiter() };
+  const { store, accounts } = deps.system;
 
   const page = pageHandler(deps);
   registerConversionPages(app, deps);
@@ -118,8 +108,8 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
   const showAccount = async (request: PageRequest, status: number, extra: Partial<AccountPageState> = {}) => {
     const account = request.session!.account;
     const [view, balance, keys, usage, deliveries] = await Promise.all([
-      deps.accounts.view(account), balanceOf(deps.store, account), deps.store.listApiKeys(account.id), dailyUsage(deps.store, account.id, new Date()),
-      deps.store.recentDeliveries(account.id, RECENT_DELIVERIES),
+      accounts.view(account), balanceOf(store, account), store.listApiKeys(account.id), dailyUsage(store, account.id, new Date()),
+      store.recentDeliveries(account.id, RECENT_DELIVERIES),
     ]);
     keys.sort((a, b) => (a.revoked_at === null) === (b.revoked_at === null) ? b.created_at.localeCompare(a.created_at) : a.revoked_at === null ? -1 : 1);
     return respond(request, status, accountPage(request.context, { view, usage, deliveries, reserved: balance.reserved, keys, ...extra }));
@@ -132,24 +122,24 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     if (session instanceof Response) return session;
     const scopes = [...new Set(request.form!.getAll('scope'))].filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope));
     if (scopes.length === 0) return showAccount(request, 422, { error: request.t('noScope') });
-    const made = await deps.accounts.createKey(session.account.id, scopes, (request.form!.get('name') ?? '').trim() || undefined);
+    const made = await accounts.createKey(session.account.id, scopes, (request.form!.get('name') ?? '').trim() || undefined);
     return showAccount(request, 200, { newKey: made.key });
   }));
 
   app.on('POST', '/account/keys/:id/revoke', (event) => page(event, '/account/keys/:id/revoke', async (request) => {
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
-    const key = await deps.store.getApiKey(event.context.params?.id ?? '');
+    const key = await store.getApiKey(event.context.params?.id ?? '');
     // Another account's key is as absent as one that never was.
     if (!key || key.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
-    await deps.accounts.revokeKey(key.id);
+    await accounts.revokeKey(key.id);
     return showAccount(request, 200, { notice: request.t('keyRevoked', { prefix: key.prefix }) });
   }));
 
   app.on('POST', '/account/deliveries/:id/redeliver', (event) => page(event, '/account/deliveries/:id/redeliver', async (request) => {
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
-    const delivery = await deps.store.getDelivery(event.context.params?.id ?? '');
+    const delivery = await store.getDelivery(event.context.params?.id ?? '');
     // Another account's delivery is as absent as one that never was.
     if (!delivery || delivery.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
     const sent = await deps.system.webhooks.redeliver(delivery.id);
@@ -161,13 +151,13 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
   app.on('POST', '/account/webhook-secret', (event) => page(event, '/account/webhook-secret', async (request) => {
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
-    return showAccount(request, 200, { secret: await deps.accounts.webhookSecret(session.account.id, false) });
+    return showAccount(request, 200, { secret: await accounts.webhookSecret(session.account.id, false) });
   }));
 
   app.on('POST', '/account/webhook-secret/rotate', (event) => page(event, '/account/webhook-secret/rotate', async (request) => {
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
-    const secret = await deps.accounts.webhookSecret(session.account.id, true);
+    const secret = await accounts.webhookSecret(session.account.id, true);
     return showAccount(request, 200, { secret, notice: request.t('secretRotated') });
   }));
 }
