@@ -72,7 +72,7 @@ export const SCALARS = {
   database_url: setting('database_url', { kind: postgresUrl, arg: 'url', secret: true, help: 'keep accounts, keys, settings, conversions and deliveries in PostgreSQL (schema applied at start) instead of the data dir' }),
   blob_url: setting('blob_url', { kind: blobUrl, arg: 'url', help: 'keep inputs and results in an S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) instead of the data dir' }),
   workers: setting('workers', { kind: integer(0, 1024), fallback: () => availableParallelism(), arg: 'n', help: 'conversions run at once (default: available cores; 0: an API-only node of a cluster)' }),
-  no_web: setting('no_web', { kind: boolean, fallback: () => false, help: 'serve no web pages (sign-in, account page): an API-only deployment' }),
+  no_web: setting('no_web', { kind: boolean, fallback: () => false, help: 'serve no web pages (sign-in, account, conversions, convert and owner pages): an API-only deployment' }),
   no_api: setting('no_api', { kind: boolean, fallback: () => false, help: 'a worker-only node of a cluster: runs conversions, answers /v1 with 503 (health, readiness and metrics stay served); needs database_url and blob_url' }),
   lease_timeout: setting('lease_timeout', { kind: duration('s'), fallback: () => 30_000, arg: 'duration', help: 'with several nodes on one database: how long a node\'s claim on a running conversion lasts without renewal before another node takes it over' }),
   public_url: setting('public_url', { kind: httpUrl, arg: 'url', reloadable: true, secret: true, help: 'public address used in links and Location (default: X-Forwarded-* from a trusted proxy, else the bound address)' }),

@@ -60,8 +60,10 @@ describe('an API-only node and a worker-only node', () => {
     assert.match((await posted.json() as { error: { message: string } }).error.message, /anderen Knoten/);
   });
 
-  it('health, readiness and metrics stay served on the worker-only node', async () => {
+  it('health, readiness and metrics stay served on the worker-only node; web pages are not', async () => {
     assert.equal((await fetch(`${workerNode.url}/healthz`)).status, 200);
+    assert.equal((await fetch(`${workerNode.url}/signin`)).status, 404);
+    assert.equal((await fetch(`${apiNode.url}/signin`)).status, 200, 'the API node serves them');
     const ready = await fetch(`${workerNode.url}/readyz`);
     assert.equal(ready.status, 200, await ready.text());
     const metrics = await (await fetch(`${workerNode.url}/metrics`)).text();

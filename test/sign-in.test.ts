@@ -31,7 +31,10 @@ describe('passwords', () => {
     assert.notEqual(one, two, 'a salt of its own each time');
     assert.equal(await verifyPassword(PASSWORD, one), true);
     assert.equal(await verifyPassword(`${PASSWORD}!`, one), false);
-    assert.equal(await verifyPassword(PASSWORD, 'scrypt$1048577$8$1$AAAA$AAAA'), false, 'parameters past the ceiling are not computed');
+    // A well-formed hash whose N would take seconds and gigabytes: refused before any work.
+    const started = performance.now();
+    assert.equal(await verifyPassword(PASSWORD, `scrypt$${2 ** 21}$8$1$${Buffer.alloc(16).toString('base64')}$${Buffer.alloc(32).toString('base64')}`), false);
+    assert.ok(performance.now() - started < 200, 'parameters past the ceiling are not computed');
     assert.equal(await verifyPassword(PASSWORD, 'bcrypt$whatever'), false);
   });
 });
@@ -52,7 +55,10 @@ describe('links and sessions', () => {
     assert.equal(WebSignIn.csrfMatches(session!, session!.csrf), true);
     assert.equal(WebSignIn.csrfMatches(session!, `${session!.csrf.slice(1)}x`), false);
     assert.equal(WebSignIn.csrfMatches(session!, undefined), false);
-    advance(SESSION_LIFETIME_MS);
+    assert.equal(SESSION_LIFETIME_MS, 7 * 24 * 3600 * 1000, 'the documented 7 days');
+    advance(SESSION_LIFETIME_MS - 1);
+    assert.ok(await signIn.session(typeof opened === 'object' ? opened.session : ''), 'still open a moment before its time');
+    advance(1);
     assert.equal(await signIn.session(typeof opened === 'object' ? opened.session : ''), null, 'over at its time, used or not');
   });
 
@@ -62,7 +68,10 @@ describe('links and sessions', () => {
     const first = (await signIn.createLoginLink(account.id))!;
     const second = (await signIn.createLoginLink(account.id))!;
     assert.equal(await signIn.linkAccount(first.token), null);
-    advance(LINK_LIFETIME_MS);
+    assert.equal(LINK_LIFETIME_MS, 24 * 3600 * 1000, 'the documented 24 hours');
+    advance(LINK_LIFETIME_MS - 1);
+    assert.equal((await signIn.linkAccount(second.token))?.id, account.id, 'the newer link works until its time');
+    advance(1);
     assert.equal(await signIn.linkAccount(second.token), null);
     assert.equal(await signIn.setPassword(second.token, PASSWORD, PASSWORD), 'link_invalid');
     assert.equal(await signIn.createLoginLink('acc_nobody'), null);

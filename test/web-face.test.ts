@@ -416,10 +416,16 @@ describe('the web face in a browser', () => {
   });
 
   it('every page carries the security headers; German for a German browser', async () => {
-    const signin = await fetch(`${daemon.url}/signin`);
-    assert.match(signin.headers.get('content-security-policy') ?? '', /default-src 'none'.*frame-ancestors 'none'/);
-    assert.equal(signin.headers.get('x-content-type-options'), 'nosniff');
-    assert.equal(signin.headers.get('referrer-policy'), 'same-origin');
+    // The owner (whose password the owner page's test set) sees every page there is.
+    const { session } = await signedIn(browser, daemon.url, 'owner');
+    const pages = [['/signin', null], ['/link/cwl_none', null], ['/', session], ['/account', session], ['/conversions', session], ['/convert', session], ['/admin', session]] as const;
+    for (const [path, cookie] of pages) {
+      const answer = await fetch(`${daemon.url}${path}`, { redirect: 'manual', headers: cookie ? { cookie: `convd_session=${cookie}` } : {} });
+      assert.match(answer.headers.get('content-security-policy') ?? '', /default-src 'none'.*frame-ancestors 'none'/, path);
+      assert.equal(answer.headers.get('x-content-type-options'), 'nosniff', path);
+      assert.equal(answer.headers.get('referrer-policy'), 'same-origin', path);
+      assert.equal(answer.headers.get('x-frame-options'), 'DENY', path);
+    }
     const context = await browser.newContext({ locale: 'de-DE' });
     const page = await context.newPage();
     await page.goto(`${daemon.url}/signin`);

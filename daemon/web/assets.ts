@@ -178,7 +178,8 @@ if (convertForm) {
   };
   const follow = (item, id) => {
     const look = async () => {
-      const answer = await fetch('/web/api/conversions?ids=' + id);
+      const answer = await fetch('/web/api/conversions?ids=' + id).catch(() => null);
+      if (!answer || !answer.ok) { setTimeout(look, 1000); return; }
       const { data } = await answer.json();
       const row = data[0];
       if (!row) return;
@@ -238,8 +239,8 @@ if (live) {
     if (leaving) return;
     try {
       const answer = await fetch('/web/api/conversions?ids=' + encodeURIComponent(ids), { headers: { accept: 'application/json' } });
-      if (!answer.ok) return;
-      const { data } = await answer.json();
+      // A refused look (busy, restarting) is followed by the next one, not the end of the updates.
+      const { data } = answer.ok ? await answer.json() : { data: [] };
       for (const row of data) {
         if (leaving) return;
         if (!row.active) return location.reload();

@@ -148,23 +148,42 @@ export class AccountService {
 
   /** A plan change starts the new plan's allowance unless a balance is given too. */
   async updateAccount(id: string, change: { plan?: PlanId; credits?: number; name?: string; admin?: boolean }): Promise<AccountRecord> {
-    const account = await this.currentAccount(id);
-    if (!account) throw new ApiError('not_found', { params: { resource: 'account' } });
     const now = this.now().toISOString();
-    const updated: AccountRecord = { ...account };
-    if (change.name !== undefined) updated.name = change.name;
-    if (change.admin === true) updated.role = 'admin';
-    if (change.admin === false) delete updated.role;
-    if (change.plan !== undefined && change.plan !== account.plan) {
-      updated.plan = change.plan;
-      updated.credits_base = this.config.plans[change.plan].monthly_allowance;
-      updated.credits_base_at = now;
-    }
-    if (change.credits !== undefined) {
-      updated.credits_base = change.credits;
-      updated.credits_base_at = now;
-    }
-    await this.store.putAccount(updated);
+    const updated = await this.changeAccount(id, (account) => {
+      const next: AccountRecord = { ...account };
+      if (change.name !== undefined) next.name = change.name;
+      if (change.admin === true) next.role = 'admin';
+      if (change.admin === false) delete next.role;
+      if (change.plan !== undefined && change.plan !== account.plan) {
+        next.plan = change.plan;
+        next.credits_base = this.config.plans[change.plan].monthly_allowance;
+        next.credits_base_at = now;
+      }
+      if (change.credits !== undefined) {
+        next.credits_base = change.credits;
+        next.credits_base_at = now;
+      }
+      return next;
+    });
+    if (!updated) throw new ApiError('not_found', { params: { resource: 'account' } });
+    return updated;
+  }
+
+  /**
+   * Reads the account (its monthly reset applied), changes and writes it as one step under the
+   * account's lock (the submissions' lock): two changes at once, from any node (a plan, a
+   * password, a rotated secret), never write over each other. Undefined: no such account.
+   */
+  async changeAccount(id: string, change: (account: AccountRecord) => AccountRecord): Promise<AccountRecord | undefined> {
+    const updated = await this.store.exclusive(`account:${id}`, async (tx) => {
+      const stored = await tx.getAccount(id);
+      if (!stored) return undefined;
+      const plan = this.config.plans[stored.plan];
+      const current = (plan.credits_type === 'unmetered' ? null : applyMonthlyReset(stored, plan, this.now())) ?? stored;
+      const next = change(current);
+      await tx.putAccount(next);
+      return next;
+    });
     await this.store.flush();
     return updated;
   }
@@ -201,12 +220,10 @@ export class AccountService {
   }
 
   async webhookSecret(accountId: string, rotate: boolean): Promise<string> {
-    const account = await this.store.getAccount(accountId);
+    const account = rotate
+      ? await this.changeAccount(accountId, (current) => ({ ...current, webhook_secret: generateWebhookSecret() }))
+      : await this.store.getAccount(accountId);
     if (!account) throw new ApiError('not_found', { params: { resource: 'account' } });
-    if (!rotate) return account.webhook_secret;
-    const updated = { ...account, webhook_secret: generateWebhookSecret() };
-    await this.store.putAccount(updated);
-    await this.store.flush();
-    return updated.webhook_secret;
+    return account.webhook_secret;
   }
 }

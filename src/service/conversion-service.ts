@@ -354,20 +354,30 @@ export class ConversionService {
 
   /**
    * Expires results past `expires_at` (deleting their files), prunes old history, and removes the
-   * web pages' sign-in links and sessions that expired (worth nothing already; only their records go).
-   * One node at a time (the store's lock `sweep`: an advisory lock on PostgreSQL): another node's
-   * sweep that waited finds the work done.
+   * web pages' sign-in links and sessions that expired (worth nothing already; only their records
+   * go). Each step holds its own lock (a conversion's, the prune's: advisory locks on PostgreSQL),
+   * so several nodes sweeping at once expire and prune each thing once; no transaction is held
+   * across the whole sweep (it deletes files from a bucket). A sweep still running when the next
+   * is due here is not started twice.
    */
   async sweep(): Promise<{ expired: number; pruned: number }> {
-    return this.store.exclusive('sweep', async () => {
-      const now = this.now().toISOString();
-      const due = await this.store.conversionsExpiringBy(now);
-      for (const record of due) await this.expire(record.id);
-      const cutoff = new Date(this.now().getTime() - this.config.retentionDays * 86_400_000).toISOString();
-      const pruned = await this.store.pruneFinishedBefore(cutoff);
-      await this.store.pruneWebTokens(now);
-      return { expired: due.length, pruned };
+    if (this.sweeping) return this.sweeping;
+    this.sweeping = this.sweepOnce().finally(() => {
+      this.sweeping = null;
     });
+    return this.sweeping;
+  }
+
+  private sweeping: Promise<{ expired: number; pruned: number }> | null = null;
+
+  private async sweepOnce(): Promise<{ expired: number; pruned: number }> {
+    const now = this.now().toISOString();
+    const due = await this.store.conversionsExpiringBy(now);
+    for (const record of due) await this.expire(record.id);
+    const cutoff = new Date(this.now().getTime() - this.config.retentionDays * 86_400_000).toISOString();
+    const pruned = await this.store.pruneFinishedBefore(cutoff);
+    await this.store.pruneWebTokens(now);
+    return { expired: due.length, pruned };
   }
 }
 

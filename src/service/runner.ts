@@ -99,14 +99,19 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
 
       let lastWrite = 0;
       let lastValue = -1;
+      let writing = false;
       const onProgress = (percent: number) => {
         const value = Math.max(0, Math.min(99, Math.floor(percent)));
         const now = Date.now();
-        if (value === lastValue || now - lastWrite < PROGRESS_INTERVAL_MS) return;
+        // One write in flight at a time: a slow store is given fewer, not a queue of them.
+        if (value === lastValue || now - lastWrite < PROGRESS_INTERVAL_MS || writing) return;
         lastValue = value;
         lastWrite = now;
+        writing = true;
         // Not awaited: it may land after the conversion ended, and then changes nothing.
-        void store.updateConversion(id, { progress: value }, { deferred: true, whileActive: true });
+        void store.updateConversion(id, { progress: value }, { deferred: true, whileActive: true }).catch(() => undefined).finally(() => {
+          writing = false;
+        });
       };
       const convertWithinLimit = async (): Promise<EngineOutput | void> => {
         const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);

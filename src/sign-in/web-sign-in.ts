@@ -64,9 +64,10 @@ export class WebSignIn {
     if (!token.startsWith('cwl_')) return 'link_invalid';
     const link = await this.store.takeWebToken(hashToken(token));
     if (!link || link.kind !== 'login_link' || this.expired(link)) return 'link_invalid';
-    const account = await this.accounts.currentAccount(link.account_id);
+    // Hashed before the account's lock is taken (it takes 60-100 ms of a thread).
+    const passwordHash = await hashPassword(password);
+    const account = await this.accounts.changeAccount(link.account_id, (current) => ({ ...current, password_hash: passwordHash }));
     if (!account) return 'link_invalid';
-    await this.store.putAccount({ ...account, password_hash: await hashPassword(password) });
     await this.store.deleteWebTokens(account.id, 'session');
     return this.openSession(account.id);
   }

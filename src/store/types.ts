@@ -154,7 +154,7 @@ export interface Store {
    * `work` uses the store it is given: in PostgreSQL the transaction that holds the lock, whose
    * writes commit when `work` resolves and not at all when it throws.
    */
-  exclusive<T>(key: string, work: (store: Store) => Promise<T>, options?: UpdateOptions): Promise<T>;
+  exclusive<T>(key: string, work: (store: Store) => Promise<T>, options?: Pick<UpdateOptions, 'deferred'>): Promise<T>;
 
   /**
    * Runs `callback` once what this store has written is committed: at the end of the `exclusive`

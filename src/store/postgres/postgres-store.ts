@@ -75,7 +75,7 @@ function describeDatabase(url: string): string {
 /** Takes the transaction's advisory lock on a key (within the schema's name, see NODE_LOCK). */
 const LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || $1, 0))";
 const ACTIVE = [...ACTIVE_STATUSES];
-/** Connections of the relaxed pool (see PostgresStore.relaxed): progress, claims and leases are short. */
+/** Connections of the relaxed pool (see PostgresStore.relaxed): single short statements (progress, claims, releases, NOTIFY). */
 const RELAXED_POOL_SIZE = 3;
 /**
  * Claims, leases and notifications are redone whatever a crash of the server loses: a claim lost
@@ -113,8 +113,8 @@ export class PostgresStore implements Store {
     private readonly hot: SecondCache = new SecondCache(),
     /**
      * Connections whose commits do not wait for the WAL's flush (synchronous_commit off), for
-     * writes nobody is told about (UpdateOptions.deferred): progress, claims and leases, a
-     * conversion's start. Such a commit is visible at once and on disk within a fraction of a
+     * single statements nobody is told about (UpdateOptions.deferred): progress, claims, lease
+     * releases, NOTIFY (a deferred `exclusive`, a conversion's start, sets it in its transaction). Such a commit is visible at once and on disk within a fraction of a
      * second; only a crash of the database server in between loses it, and each of them is
      * redone then (a queued conversion is claimed again, a lease renewed). Null in a transaction.
      */
@@ -129,6 +129,15 @@ export class PostgresStore implements Store {
   /** A read every request makes: from the second cache outside transactions, fresh inside. */
   private cached<T>(key: string, load: () => Promise<T>): Promise<T> {
     return this.pool === null ? load() : this.hot.get(key, load);
+  }
+
+  /**
+   * Drops a cached read that a write here replaces: at once, and again once the write is
+   * committed (inside a transaction, a read between the two still finds the old row and may keep it).
+   */
+  private forget(key: string): void {
+    this.hot.drop(key);
+    if (this.committed) this.afterCommit(() => this.hot.drop(key));
   }
 
   afterCommit(callback: () => void): void {
@@ -194,7 +203,7 @@ export class PostgresStore implements Store {
       await this.db.query({ name: 'convd-lock', text: LOCK_SQL, values: [key] });
       return work(this);
     }
-    const client = await (options?.deferred === true && this.relaxed ? this.relaxed : this.pool).connect();
+    const client = await this.pool.connect();
     // Checked out, the client has no listener of the pool's: a connection dropped mid-transaction
     // fails the query in flight, and must not also be thrown as an uncaught 'error'.
     const onError = () => undefined;
@@ -202,6 +211,9 @@ export class PostgresStore implements Store {
     let broken = false;
     try {
       await client.query('BEGIN');
+      // A step nobody is told about commits without waiting for the WAL (see `relaxed`), on a
+      // connection of the main pool: the small relaxed pool takes single statements only.
+      if (options?.deferred === true) await client.query('SET LOCAL synchronous_commit TO off');
       await client.query({ name: 'convd-lock', text: LOCK_SQL, values: [key] });
       const committed: (() => void)[] = [];
       const result = await work(new PostgresStore(client, null, null, committed, this.hot));
@@ -334,7 +346,7 @@ export class PostgresStore implements Store {
   }
 
   async putAccount(record: AccountRecord): Promise<void> {
-    this.hot.drop(`account:${record.id}`);
+    this.forget(`account:${record.id}`);
     await this.db.query({
       name: 'convd-account-put',
       text: 'INSERT INTO convd_accounts (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
@@ -355,14 +367,12 @@ export class PostgresStore implements Store {
   }
 
   async putApiKey(record: ApiKeyRecord): Promise<void> {
-    this.hot.drop(`key:${record.hash}`);
+    this.forget(`key:${record.hash}`);
     await this.db.query({
       name: 'convd-key-put',
       text: 'INSERT INTO convd_api_keys (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
       values: [record.id, toJson(record)],
     });
-    // Again once committed: a read between the drop above and the commit may have kept the old one.
-    this.afterCommit(() => this.hot.drop(`key:${record.hash}`));
   }
 
   async getSettings(): Promise<Settings> {
@@ -370,7 +380,7 @@ export class PostgresStore implements Store {
   }
 
   async putSettings(settings: Settings): Promise<void> {
-    this.hot.drop('settings');
+    this.forget('settings');
     await this.db.query({
       name: 'convd-settings-put',
       text: 'INSERT INTO convd_settings (id, doc) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
@@ -468,9 +478,13 @@ export class PostgresStore implements Store {
     return row;
   }
 
-  /** Extends the leases of the node's active conversions; how many it holds. */
+  /**
+   * Extends the leases of the node's active conversions; how many it holds. On the main pool,
+   * committed as any write: behind a queue of progress writes on the small relaxed pool, a late
+   * renewal would let another node take a running conversion over.
+   */
   async renewLeases(node: string, leaseMs: number): Promise<number> {
-    return (await this.writer(DEFERRED).query({
+    return (await this.db.query({
       name: 'convd-renew',
       text: `UPDATE convd_conversions SET lease_until = now() + $2 * interval '1 millisecond'
         WHERE lease_node = $1 AND status = ANY($3::text[])`,

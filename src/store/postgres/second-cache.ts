@@ -6,6 +6,11 @@
  */
 export class SecondCache {
   private readonly entries = new Map<string, { until: number; value: unknown }>();
+  /**
+   * Bumped by every drop: a load that started before a drop may carry what the write replaced,
+   * and is then answered but not kept.
+   */
+  private generation = 0;
 
   constructor(private readonly ttlMs = 1000, private readonly maxEntries = 10_000) {}
 
@@ -13,7 +18,9 @@ export class SecondCache {
     const now = Date.now();
     const hit = this.entries.get(key);
     if (hit && hit.until > now) return structuredClone(hit.value) as T;
+    const started = this.generation;
     const value = await load();
+    if (started !== this.generation) return value;
     // A full cache starts over rather than growing: a second's worth of keys is all it is for.
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     this.entries.set(key, { until: now + this.ttlMs, value: structuredClone(value) });
@@ -21,10 +28,12 @@ export class SecondCache {
   }
 
   drop(key: string): void {
+    this.generation++;
     this.entries.delete(key);
   }
 
   clear(): void {
+    this.generation++;
     this.entries.clear();
   }
 }
