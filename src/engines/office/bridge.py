@@ -202,18 +202,32 @@ def convert(desktop, request):
             pass
         return {"kind": kind, "pages": pages}
     finally:
+        # After a crash both calls fail on the dead bridge; that must not hide the Failure above.
         try:
             document.close(True)
         except Exception:
-            document.dispose()
+            try:
+                document.dispose()
+            except Exception:
+                pass
+
+
+def bridge_disposed(error):
+    """Whether the error, or one it was raised while handling, says the UNO bridge is gone."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if "disposed" in str(error).lower() or "Disposed" in type(error).__name__:
+            return True
+        error = getattr(error, "cause", None) or error.__cause__ or error.__context__
+    return False
 
 
 def end_if_office_died(office, error):
     """A call failed. If soffice died under it (a crash, or killed), this instance is done: no
     answer is sent, convd sees the bridge end, fails the document and starts a new instance for
     the next one (an answer first would let the next document reach a dying instance)."""
-    disposed = error is not None and ("disposed" in str(error).lower() or "Disposed" in type(error).__name__)
-    if office.poll() is None and not disposed:
+    if office.poll() is None and not bridge_disposed(error):
         return
     try:
         office.wait(timeout=2)
