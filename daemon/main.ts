@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { defaultDataDir } from './config.ts';
 import { GROUPS, SCALARS, type Setting } from './config-settings.ts';
-import { AdminError } from './admin/operations.ts';
+import { AdminError, REDELIVER } from './admin/operations.ts';
 import type { BlobStore } from '../src/store/blob-store.ts';
 
 const VERSION = '0.1.0';
@@ -86,7 +86,7 @@ async function admin(op: string, args: Record<string, unknown>, options: { dataD
   const { runAdminOperation, runAdminOnDatabase } = await import('./admin/run.ts');
   try {
     // A redelivery is sent by a daemon's delivery worker: through its socket, whatever the store.
-    const databaseUrl = op === 'deliveries.redeliver' ? null : await databaseUrlOf(options);
+    const databaseUrl = op === REDELIVER ? null : await databaseUrlOf(options);
     const result = databaseUrl ? await runAdminOnDatabase(databaseUrl, op, args) : await runAdminOperation(await dataDirOf(options), op, args);
     print(result, options.json === true, human);
   } catch (error) {

@@ -43,6 +43,8 @@ export interface RunningDaemon {
   reload(next: DaemonConfig): Promise<string[]>;
 }
 
+/** How often a node of a cluster counts the bytes of downloadable results again (convd_results_bytes). */
+const RESULTS_RECOUNT_MS = 60_000;
 /** Seconds a submission refused at shutdown is told to wait. */
 const SHUTDOWN_RETRY_AFTER = 5;
 /** After the conversions drained, requests still open get this long to end (an upload, a wait being answered). */
@@ -141,8 +143,12 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     },
     diskFreeBytes: () => disk.free,
   });
-  const succeeded = await running.store.conversionsWithStatus(['succeeded']);
-  metrics.setResultsBytes(succeeded.reduce((sum, r) => sum + (r.result?.size ?? 0), 0));
+  metrics.setResultsBytes(await running.store.resultBytes());
+  // On a cluster other nodes' results come and go in the bucket too: this node's transitions alone drift.
+  const recount = config.databaseUrl && config.blobUrl
+    ? setInterval(() => void running.store.resultBytes().then((bytes) => metrics.setResultsBytes(bytes), () => undefined), RESULTS_RECOUNT_MS)
+    : null;
+  recount?.unref();
 
   await running.start();
 
@@ -252,6 +258,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     metricsUrl,
     async close(drainMs) {
       draining = true;
+      if (recount) clearInterval(recount);
       const inFlight = running.pool.activeIds();
       // Stops listening at once; connections still in use end with their answer (Connection: close).
       const httpClosed = http.close(drainMs + REQUEST_GRACE_MS);

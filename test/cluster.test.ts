@@ -113,6 +113,19 @@ describe('a cluster on one database and one bucket: three nodes, and a fourth fo
     assert.ok(Number(refused.headers.get('retry-after')) >= 1);
   });
 
+  it('failed sign-ins on the web pages are counted over the nodes: five wrong passwords, then a wait on every node', async () => {
+    const attempt = (i: number) => {
+      const node = nodes[i % nodes.length]!;
+      return fetch(`${node.url}/signin`, {
+        method: 'POST', headers: { origin: node.url, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ name: 'mallory-target', password: `guess number ${i}` }),
+      });
+    };
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await attempt(i)).status);
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429]);
+  });
+
   it('an API-only node answers wait when another node finishes, and serves the result from the bucket', async () => {
     const apiOnly = { baseUrl: nodes[2]!.baseUrl, apiKey: nodes[0]!.apiKey };
     const made = await submitFile(apiOnly, { target: 'webp', wait: '30' }, { data: await png(90, 60), name: 'elsewhere.png' });

@@ -2,7 +2,8 @@
  * The queue in PostgreSQL's conversions table (PostgresJobSource) against a real server: two
  * sources (two nodes) taking at once claim each queued conversion exactly once; a claim whose
  * lease runs out unrenewed (its node died) is claimed by the other; a released claim of a row
- * still queued (a stop) is claimable at once; an account at its share is skipped; a push on one
+ * still queued (a stop) is claimable at once; an account at its share is skipped (a share learned
+ * at the push or, on a worker-only node, at the claim); a push on one
  * node wakes the other's workers through NOTIFY.
  */
 import assert from 'node:assert/strict';
@@ -72,6 +73,21 @@ describe('PostgresJobSource', () => {
     source.done(first.id);
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(await source.take(), second.id);
+  });
+
+  it('a worker-only node (no push) holds an account to the share its owner names at the claim', async () => {
+    const records = [conversion('acc_remote'), conversion('acc_remote'), conversion('acc_remote_other')];
+    for (const record of records) await storeA.insertConversion(record);
+    const asked: string[] = [];
+    const source = new PostgresJobSource(storeB, {
+      ownerOf: async (account) => (asked.push(account), { account, share: account === 'acc_remote' ? 1 : Infinity }),
+    });
+    assert.equal(await source.take(), records[0]!.id);
+    assert.equal(await source.take(), records[2]!.id, 'acc_remote is at its share of 1 on this node');
+    assert.equal(await source.take(), undefined);
+    assert.deepEqual(asked, ['acc_remote', 'acc_remote_other']);
+    for (const record of records) await storeA.updateConversion(record.id, { status: 'cancelled' });
+    for (const record of records) source.done(record.id);
   });
 
   it('a push on one node wakes the other through NOTIFY', async () => {

@@ -163,9 +163,11 @@ for (const backend of backends) {
         conversion(a, { status: 'fetching', reserved_credits: 1 }),
         conversion(a, { status: 'succeeded', reserved_credits: 0, credits: 4, charged_at: new Date().toISOString(), result: { filename: 'x.webp', size: 1, mime: 'image/webp', expires_at: new Date(Date.now() - 1000).toISOString() } }),
         conversion(a, { status: 'failed', reserved_credits: 0, credits: 0 }),
-        conversion(a, { status: 'expired', reserved_credits: 0, credits: 5, charged_at: new Date(Date.now() - 3 * HOUR).toISOString() }),
+        conversion(a, { status: 'expired', reserved_credits: 0, credits: 5, charged_at: new Date(Date.now() - 3 * HOUR).toISOString(), result: { filename: 'y.webp', size: 7_000_000_000, mime: 'image/webp', expires_at: new Date(Date.now() - 2 * HOUR).toISOString() } }),
       ];
+      const bytesBefore = await store.resultBytes();
       for (const record of records) await store.insertConversion(record);
+      assert.equal(await store.resultBytes() - bytesBefore, 1, 'the succeeded result only: an expired one cannot be downloaded');
       assert.equal(await store.countActive(a), 3);
       assert.deepEqual(await store.creditSums(a, since), { charged: 4, reserved: 6 });
       assert.deepEqual(await store.creditSums('acc_nobody', since), { charged: 0, reserved: 0 });
@@ -490,6 +492,29 @@ describe('PostgresStore only', () => {
     } finally {
       await client.end();
       await store.close();
+      await other.drop();
+    }
+  });
+
+  it('a delivery\'s attempt is claimed by one node, and not on a stale read after another node sent it', async () => {
+    const other = await freshDatabase();
+    const [a, b] = await Promise.all([PostgresStore.open({ url: other.url, poolSize: 2 }), PostgresStore.open({ url: other.url, poolSize: 2 })]);
+    try {
+      const record = await a.addDelivery(delivery('dlv_claim', 'cnv_claim', 'pending'));
+      const soon = Date.now() + 200;
+      assert.equal(await a.claimDelivery!(record.id, 'node-a', soon, 0), true);
+      assert.equal(await b.claimDelivery!(record.id, 'node-b', soon, 0), false, 'a live claim of node-a');
+      // node-a sends it; node-b read the delivery before that write and tries once node-a's claim is over.
+      await a.putDelivery({ ...record, status: 'delivered', attempts: [{ at: new Date().toISOString(), status_code: 204, error: null, duration_ms: 3 }] });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(await b.claimDelivery!(record.id, 'node-b', Date.now() + 1000, 0), false, 'delivered: never sent again');
+      // A retry: pending with one attempt made, its claim run out.
+      await a.putDelivery({ ...record, status: 'pending', attempts: [{ at: new Date().toISOString(), status_code: 500, error: null, duration_ms: 3 }] });
+      assert.equal(await b.claimDelivery!(record.id, 'node-b', Date.now() + 1000, 0), false, 'a stale count of attempts');
+      assert.equal(await b.claimDelivery!(record.id, 'node-b', Date.now() + 1000, 1), true, 'the read that is current');
+      assert.equal(await a.claimDelivery!(record.id, 'node-a', Date.now() + 1000), false, 'held by node-b');
+    } finally {
+      await Promise.all([a.close(), b.close()]);
       await other.drop();
     }
   });

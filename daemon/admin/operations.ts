@@ -16,6 +16,9 @@ export interface AdminContext {
   webhooks?: WebhookDeliverer;
 }
 
+/** The operation only a running daemon can do (its delivery worker sends). */
+export const REDELIVER = 'deliveries.redeliver';
+
 export class AdminError extends Error {
   constructor(message: string, readonly exitCode = 1) {
     super(message);
@@ -155,7 +158,7 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
     const list = await context.store.listDeliveries({ conversionId });
     return list.sort((a, b) => (a.created_at < b.created_at ? 1 : -1)).map(deliveryJson);
   },
-  async 'deliveries.redeliver'(context, args) {
+  async [REDELIVER](context, args) {
     const id = requireString(args, 'id');
     if (!context.webhooks) throw new AdminError('redelivery needs the running daemon: start convd first', 1);
     const delivery = await context.webhooks.redeliver(id);

@@ -5,7 +5,7 @@ import { defaultServiceConfig } from '../../src/service/config.ts';
 import { acquireDataDirLock, DataDirLockedError, lockOwner } from '../../src/store/data-dir-lock.ts';
 import { LowdbStore } from '../../src/store/lowdb-store.ts';
 import type { Store } from '../../src/store/types.ts';
-import { ADMIN_OPERATIONS, AdminError } from './operations.ts';
+import { ADMIN_OPERATIONS, AdminError, REDELIVER } from './operations.ts';
 import { callAdminSocket } from './socket.ts';
 
 /** What to do when the data dir looked in is not the daemon's. */
@@ -30,6 +30,8 @@ export async function runAdminOperation(dataDir: string, op: string, args: Recor
 
 async function runIn(dataDir: string, op: string, args: Record<string, unknown>): Promise<unknown> {
   if (await lockOwner(dataDir)) return callAdminSocket(dataDir, op, args);
+  // Whatever the store: only a daemon's delivery worker sends, so without one there is nothing to open.
+  if (op === REDELIVER) throw new AdminError(`redelivery is sent by the running daemon, and none runs with the data dir ${dataDir}: start convd, or name its data dir with --data-dir`, 1);
   if (!existsSync(join(dataDir, 'store'))) {
     throw new AdminError(`no convd data dir at ${dataDir} (no daemon has run with it): ${DATA_DIR_HINT}`, 4);
   }

@@ -1,3 +1,5 @@
+import type { FailureBuckets } from '../../src/service/failure-buckets.ts';
+
 interface Allowance {
   /** Failures still allowed now; refilled evenly, `perMinute` a minute, up to `perMinute`. */
   attempts: number;
@@ -17,19 +19,21 @@ const DEFAULT_CAPACITY = 10_000;
  * entry, and past `capacity` entries the least recently used one is dropped. IPv6 clients count
  * per /64, the block one host (or one customer line) gets: one machine has 2^64 addresses.
  */
-export class AuthFailureLimiter {
+export class AuthFailureLimiter implements FailureBuckets {
   /** Ordered from least to most recently used (each use moves its entry to the end). */
   private readonly allowances = new Map<string, Allowance>();
 
   constructor(
     private readonly capacity = DEFAULT_CAPACITY,
     private readonly now: () => number = Date.now,
+    /** What is counted of a key: by default an address's block (see addressKey). */
+    private readonly keyOf: (key: string) => string = addressKey,
   ) {}
 
   /** Takes one attempt for `address`: null when it may try its key, else the seconds to wait. */
   take(address: string, perMinute: number): number | null {
     if (perMinute <= 0) return null;
-    const key = addressKey(address);
+    const key = this.keyOf(address);
     const allowance = this.current(key, perMinute);
     if (allowance.attempts < 1) {
       this.remember(key, allowance);
@@ -42,7 +46,7 @@ export class AuthFailureLimiter {
 
   /** The attempt taken for `address` did not fail. */
   giveBack(address: string, perMinute: number): void {
-    const key = addressKey(address);
+    const key = this.keyOf(address);
     if (perMinute <= 0 || !this.allowances.has(key)) return;
     const allowance = this.current(key, perMinute);
     allowance.attempts = Math.min(perMinute, allowance.attempts + 1);
@@ -52,7 +56,7 @@ export class AuthFailureLimiter {
   /** A failure for which no attempt was taken beforehand. */
   fail(address: string, perMinute: number): void {
     if (perMinute <= 0) return;
-    const key = addressKey(address);
+    const key = this.keyOf(address);
     const allowance = this.current(key, perMinute);
     allowance.attempts = Math.max(0, allowance.attempts - 1);
     this.remember(key, allowance);

@@ -5,7 +5,6 @@ import { balanceOf } from '../../src/service/credits.ts';
 import { dailyUsage } from '../../src/service/daily-usage.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
 import { SESSION_LIFETIME_MS } from '../../src/sign-in/web-sign-in.ts';
-import { AuthFailureLimiter } from '../http/auth-failures.ts';
 import { ASSETS } from './assets.ts';
 import { registerConversionPages } from './conversion-routes.ts';
 import { registerConvertPage } from './convert-routes.ts';
@@ -15,6 +14,7 @@ import type { WebApiBridge } from '../app.ts';
 import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState } from './pages.ts';
 import { pageHandler, readForm, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
 import { sessionCookie } from './security.ts';
+import { SignInFailures } from './sign-in-failures.ts';
 
 export interface WebFaceDeps extends PageDeps {
   system: ConversionSystem;
@@ -25,9 +25,6 @@ export interface WebFaceDeps extends PageDeps {
 /** Deliveries the account page lists. */
 const RECENT_DELIVERIES = 10;
 
-/** Failed sign-ins allowed per minute: per account name (guessing one password) and per address (trying many). */
-const SIGN_IN_FAILURES_PER_MINUTE = { account: 5, address: 20 } as const;
-
 /**
  * The web face's pages (issue 16), on the daemon's own port beside /v1: sign-in by a one-time link
  * and a password, and the account page (credits, limits, API keys, the webhook secret). Pages are
@@ -36,7 +33,7 @@ const SIGN_IN_FAILURES_PER_MINUTE = { account: 5, address: 20 } as const;
  * only Authorization) and a key never a page (which read only the session cookie).
  */
 export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): void {
-  const failures = { account: new AuthFailureLimiter(), address: new AuthFailureLimiter() };
+  const failures = new SignInFailures(deps.system.failureBuckets);
   const { store, accounts } = deps.system;
 
   const page = pageHandler(deps);
@@ -64,17 +61,13 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     const name = (form.get('name') ?? '').trim();
     const password = form.get('password') ?? '';
     const address = deps.clientAddress(request.req);
-    const waitAddress = failures.address.take(address, SIGN_IN_FAILURES_PER_MINUTE.address);
-    const waitAccount = waitAddress === null ? failures.account.take(`account:${name.toLowerCase()}`, SIGN_IN_FAILURES_PER_MINUTE.account) : null;
-    const wait = waitAddress ?? waitAccount;
+    const wait = await failures.take(address, name);
     if (wait !== null) {
-      if (waitAccount !== null) failures.address.giveBack(address, SIGN_IN_FAILURES_PER_MINUTE.address);
       return respond(request, 429, signInPage(request.context, { name, error: request.t('signInLimited', { seconds: wait }) }), { 'retry-after': String(wait) });
     }
     const opened = await deps.signIn.signIn(name, password);
     if (!opened) return respond(request, 401, signInPage(request.context, { name, error: request.t('signInFailed') }));
-    failures.address.giveBack(address, SIGN_IN_FAILURES_PER_MINUTE.address);
-    failures.account.giveBack(`account:${name.toLowerCase()}`, SIGN_IN_FAILURES_PER_MINUTE.account);
+    await failures.succeeded(address, name);
     return redirect(request, '/account', { 'set-cookie': sessionCookie(opened.session, request.secure, SESSION_LIFETIME_MS / 1000) });
   }));
 

@@ -19,6 +19,11 @@ export interface PostgresJobSourceOptions {
    */
   shared?: boolean;
   onAbandoned?: (id: string) => Promise<void>;
+  /**
+   * The owner of an account's jobs (its share of this node's workers), asked for the account of
+   * every claim: a worker-only node runs conversions submitted elsewhere, pushed to it by no one.
+   */
+  ownerOf?: (account: string) => Promise<JobOwner | undefined>;
   /** Told when the listening connection drops (the source goes on, looking every few seconds). */
   log?: (event: string, fields: Record<string, unknown>) => void;
 }
@@ -36,8 +41,8 @@ export class PostgresJobSource implements JobSource {
   readonly node = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly listeners: (() => void)[] = [];
   /**
-   * Each account's share of this node's workers, as the service last gave it (kept per account,
-   * not per conversion: most ids pushed here are run by other nodes and never come back).
+   * Each account's share of this node's workers, as the service last gave it at a push or a
+   * claim (kept per account, not per conversion: most ids pushed here are run by other nodes).
    */
   private readonly shares = new Map<string, number>();
   private readonly running = new Map<string, { account: string }>();
@@ -121,6 +126,9 @@ export class PostgresJobSource implements JobSource {
     const { id, account } = claimed;
     this.running.set(id, { account });
     this.runningByAccount.set(account, (this.runningByAccount.get(account) ?? 0) + 1);
+    // Before the next take: an account that was unknown here is held to its share from now on.
+    const owner = await this.options.ownerOf?.(account).catch(() => undefined);
+    if (owner) this.shares.set(account, owner.share);
     return id;
   }
 

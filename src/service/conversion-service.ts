@@ -377,6 +377,7 @@ export class ConversionService {
     const cutoff = new Date(this.now().getTime() - this.config.retentionDays * 86_400_000).toISOString();
     const pruned = await this.store.pruneFinishedBefore(cutoff);
     await this.store.pruneWebTokens(now);
+    await this.store.pruneRateBuckets?.();
     return { expired: due.length, pruned };
   }
 }

@@ -1,4 +1,5 @@
 import type { PostgresStore } from '../store/postgres/postgres-store.ts';
+import type { FailureBuckets } from './failure-buckets.ts';
 import { decisionOf, type RateDecision, type RateLimiter } from './rate-limiter.ts';
 
 /**
@@ -12,5 +13,20 @@ export class SharedRateLimiter implements RateLimiter {
   async take(key: string, limit: number): Promise<RateDecision> {
     const { tokens, allowed } = await this.database.takeRateToken(key, limit);
     return decisionOf(limit, tokens, allowed);
+  }
+}
+
+/** Failed attempts (sign-ins) counted in the same buckets every node shares, under keys of their own. */
+export class SharedFailureBuckets implements FailureBuckets {
+  constructor(private readonly database: PostgresStore) {}
+
+  async take(key: string, perMinute: number): Promise<number | null> {
+    if (perMinute <= 0) return null;
+    const { tokens, allowed } = await this.database.takeRateToken(key, perMinute);
+    return allowed ? null : decisionOf(perMinute, tokens, allowed).retryAfterSeconds;
+  }
+
+  async giveBack(key: string, perMinute: number): Promise<void> {
+    if (perMinute > 0) await this.database.returnRateToken(key, perMinute);
   }
 }

@@ -7,7 +7,7 @@ import { EngineHost } from '../engines/host/engine-host.ts';
 import type { KnownEngine } from '../engines/lazy.ts';
 import type { Engine } from '../engines/types.ts';
 import { FormatRegistry } from '../formats/registry.ts';
-import { MemoryJobSource, type JobSource } from '../queue/job-source.ts';
+import { MemoryJobSource, type JobOwner, type JobSource } from '../queue/job-source.ts';
 import { WorkerPool } from '../queue/worker-pool.ts';
 import { LocalBlobStore, type BlobStore } from '../store/blob-store.ts';
 import { LowdbStore } from '../store/lowdb-store.ts';
@@ -22,7 +22,8 @@ import { ConversionService } from './conversion-service.ts';
 import { createRunner, type RunnerLog } from './runner.ts';
 import { PeerSignals } from './peer-signals.ts';
 import type { RateLimiter } from './rate-limiter.ts';
-import { SharedRateLimiter } from './shared-rate-limiter.ts';
+import type { FailureBuckets } from './failure-buckets.ts';
+import { SharedFailureBuckets, SharedRateLimiter } from './shared-rate-limiter.ts';
 import { WebhookDeliverer } from '../webhooks/deliverer.ts';
 import { RETRY_WAITS_MS } from '../webhooks/schedule.ts';
 
@@ -78,6 +79,8 @@ export interface ConversionSystem {
   webhooks: WebhookDeliverer;
   /** Several nodes: requests per minute counted in the shared database (else each process counts its own). */
   rateLimiter?: RateLimiter;
+  /** Several nodes: failed sign-ins counted in the shared database (else each process counts its own). */
+  failureBuckets?: FailureBuckets;
   /** Re-queues interrupted work, starts the workers and the expiry sweeper. */
   start(): Promise<void>;
   /** Stops the workers (running work gets `drainMs`, then goes back to the queue) and flushes. */
@@ -90,7 +93,11 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   const log = options.log ?? (() => undefined);
   // Set once the service exists: what to do with a dead node's running conversion.
   let takeOver: (id: string) => Promise<void> = async () => undefined;
-  const { store: opened, queue, database, shared, node } = await openStore(options, log, (id) => takeOver(id));
+  let ownerOf: (account: string) => Promise<JobOwner | undefined> = async () => undefined;
+  const { store: opened, queue, database, shared, node } = await openStore(options, log, {
+    takeOver: (id) => takeOver(id),
+    ownerOf: (account) => ownerOf(account),
+  });
   const store: Store = options.observer ? observeStore(opened, options.observer) : opened;
   const blobs = await openBlobs(options);
   const workers = options.workers ?? availableParallelism();
@@ -168,6 +175,10 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     });
     if (requeued) queue.push(id);
   };
+  ownerOf = async (accountId) => {
+    const account = await store.getAccount(accountId);
+    return account ? conversions.jobOwner(account) : undefined;
+  };
 
   async function recover(): Promise<void> {
     await blobs.clearScratch();
@@ -206,7 +217,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
 
   return {
     store, blobs, registry, accounts, conversions, pool, queue, webhooks,
-    ...(database && shared ? { rateLimiter: new SharedRateLimiter(database) } : {}),
+    ...(database && shared ? { rateLimiter: new SharedRateLimiter(database), failureBuckets: new SharedFailureBuckets(database) } : {}),
     async start() {
       // A queue in the database listens and forgets its dead predecessor's leases before recovery re-queues.
       await queue.start?.();
@@ -265,7 +276,7 @@ async function catalogEngines(options: SystemOptions, workers: number, log: Runn
 async function openStore(
   options: SystemOptions,
   log: RunnerLog,
-  takeOver: (id: string) => Promise<void>,
+  late: { takeOver: (id: string) => Promise<void>; ownerOf: (account: string) => Promise<JobOwner | undefined> },
 ): Promise<{ store: Store; queue: JobSource; database: PostgresStore | null; shared: boolean; node: string | null }> {
   if (options.databaseUrl) {
     const [{ PostgresStore: Database }, { PostgresJobSource }] = await Promise.all([
@@ -283,7 +294,7 @@ async function openStore(
         options.onStoreLost?.(error);
       },
     });
-    const queue = new PostgresJobSource(store, { log, shared, onAbandoned: takeOver, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) });
+    const queue = new PostgresJobSource(store, { log, shared, onAbandoned: late.takeOver, ownerOf: late.ownerOf, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) });
     return { store, queue, database: store, shared, node: queue.node };
   }
   const store = await LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });

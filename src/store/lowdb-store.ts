@@ -366,6 +366,12 @@ export class LowdbStore implements Store {
     return { ...record };
   }
 
+  async resultBytes(): Promise<number> {
+    let bytes = 0;
+    for (const record of this.conversions.values()) if (record.status === 'succeeded') bytes += record.result?.size ?? 0;
+    return bytes;
+  }
+
   async conversionsWithStatus(statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]> {
     const wanted = new Set(statuses);
     const found: ConversionRecord[] = [];

@@ -86,6 +86,8 @@ export interface Store {
   findByIdempotencyKey(accountId: string, key: string): Promise<ConversionRecord | undefined>;
   /** Conversions in one of the given states, oldest first (queue recovery, sweeper). */
   conversionsWithStatus(statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]>;
+  /** The bytes of every result that can still be downloaded (succeeded conversions'), summed where the records are. */
+  resultBytes(): Promise<number>;
   /**
    * Conversions in one of `statuses` (end states) that ended at or after `isoTime` (their
    * `finished_at`), in the order they ended: start-up recovery reads the recent ends only, not a
@@ -163,14 +165,19 @@ export interface Store {
    */
   afterCommit?(callback: () => void): void;
 
+  /** Forgets counters that hold nothing any more (PostgreSQL: the shared rate buckets); absent elsewhere. */
+  pruneRateBuckets?(): Promise<number>;
+
   /** The database answers (PostgreSQL: for /readyz); absent where there is nothing to ask. */
   ping?(): Promise<void>;
 
   /**
    * Several nodes: takes delivery `id`'s next attempt for `node` until `untilMs` (epoch ms); false
-   * while another live node holds it. Absent: one process sends every attempt itself.
+   * while another live node holds it. With `attempts`, also false unless the delivery is still
+   * pending with that many attempts (the caller's read is not stale: nobody sent it meanwhile).
+   * Absent: one process sends every attempt itself.
    */
-  claimDelivery?(id: string, node: string, untilMs: number): Promise<boolean>;
+  claimDelivery?(id: string, node: string, untilMs: number, attempts?: number): Promise<boolean>;
 
   /** Resolves when every write made so far is on disk. */
   flush(): Promise<void>;

@@ -238,7 +238,7 @@ export class WebhookDeliverer {
     // Several nodes: one of them sends this attempt; the others look again when its claim runs out.
     if (this.shared && !manual && this.store.claimDelivery) {
       const hold = this.now() + this.transportOptions.timeoutMs + this.shared.claimMs;
-      if (!(await this.store.claimDelivery(id, this.shared.node, hold))) return record;
+      if (!(await this.store.claimDelivery(id, this.shared.node, hold, record.attempts.length))) return record;
     }
 
     const startedMs = this.now();

@@ -286,6 +286,12 @@ export class PostgresStore implements Store {
     return this.docs('convd-conversion-status', 'SELECT doc FROM convd_conversions WHERE status = ANY($1::text[]) ORDER BY id', [[...statuses]]);
   }
 
+  async resultBytes(): Promise<number> {
+    // The sum in the database: at millions of results, their records never come over the wire.
+    const [row] = await this.rows<{ bytes: string }>('convd-result-bytes', "SELECT coalesce(sum((doc->'result'->>'size')::bigint), 0)::text AS bytes FROM convd_conversions WHERE status = 'succeeded'", []);
+    return Number(row?.bytes ?? 0);
+  }
+
   async conversionsEndedSince(isoTime: string, statuses: readonly ConversionStatus[]): Promise<ConversionRecord[]> {
     // Through the index on finished_at (schema step 6): the recent end of the history only.
     return this.docs('convd-conversion-ended-since', `SELECT doc FROM convd_conversions
@@ -520,14 +526,33 @@ export class PostgresStore implements Store {
     return (result.rowCount ?? 0) === 1;
   }
 
-  async claimDelivery(id: string, node: string, untilMs: number): Promise<boolean> {
+  async claimDelivery(id: string, node: string, untilMs: number, attempts?: number): Promise<boolean> {
     const result = await this.db.query({
       name: 'convd-claim-delivery',
       text: `UPDATE convd_deliveries SET lease_node = $2, lease_until = to_timestamp($3::double precision / 1000)
-        WHERE id = $1 AND (lease_node IS NULL OR lease_node = $2 OR lease_until < now())`,
-      values: [id, node, untilMs],
+        WHERE id = $1 AND (lease_node IS NULL OR lease_node = $2 OR lease_until < now())
+          AND ($4::int IS NULL OR (status = 'pending' AND jsonb_array_length(doc->'attempts') = $4::int))`,
+      values: [id, node, untilMs, attempts ?? null],
     });
     return (result.rowCount ?? 0) === 1;
+  }
+
+  /** The request taken from `key`'s bucket is given back (a sign-in that did not fail), up to `limit`. */
+  async returnRateToken(key: string, limit: number): Promise<void> {
+    await this.db.query({ name: 'convd-rate-return', text: 'UPDATE convd_rate_buckets SET tokens = least($2::double precision, tokens + 1) WHERE key = $1', values: [key, limit] });
+  }
+
+  /**
+   * Forgets the buckets nobody took from for a minute: every limit refills whole within a minute,
+   * so such a bucket is full and its row says nothing (the addresses of failed sign-ins would
+   * otherwise pile up).
+   */
+  async pruneRateBuckets(): Promise<number> {
+    return (await this.db.query({
+      name: 'convd-rate-prune',
+      text: 'DELETE FROM convd_rate_buckets WHERE updated_ms < extract(epoch FROM clock_timestamp()) * 1000 - 60000',
+      values: [],
+    })).rowCount ?? 0;
   }
 
   /**
