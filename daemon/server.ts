@@ -43,8 +43,11 @@ export interface RunningDaemon {
   reload(next: DaemonConfig): Promise<string[]>;
 }
 
-/** How often a node of a cluster counts the bytes of downloadable results again (convd_results_bytes). */
-const RESULTS_RECOUNT_MS = 60_000;
+/**
+ * How often a node of a cluster counts the bytes of downloadable results again (convd_results_bytes):
+ * a sum over the succeeded rows, so not at every scrape.
+ */
+const RESULTS_RECOUNT_MS = 5 * 60_000;
 /** Seconds a submission refused at shutdown is told to wait. */
 const SHUTDOWN_RETRY_AFTER = 5;
 /** After the conversions drained, requests still open get this long to end (an upload, a wait being answered). */
@@ -243,6 +246,12 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     terminal: process.stderr.isTTY === true,
     dataDir: config.dataDir,
   });
+  if (config.serveWeb && config.publicUrl && new URL(config.publicUrl).pathname.replace(/\/+$/, '') !== '') {
+    logger.log('warn', 'web.path_prefix', {
+      message: `the web pages link to the root of their host, and ${config.publicUrl} has a path: behind a proxy that serves convd under that path `
+        + 'they break (the API does not). Give convd a host of its own for the pages, or turn them off with --no-web',
+    });
+  }
   if (metricsOnMainPort && !metricsServed()) {
     logger.log('warn', 'metrics.not_served', {
       message: `/metrics is not served on ${http.url}: ${config.host} is not a loopback address and no metrics token is set. `

@@ -73,6 +73,8 @@ describe('PostgresJobSource', () => {
     source.done(first.id);
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(await source.take(), second.id);
+    for (const record of [second, otherAccount]) await storeA.updateConversion(record.id, { status: 'cancelled' });
+    for (const record of [second, otherAccount]) source.done(record.id);
   });
 
   it('a worker-only node (no push) holds an account to the share its owner names at the claim', async () => {

@@ -161,13 +161,13 @@ for (const backend of backends) {
         conversion(a, { status: 'queued', reserved_credits: 2 }),
         conversion(a, { status: 'processing', reserved_credits: 3 }),
         conversion(a, { status: 'fetching', reserved_credits: 1 }),
-        conversion(a, { status: 'succeeded', reserved_credits: 0, credits: 4, charged_at: new Date().toISOString(), result: { filename: 'x.webp', size: 1, mime: 'image/webp', expires_at: new Date(Date.now() - 1000).toISOString() } }),
+        conversion(a, { status: 'succeeded', reserved_credits: 0, credits: 4, charged_at: new Date().toISOString(), result: { filename: 'x.webp', size: 7_000_000_000, mime: 'image/webp', expires_at: new Date(Date.now() - 1000).toISOString() } }),
         conversion(a, { status: 'failed', reserved_credits: 0, credits: 0 }),
-        conversion(a, { status: 'expired', reserved_credits: 0, credits: 5, charged_at: new Date(Date.now() - 3 * HOUR).toISOString(), result: { filename: 'y.webp', size: 7_000_000_000, mime: 'image/webp', expires_at: new Date(Date.now() - 2 * HOUR).toISOString() } }),
+        conversion(a, { status: 'expired', reserved_credits: 0, credits: 5, charged_at: new Date(Date.now() - 3 * HOUR).toISOString(), result: { filename: 'y.webp', size: 5, mime: 'image/webp', expires_at: new Date(Date.now() - 2 * HOUR).toISOString() } }),
       ];
       const bytesBefore = await store.resultBytes();
       for (const record of records) await store.insertConversion(record);
-      assert.equal(await store.resultBytes() - bytesBefore, 1, 'the succeeded result only: an expired one cannot be downloaded');
+      assert.equal(await store.resultBytes() - bytesBefore, 7_000_000_000, 'the succeeded result only (past 32 bits): an expired one cannot be downloaded');
       assert.equal(await store.countActive(a), 3);
       assert.deepEqual(await store.creditSums(a, since), { charged: 4, reserved: 6 });
       assert.deepEqual(await store.creditSums('acc_nobody', since), { charged: 0, reserved: 0 });

@@ -67,7 +67,8 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     }
     const opened = await deps.signIn.signIn(name, password);
     if (!opened) return respond(request, 401, signInPage(request.context, { name, error: request.t('signInFailed') }));
-    await failures.succeeded(address, name);
+    // Best effort: the session exists already, and a lost give-back only counts one failure too many.
+    await failures.succeeded(address, name).catch(() => undefined);
     return redirect(request, '/account', { 'set-cookie': sessionCookie(opened.session, request.secure, SESSION_LIFETIME_MS / 1000) });
   }));
 

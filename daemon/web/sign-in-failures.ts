@@ -4,8 +4,10 @@ import { addressKey, AuthFailureLimiter } from '../http/auth-failures.ts';
 /** Failed sign-ins allowed per minute: per account name (guessing one password) and per address (trying many). */
 export const SIGN_IN_FAILURES_PER_MINUTE = { name: 5, address: 20 } as const;
 
-/** The name that was typed, as the sign-in matches it. */
-const nameKey = (name: string) => name.trim().toLowerCase();
+/** Longer names match no account: their bucket need not keep more (a key in a btree index has a size limit). */
+const NAME_KEY_LENGTH = 200;
+/** The typed name's bucket: trimmed and case-folded, so "Erin" and "erin " are guessed at together. */
+const nameKey = (name: string) => name.trim().toLowerCase().slice(0, NAME_KEY_LENGTH);
 
 /**
  * The sign-in limit: an attempt is taken from the address's bucket and the typed name's before the

@@ -164,6 +164,9 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       // Cancelled while the result was being written: the file belongs to nobody.
       if (!ended) await blobs.delete('results', id);
     } catch (error) {
+      // Gone before the end is recorded: once a client sees the failure, nothing of it is on disk
+      // (a removal that fails here is tried again below; the end is recorded either way).
+      if (pendingOutput) await blobs.discardOutput(pendingOutput).then(() => (pendingOutput = null), () => undefined);
       if (error instanceof JobCancelled || signal.aborted) {
         const why = error instanceof JobCancelled ? error.why : signal.reason instanceof JobCancelled ? signal.reason.why : 'cancelled';
         if (why === 'shutdown') await requeue(id);

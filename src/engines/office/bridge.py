@@ -200,16 +200,28 @@ def convert(desktop, request):
             pages = document.getCurrentController().getPropertyValue("PageCount")
         except Exception:
             pass
-        return {"kind": kind, "pages": pages}
+        written = {"kind": kind, "pages": pages}
     finally:
-        # After a crash both calls fail on the dead bridge; that must not hide the Failure above.
+        # After a crash the close fails on the dead bridge; that must not hide a Failure above.
+        gone = close(document)
+    if gone is not None:
+        # Written, but soffice died under the close: answering would hand the next document to a
+        # dying instance. Failed as a crash, this instance ends and the next gets a new one.
+        raise Failure("conversion_failed", "LibreOffice stopped while closing the document.", gone)
+    return written
+
+
+def close(document):
+    """Closes the document; the error if the bridge is gone with its soffice, else None."""
+    try:
+        document.close(True)
+        return None
+    except Exception as error:
         try:
-            document.close(True)
+            document.dispose()
         except Exception:
-            try:
-                document.dispose()
-            except Exception:
-                pass
+            pass
+        return error if bridge_disposed(error) else None
 
 
 def bridge_disposed(error):
