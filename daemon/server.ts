@@ -220,6 +220,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
         const base = live.publicUrl ?? (proxy.enabled ? proxy.forwardedOrigin(req) : null) ?? serviceConfig.baseUrl;
         return new URL(base).origin;
       },
+      // A proxy serving convd under a path (public_url https://example.com/convd) takes the path off.
+      basePath: () => (live.publicUrl ? new URL(live.publicUrl).pathname.replace(/\/+$/, '') : ''),
       done: (route, status, started, req) => onRequestDone({ method: req?.method ?? 'GET', route, status, durationMs: performance.now() - started, accountId: null, req }),
     }, api) : undefined,
   });
@@ -246,12 +248,6 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     terminal: process.stderr.isTTY === true,
     dataDir: config.dataDir,
   });
-  if (config.serveWeb && config.publicUrl && new URL(config.publicUrl).pathname.replace(/\/+$/, '') !== '') {
-    logger.log('warn', 'web.path_prefix', {
-      message: `the web pages link to the root of their host, and ${config.publicUrl} has a path: behind a proxy that serves convd under that path `
-        + 'they break (the API does not). Give convd a host of its own for the pages, or turn them off with --no-web',
-    });
-  }
   if (metricsOnMainPort && !metricsServed()) {
     logger.log('warn', 'metrics.not_served', {
       message: `/metrics is not served on ${http.url}: ${config.host} is not a loopback address and no metrics token is set. `

@@ -69,6 +69,8 @@ code.secret { display: block; word-break: break-all; padding: .5rem; background:
  * ended reloads the page, whose actions then change). Nothing else runs in the pages.
  */
 const SCRIPT = String.raw`
+// The path the pages are served under ('' at the host's root): every address below starts with it.
+const base = document.body.getAttribute('data-base') || '';
 const convertForm = document.getElementById('convert');
 if (convertForm) {
   const texts = JSON.parse(convertForm.getAttribute('data-texts'));
@@ -148,7 +150,7 @@ if (convertForm) {
     renderOptions();
     const source = sourceOf();
     if (!source) return;
-    const answer = await fetch('/web/api/formats/' + encodeURIComponent(source));
+    const answer = await fetch(base + '/web/api/formats/' + encodeURIComponent(source));
     const body = await answer.json();
     if (!answer.ok) { show(body.error ? body.error.message : say('unknownKind')); return; }
     details = body;
@@ -178,7 +180,7 @@ if (convertForm) {
   };
   const follow = (item, id) => {
     const look = async () => {
-      const answer = await fetch('/web/api/conversions?ids=' + id).catch(() => null);
+      const answer = await fetch(base + '/web/api/conversions?ids=' + id).catch(() => null);
       if (!answer || !answer.ok) { setTimeout(look, 1000); return; }
       const { data } = await answer.json();
       const row = data[0];
@@ -190,7 +192,7 @@ if (convertForm) {
         return;
       }
       state.textContent = row.label;
-      if (row.status === 'succeeded') item.append(' ', element('a', { href: '/conversions/' + id + '/download' }, say('download')));
+      if (row.status === 'succeeded') item.append(' ', element('a', { href: base + '/conversions/' + id + '/download' }, say('download')));
     };
     look();
   };
@@ -201,7 +203,7 @@ if (convertForm) {
     const sent = formFields();
     if (file) sent.set('file', file); else sent.set('url', url.value);
     const request = new XMLHttpRequest();
-    request.open('POST', '/web/api/conversions');
+    request.open('POST', base + '/web/api/conversions');
     request.setRequestHeader('x-csrf-token', csrf);
     request.upload.addEventListener('progress', (event) => {
       if (event.lengthComputable) item.querySelector('.state').textContent = say('uploading', { n: Math.round(event.loaded / event.total * 100) });
@@ -238,7 +240,7 @@ if (live) {
   const poll = async () => {
     if (leaving) return;
     try {
-      const answer = await fetch('/web/api/conversions?ids=' + encodeURIComponent(ids), { headers: { accept: 'application/json' } });
+      const answer = await fetch(base + '/web/api/conversions?ids=' + encodeURIComponent(ids), { headers: { accept: 'application/json' } });
       // A refused look (busy, restarting) is followed by the next one, not the end of the updates.
       const { data } = answer.ok ? await answer.json() : { data: [] };
       for (const row of data) {

@@ -32,11 +32,11 @@ function actions(conversion: PublicConversion, context: PageContext): Html {
   const csrf = html`<input type="hidden" name="csrf" value="${session!.csrf}">`;
   const name = conversion.original_name;
   if (ACTIVE_STATUSES.has(conversion.status)) {
-    return html`<form class="inline" method="post" action="/conversions/${conversion.id}/delete">${csrf}<button class="danger" type="submit" aria-label="${t('cancelLabel', { name })}">${t('cancel')}</button></form>`;
+    return html`<form class="inline" method="post" action="${context.base}/conversions/${conversion.id}/delete">${csrf}<button class="danger" type="submit" aria-label="${t('cancelLabel', { name })}">${t('cancel')}</button></form>`;
   }
   if (conversion.status === 'succeeded') {
-    return html`<a href="/conversions/${conversion.id}/download" aria-label="${t('downloadLabel', { name })}">${t('download')}</a>
-<form class="inline" method="post" action="/conversions/${conversion.id}/delete">${csrf}<button class="danger" type="submit" aria-label="${t('removeLabel', { name })}">${t('remove')}</button></form>`;
+    return html`<a href="${context.base}/conversions/${conversion.id}/download" aria-label="${t('downloadLabel', { name })}">${t('download')}</a>
+<form class="inline" method="post" action="${context.base}/conversions/${conversion.id}/delete">${csrf}<button class="danger" type="submit" aria-label="${t('removeLabel', { name })}">${t('remove')}</button></form>`;
   }
   return html``;
 }
@@ -53,7 +53,7 @@ export function conversionsPage(context: PageContext, state: ConversionsPageStat
 <p>${t('conversionsIntro')}</p>
 ${state.notice ? html`<p class="notice" role="status">${state.notice}</p>` : ''}
 ${problem(state.error ?? null)}
-<form method="get" action="/conversions" class="filters">
+<form method="get" action="${context.base}/conversions" class="filters">
 <label for="status">${t('filter')}</label>
 <select id="status" name="status">
 <option value="">${t('allStatuses')}</option>
@@ -74,7 +74,7 @@ ${state.conversions.map((c) => html`<tr id="row-${c.id}">
 </tr>`)}
 </tbody></table></div>`}
 <nav aria-label="${t('conversions')}">
-${state.older ? html`<a href="/conversions${state.status ? `?status=${state.status}` : ''}">${t('newest')}</a> ` : ''}
-${state.nextCursor ? html`<a href="/conversions?${new URLSearchParams({ ...(state.status ? { status: state.status } : {}), cursor: state.nextCursor }).toString()}">${t('older')}</a>` : ''}
+${state.older ? html`<a href="${context.base}/conversions${state.status ? `?status=${state.status}` : ''}">${t('newest')}</a> ` : ''}
+${state.nextCursor ? html`<a href="${context.base}/conversions?${new URLSearchParams({ ...(state.status ? { status: state.status } : {}), cursor: state.nextCursor }).toString()}">${t('older')}</a>` : ''}
 </nav>`);
 }

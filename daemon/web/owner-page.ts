@@ -43,16 +43,16 @@ ${state.accounts.map(({ record, remaining }) => {
 <td>${record.plan}</td><td>${remaining === null ? t('unmetered') : remaining.toLocaleString('en-US')}</td>
 <td>${record.role === 'admin' ? t('roleAdmin') : t('roleMember')}</td>
 <td>
-<form class="inline-form" method="post" action="/admin/accounts/${record.id}">${csrf}
+<form class="inline-form" method="post" action="${context.base}/admin/accounts/${record.id}">${csrf}
 <label for="plan-${record.id}">${t('plan')}</label><select id="plan-${record.id}" name="plan">${plans(record.plan)}</select>
 <label for="credits-${record.id}">${t('creditsSet')}</label><input id="credits-${record.id}" name="credits" type="number" min="0" step="1">
 <button class="secondary" type="submit" aria-label="${t('changeLabel', { name })}">${t('change')}</button></form>
-<form class="inline" method="post" action="/admin/accounts/${record.id}/login-link">${csrf}<button class="secondary" type="submit" aria-label="${t('loginLinkLabel', { name })}">${t('loginLink')}</button></form>
+<form class="inline" method="post" action="${context.base}/admin/accounts/${record.id}/login-link">${csrf}<button class="secondary" type="submit" aria-label="${t('loginLinkLabel', { name })}">${t('loginLink')}</button></form>
 </td></tr>`;
   })}
 </tbody></table></div>
 <h2>${t('newAccount')}</h2>
-<form class="stack" method="post" action="/admin/accounts">${csrf}
+<form class="stack" method="post" action="${context.base}/admin/accounts">${csrf}
 <div><label for="new-name">${t('name')}</label><input id="new-name" name="name" type="text" required maxlength="100"></div>
 <div><label for="new-plan">${t('plan')}</label><select id="new-plan" name="plan">${plans('free')}</select></div>
 <div><button type="submit">${t('createAccount')}</button></div>
@@ -61,7 +61,7 @@ ${state.accounts.map(({ record, remaining }) => {
 <section class="panel" aria-labelledby="maintenance">
 <h2 id="maintenance">${t('maintenance')}</h2>
 <p>${maintenance.enabled ? t('maintenanceOn') : t('maintenanceOff')}</p>
-<form method="post" action="/admin/maintenance">${csrf}
+<form method="post" action="${context.base}/admin/maintenance">${csrf}
 <input type="hidden" name="enabled" value="${maintenance.enabled ? 'off' : 'on'}">
 ${maintenance.enabled ? '' : html`<label for="retry-after">${t('retryAfter')}</label><input id="retry-after" name="retry_after" type="number" min="1" value="${maintenance.retry_after}">`}
 <button class="${maintenance.enabled ? 'secondary' : 'danger'}" type="submit">${maintenance.enabled ? t('switchOff') : t('switchOn')}</button>

@@ -43,7 +43,7 @@ export function registerOwnerPage(app: H3, deps: PageDeps & { system: Conversion
 
   const linkOf = async (request: PageRequest, accountId: string, name: string) => {
     const made = await deps.signIn.createLoginLink(accountId);
-    return made ? { name, url: `${request.publicOrigin}/link/${made.token}`, until: made.expiresAt } : undefined;
+    return made ? { name, url: `${request.publicOrigin}${request.base}/link/${made.token}`, until: made.expiresAt } : undefined;
   };
 
   app.on('GET', '/admin', (event) => page(event, '/admin', async (request) => {

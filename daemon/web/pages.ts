@@ -12,8 +12,13 @@ import type { Translate } from './text.ts';
 export interface PageContext {
   language: Language;
   t: Translate;
-  /** The path of the page (for the language switch). */
+  /** The path of the page (for the language switch), with the base. */
   path: string;
+  /**
+   * The path the pages are served under, from public_url's path ('' at the host's root; '/convd'
+   * behind a proxy that serves convd there): every link, form and fetch of the pages starts with it.
+   */
+  base: string;
   /** Signed in: the session's form token and the account's name; null on the sign-in pages. */
   session: { csrf: string; accountName: string; admin: boolean } | null;
 }
@@ -27,18 +32,19 @@ export function layout(context: PageContext, title: string, body: Html): string 
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} – ${t('title')}</title>
-<link rel="stylesheet" href="${ASSETS.style.path}">
-<script src="${ASSETS.script.path}" defer></script>
+<link rel="icon" href="${context.base}/favicon.ico">
+<link rel="stylesheet" href="${context.base}${ASSETS.style.path}">
+<script src="${context.base}${ASSETS.script.path}" defer></script>
 </head>
-<body>
+<body data-base="${context.base}">
 <a class="skip" href="#main">${t('skip')}</a>
 <header class="top">
-<a class="brand" href="/">convd</a>
+<a class="brand" href="${context.base}/">convd</a>
 <nav class="top" aria-label="${t('account')}">
-${session ? html`<a href="/convert">${t('convert')}</a> <a href="/conversions">${t('conversions')}</a> <a href="/account">${t('account')}</a>${session.admin ? html` <a href="/admin">${t('owner')}</a>` : ''}` : ''}
+${session ? html`<a href="${context.base}/convert">${t('convert')}</a> <a href="${context.base}/conversions">${t('conversions')}</a> <a href="${context.base}/account">${t('account')}</a>${session.admin ? html` <a href="${context.base}/admin">${t('owner')}</a>` : ''}` : ''}
 <a href="${context.path}?lang=${other}" lang="${other}" hreflang="${other}">${other === 'de' ? 'Deutsch' : 'English'}</a>
 ${session ? html`<span>${session.accountName}</span>
-<form class="inline" method="post" action="/signout"><input type="hidden" name="csrf" value="${session.csrf}"><button class="secondary" type="submit">${t('signOut')}</button></form>` : ''}
+<form class="inline" method="post" action="${context.base}/signout"><input type="hidden" name="csrf" value="${session.csrf}"><button class="secondary" type="submit">${t('signOut')}</button></form>` : ''}
 </nav>
 </header>
 <main id="main">
@@ -57,7 +63,7 @@ export function signInPage(context: PageContext, state: { name?: string; error?:
   const { t } = context;
   return layout(context, t('signIn'), html`<h1>${t('signIn')}</h1>
 ${problem(state.error ?? null)}
-<form class="stack" method="post" action="/signin">
+<form class="stack" method="post" action="${context.base}/signin">
 <div><label for="name">${t('accountName')}</label><input id="name" name="name" type="text" autocomplete="username" required value="${state.name ?? ''}"></div>
 <div><label for="password">${t('password')}</label><input id="password" name="password" type="password" autocomplete="current-password" required></div>
 <div><button type="submit">${t('signIn')}</button></div>
@@ -69,7 +75,7 @@ export function setPasswordPage(context: PageContext, state: { token: string; ac
   return layout(context, t('setPassword'), html`<h1>${t('setPassword')}</h1>
 <p>${t('setPasswordIntro', { name: state.accountName, min: PASSWORD_LENGTH.min })}</p>
 ${problem(state.error ?? null)}
-<form class="stack" method="post" action="/link/${state.token}">
+<form class="stack" method="post" action="${context.base}/link/${state.token}">
 <input type="text" name="username" autocomplete="username" value="${state.accountName}" hidden>
 <div><label for="password">${t('password')}</label><input id="password" name="password" type="password" autocomplete="new-password" minlength="${PASSWORD_LENGTH.min}" maxlength="${PASSWORD_LENGTH.max}" required></div>
 <div><label for="repeated">${t('passwordAgain')}</label><input id="repeated" name="repeated" type="password" autocomplete="new-password" minlength="${PASSWORD_LENGTH.min}" maxlength="${PASSWORD_LENGTH.max}" required></div>
@@ -78,7 +84,7 @@ ${problem(state.error ?? null)}
 }
 
 export function messagePage(context: PageContext, title: string, message: string): string {
-  return layout(context, title, html`<h1>${title}</h1><p class="error" role="alert">${message}</p><p><a href="/">convd</a></p>`);
+  return layout(context, title, html`<h1>${title}</h1><p class="error" role="alert">${message}</p><p><a href="${context.base}/">convd</a></p>`);
 }
 
 export interface AccountPageState {
@@ -144,11 +150,11 @@ ${state.keys.map((key) => html`<tr>
 <td>${key.name ?? ''}</td><td><code>${key.prefix}…</code></td><td>${key.scopes.join(', ')}</td><td>${date(key.created_at, language)}</td>
 <td>${key.last_used_at ? date(key.last_used_at, language) : t('never')}</td>
 <td>${key.revoked_at ? t('revokedOn', { date: date(key.revoked_at, language) }) : t('activeKey')}</td>
-<td>${key.revoked_at ? '' : html`<form class="inline" method="post" action="/account/keys/${key.id}/revoke">${csrf}<button class="danger" type="submit" aria-label="${t('revokeLabel', { prefix: key.prefix })}">${t('revoke')}</button></form>`}</td>
+<td>${key.revoked_at ? '' : html`<form class="inline" method="post" action="${context.base}/account/keys/${key.id}/revoke">${csrf}<button class="danger" type="submit" aria-label="${t('revokeLabel', { prefix: key.prefix })}">${t('revoke')}</button></form>`}</td>
 </tr>`)}
 </tbody></table></div>`}
 <h2>${t('newKey')}</h2>
-<form method="post" action="/account/keys">
+<form method="post" action="${context.base}/account/keys">
 ${csrf}
 <p><label for="key-name">${t('keyName')}</label><input id="key-name" name="name" type="text" maxlength="100"></p>
 <fieldset><legend>${t('scopes')}</legend>
@@ -164,8 +170,8 @@ ${csrf}
 <p>${t('webhookIntro')}</p>
 ${state.secret ? html`<p>${t('secretIs')}:</p><code class="secret" id="secret-value">${state.secret}</code>
 <p><button type="button" data-copy="secret-value" data-copied="${t('copied')}">${t('copy')}</button></p>` : ''}
-<form class="inline" method="post" action="/account/webhook-secret">${csrf}<button class="secondary" type="submit">${t('reveal')}</button></form>
-<form class="inline" method="post" action="/account/webhook-secret/rotate">${csrf}<button class="danger" type="submit">${t('rotate')}</button></form>
+<form class="inline" method="post" action="${context.base}/account/webhook-secret">${csrf}<button class="secondary" type="submit">${t('reveal')}</button></form>
+<form class="inline" method="post" action="${context.base}/account/webhook-secret/rotate">${csrf}<button class="danger" type="submit">${t('rotate')}</button></form>
 <p>${t('rotateIntro')}</p>
 <h3 id="deliveries">${t('deliveries')}</h3>
 <p>${t('deliveriesIntro')}</p>
@@ -175,7 +181,7 @@ ${state.deliveries.length === 0 ? html`<p>${t('noDeliveries')}</p>` : html`<div 
 <td>${delivery.event}<br><small><code>${delivery.conversion_id}</code></small></td>
 <td>${t(`delivery_${delivery.status}`)}${delivery.status === 'pending' && delivery.next_attempt_at ? html`<br><small>${t('nextAttempt', { when: delivery.next_attempt_at })}</small>` : ''}</td>
 <td><ol class="attempts">${delivery.attempts.map((attempt) => html`<li>${attempt.at.slice(0, 19).replace('T', ' ')}: ${attempt.status_code ?? attempt.error ?? ''}</li>`)}</ol></td>
-<td><form class="inline" method="post" action="/account/deliveries/${delivery.id}/redeliver">${csrf}<button class="secondary" type="submit" aria-label="${t('redeliverLabel', { id: delivery.id.slice(0, 8) })}">${t('redeliver')}</button></form></td>
+<td><form class="inline" method="post" action="${context.base}/account/deliveries/${delivery.id}/redeliver">${csrf}<button class="secondary" type="submit" aria-label="${t('redeliverLabel', { id: delivery.id.slice(0, 8) })}">${t('redeliver')}</button></form></td>
 </tr>`)}</tbody></table></div>`}
 </section>`);
 }

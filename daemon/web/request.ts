@@ -4,7 +4,7 @@ import { negotiateLanguage } from '../../src/errors/negotiate.ts';
 import { LANGUAGES, type Language } from '../../src/errors/messages.ts';
 import { WebSignIn, type WebSession } from '../../src/sign-in/web-sign-in.ts';
 import { messagePage, type PageContext } from './pages.ts';
-import { LANGUAGE_COOKIE, PAGE_HEADERS, readCookies, sameOrigin, SESSION_COOKIE } from './security.ts';
+import { cookiePath, LANGUAGE_COOKIE, PAGE_HEADERS, readCookies, sameOrigin, SESSION_COOKIE } from './security.ts';
 import { translator, type Translate } from './text.ts';
 
 /** What a page's request needs from the daemon. */
@@ -12,6 +12,8 @@ export interface PageDeps {
   signIn: WebSignIn;
   /** The public origin of this request (configured, or a trusted proxy's), besides the Host it came to. */
   publicOrigin: (req: IncomingMessage) => string;
+  /** The path the pages are served under ('' at the host's root), from public_url; read at each request (SIGHUP may change it). */
+  basePath?: () => string;
   /** Called once per request when it is answered (logs, metrics). */
   done?: (route: string, status: number, started: number, req: IncomingMessage | undefined) => void;
 }
@@ -63,6 +65,8 @@ export interface PageRequest {
   /** A language chosen by `?lang=`, to keep in a cookie. */
   chosenLanguage: Language | null;
   publicOrigin: string;
+  /** See PageContext.base. */
+  base: string;
   form?: URLSearchParams;
 }
 
@@ -82,10 +86,11 @@ async function pageRequest(event: H3Event, req: IncomingMessage, deps: PageDeps)
   const session = await deps.signIn.session(cookies.get(SESSION_COOKIE));
   const publicOrigin = deps.publicOrigin(req);
   const t = translator(language);
+  const base = deps.basePath?.() ?? '';
   return {
-    event, req, session, language, t, chosenLanguage, publicOrigin,
+    event, req, session, language, t, chosenLanguage, publicOrigin, base,
     secure: publicOrigin.startsWith('https:') || url.protocol === 'https:',
-    context: { language, t, path: url.pathname, session: session ? { csrf: session.csrf, accountName: session.account.name || session.account.id, admin: session.account.role === 'admin' } : null },
+    context: { language, t, base, path: base + url.pathname, session: session ? { csrf: session.csrf, accountName: session.account.name || session.account.id, admin: session.account.role === 'admin' } : null },
   };
 }
 
@@ -109,7 +114,7 @@ export async function readForm(request: PageRequest): Promise<URLSearchParams> {
 
 export function headersOf(request: PageRequest, extra: Record<string, string>): Headers {
   const headers = new Headers({ ...PAGE_HEADERS, 'content-language': request.language, vary: 'Cookie, Accept-Language', ...extra });
-  if (request.chosenLanguage) headers.append('set-cookie', `${LANGUAGE_COOKIE}=${request.chosenLanguage}; Path=/; SameSite=Lax; Max-Age=31536000`);
+  if (request.chosenLanguage) headers.append('set-cookie', `${LANGUAGE_COOKIE}=${request.chosenLanguage}; Path=${cookiePath(request.base)}; SameSite=Lax; Max-Age=31536000`);
   return headers;
 }
 
@@ -117,7 +122,7 @@ export function respond(request: PageRequest, status: number, body: string, extr
   return new Response(body, { status, headers: headersOf(request, { 'content-type': 'text/html; charset=utf-8', ...extra }) });
 }
 
-/** 303: a POST's answer is a GET of the next page (reloading it sends nothing again). */
-export function redirect(request: PageRequest, location: string, extra: Record<string, string> = {}): Response {
-  return new Response(null, { status: 303, headers: headersOf(request, { location, ...extra }) });
+/** 303: a POST's answer is a GET of the next page (reloading it sends nothing again). `path` is the pages' own, without the base. */
+export function redirect(request: PageRequest, path: string, extra: Record<string, string> = {}): Response {
+  return new Response(null, { status: 303, headers: headersOf(request, { location: request.base + path, ...extra }) });
 }

@@ -69,7 +69,7 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     if (!opened) return respond(request, 401, signInPage(request.context, { name, error: request.t('signInFailed') }));
     // Best effort: the session exists already, and a lost give-back only counts one failure too many.
     await failures.succeeded(address, name).catch(() => undefined);
-    return redirect(request, '/account', { 'set-cookie': sessionCookie(opened.session, request.secure, SESSION_LIFETIME_MS / 1000) });
+    return redirect(request, '/account', { 'set-cookie': sessionCookie(opened.session, request, SESSION_LIFETIME_MS / 1000) });
   }));
 
   app.on('GET', '/link/:token', (event) => page(event, '/link/:token', async (request) => {
@@ -84,7 +84,7 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     const form = await readForm(request);
     const outcome = await deps.signIn.setPassword(token, form.get('password') ?? '', form.get('repeated') ?? '');
     if (typeof outcome !== 'string') {
-      return redirect(request, '/account', { 'set-cookie': sessionCookie(outcome.session, request.secure, SESSION_LIFETIME_MS / 1000) });
+      return redirect(request, '/account', { 'set-cookie': sessionCookie(outcome.session, request, SESSION_LIFETIME_MS / 1000) });
     }
     if (outcome === 'link_invalid') return respond(request, 404, messagePage(request.context, request.t('setPassword'), request.t('linkInvalid')));
     const account = await deps.signIn.linkAccount(token);
@@ -96,7 +96,7 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
     await deps.signIn.signOut(session);
-    return redirect(request, '/signin', { 'set-cookie': sessionCookie('', request.secure, 0) });
+    return redirect(request, '/signin', { 'set-cookie': sessionCookie('', request, 0) });
   }));
 
   const showAccount = async (request: PageRequest, status: number, extra: Partial<AccountPageState> = {}) => {

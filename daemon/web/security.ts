@@ -34,8 +34,13 @@ export function readCookies(header: string | null): Map<string, string> {
  * The session cookie: HttpOnly (no script reads it), SameSite=Strict (no other site's page sends
  * it along), Secure where the page is served over https (directly or behind a trusted proxy).
  */
-export function sessionCookie(value: string, secure: boolean, maxAgeSeconds: number): string {
-  return [`${SESSION_COOKIE}=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAgeSeconds}`, ...(secure ? ['Secure'] : [])].join('; ');
+export function sessionCookie(value: string, where: { secure: boolean; base: string }, maxAgeSeconds: number): string {
+  return [`${SESSION_COOKIE}=${value}`, `Path=${cookiePath(where.base)}`, 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAgeSeconds}`, ...(where.secure ? ['Secure'] : [])].join('; ');
+}
+
+/** The pages' cookies go to the pages' path only (the host's root, or the path convd is served under). */
+export function cookiePath(base: string): string {
+  return base === '' ? '/' : base;
 }
 
 /**
