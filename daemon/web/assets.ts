@@ -152,7 +152,9 @@ if (convertForm) {
     if (!source) return;
     const answer = await fetch(base + '/web/api/formats/' + encodeURIComponent(source));
     const body = await answer.json();
-    if (!answer.ok) { show(body.error ? body.error.message : say('unknownKind')); return; }
+    // A kind convd does not know is named as the file has it, not as the API's identifier.
+    if (answer.status === 404) { show(say('unknownKind', { kind: source })); return; }
+    if (!answer.ok) { show(body.error ? body.error.message : say('unknownKind', { kind: source })); return; }
     details = body;
     for (const entry of body.data) target.append(element('option', { value: entry.target }, entry.target));
     target.disabled = body.data.length === 0;
