@@ -4,7 +4,8 @@
  * at once; a sole node (database without a bucket) and `convd store import` hold it alone. So a
  * sole node is refused beside a cluster's nodes and beside another sole node, a cluster node
  * beside a sole node, each in words that say what runs there; the admin commands' stores take
- * nothing and open beside anything; and a node whose lock connection the server drops is told.
+ * nothing and open beside anything; a node's lock is gone the moment its store closed (a restart
+ * is not refused); and a node whose lock connection the server drops is told.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -62,6 +63,22 @@ describe('PostgreSQL node lock: shared by the nodes of a cluster, alone for a so
     await close(sole);
     const cluster = await node('cluster');
     await close(cluster);
+  });
+
+  it('a node\'s lock is gone when its store has closed, not a moment later: a restart at once is not refused', async () => {
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      const held = async () => Number((await admin.query<{ n: string }>(
+        "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+      )).rows[0]!.n);
+      for (let i = 0; i < 30; i++) {
+        await close(await node(i % 2 ? 'sole' : 'cluster'));
+        assert.equal(await held(), 0, `round ${i}: released by the close itself`);
+      }
+    } finally {
+      await admin.end();
+    }
   });
 
   it("a cluster node is told when the server drops its lock's connection (the lock goes with it)", async () => {

@@ -618,7 +618,11 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    // Ending the session releases its advisory lock (exclusive or shared).
+    // Let go of the node lock in so many words before the session ends: the server releases a
+    // closed session's locks only once its backend has exited, a moment later, and a daemon
+    // started right after this one stopped (a restart, a start after `convd store import`) would
+    // be refused by the lock that was still there.
+    await this.nodeLock?.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
     this.nodeLock?.release(true);
     await this.pool?.end();
     await this.relaxed?.end();
