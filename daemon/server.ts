@@ -57,6 +57,14 @@ function baseUrlOf(address: string): string {
   return `${address.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
 }
 
+/**
+ * The path the web pages are served under: public_url's path ('' at the host's root). A public_url
+ * that names /v1 itself means the same as without it, as for the API's links (baseUrlOf).
+ */
+export function pagesBasePath(publicUrl: string | undefined): string {
+  return publicUrl ? new URL(baseUrlOf(publicUrl)).pathname.replace(/\/v1$/, '') : '';
+}
+
 async function readTls(tls: DaemonConfig['tls']): Promise<TlsFiles | null> {
   return tls ? { cert: await readFile(tls.cert), key: await readFile(tls.key) } : null;
 }
@@ -221,7 +229,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
         return new URL(base).origin;
       },
       // A proxy serving convd under a path (public_url https://example.com/convd) takes the path off.
-      basePath: () => (live.publicUrl ? new URL(live.publicUrl).pathname.replace(/\/+$/, '') : ''),
+      basePath: () => pagesBasePath(live.publicUrl),
       done: (route, status, started, req) => onRequestDone({ method: req?.method ?? 'GET', route, status, durationMs: performance.now() - started, accountId: null, req }),
     }, api) : undefined,
   });

@@ -17,6 +17,7 @@ import sharp from 'sharp';
 import { png } from './api-support.ts';
 import { launchBrowser } from './helpers/browser.ts';
 import { convdAdmin, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { pagesBasePath } from '../daemon/server.ts';
 
 const PREFIX = '/convd';
 const PASSWORD = 'correct horse battery';
@@ -41,6 +42,17 @@ function prefixProxy(target: () => URL): { server: Server; strays: string[] } {
   });
   return { server, strays };
 }
+
+describe('the pages\' path from public_url', () => {
+  it('is its path, without a trailing slash or a /v1 the API would drop too', () => {
+    const cases: [string | undefined, string][] = [
+      [undefined, ''], ['https://convert.example.com', ''], ['https://convert.example.com/', ''], ['https://convert.example.com/v1', ''],
+      ['https://example.com/convd', '/convd'], ['https://example.com/convd/', '/convd'], ['https://example.com/convd/v1/', '/convd'],
+      ['https://example.com/tools/convert%20files', '/tools/convert%20files'],
+    ];
+    for (const [url, base] of cases) assert.equal(pagesBasePath(url), base, String(url));
+  });
+});
 
 describe('the web pages under a path of a proxy', () => {
   let daemon: DaemonHandle;
