@@ -12,6 +12,7 @@ import { createAdmission, refuseInMaintenance, takeRequest } from './http/admiss
 import { AuthFailureLimiter } from './http/auth-failures.ts';
 import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
 import { reportedMethod, routeHeadAsGet } from './http/head.ts';
+import { nodeRequest } from './http/node-request.ts';
 import { createHotRead } from './http/hot-read.ts';
 import { lingerThenClose } from './http/linger.ts';
 import { addHeaders, errorResponse } from './http/respond.ts';
@@ -72,7 +73,6 @@ const webCaller = (account: AccountRecord): Caller => ({
 /** What a worker-only node tells a client that reached it: another node answers at once. */
 const WORKER_ONLY_RETRY_AFTER = 1;
 
-const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
 
 /** `/v1/conversions/:id` -> a pattern matching its concrete paths (for 404 against 405). */
 const pathPattern = (path: string) => new RegExp(`^${path.replace(/:\w+/g, '[^/]+')}/?$`);
@@ -222,14 +222,11 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
 
   const h3Listener = toNodeHandler(app);
   const hotRead = createHotRead({ admit, conversions: system.conversions, baseUrlFor, done });
-  const listener: RequestListener = options.serveApi === false
-    ? (req, res) => {
-      routeHeadAsGet(req);
-      void h3Listener(req, res);
-    }
-    : (req, res) => {
-      routeHeadAsGet(req);
-      if (!hotRead(req, res)) void h3Listener(req, res);
-    };
+  // A worker-only node has no /v1 to read fast: every request goes to its one 503 route.
+  const readHot = options.serveApi === false ? () => false : hotRead;
+  const listener: RequestListener = (req, res) => {
+    routeHeadAsGet(req);
+    if (!readHot(req, res)) void h3Listener(req, res);
+  };
   return { h3: app, listener };
 }

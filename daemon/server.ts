@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { BYTES_PER_MB } from '../src/model/plan.ts';
@@ -193,13 +193,15 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     });
   };
 
+  /** The API's address for this request: public_url, else a trusted proxy's forwarded origin, else the bound one. */
+  const baseUrlFor = (req: IncomingMessage): string => {
+    if (live.publicUrl !== undefined || !proxy.enabled) return serviceConfig.baseUrl;
+    const origin = proxy.forwardedOrigin(req);
+    return origin ? `${origin}/v1` : serviceConfig.baseUrl;
+  };
   const app = createApp(running, {
     onRequestDone,
-    baseUrlFor(req) {
-      if (live.publicUrl !== undefined || !proxy.enabled) return serviceConfig.baseUrl;
-      const origin = proxy.forwardedOrigin(req);
-      return origin ? `${origin}/v1` : serviceConfig.baseUrl;
-    },
+    baseUrlFor,
     refuseSubmissions(): SubmissionRefusal {
       if (draining) return { reason: 'shutting_down', retryAfter: SHUTDOWN_RETRY_AFTER };
       return disk.low() ? { reason: 'low_disk_space', retryAfter: LOW_DISK_RETRY_AFTER } : null;
@@ -224,10 +226,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       system: running,
       signIn: new WebSignIn(running.store, running.accounts),
       clientAddress: (req) => proxy.clientAddress(req),
-      publicOrigin: (req) => {
-        const base = live.publicUrl ?? (proxy.enabled ? proxy.forwardedOrigin(req) : null) ?? serviceConfig.baseUrl;
-        return new URL(base).origin;
-      },
+      publicOrigin: (req) => new URL(baseUrlFor(req)).origin,
       // A proxy serving convd under a path (public_url https://example.com/convd) takes the path off.
       basePath: () => pagesBasePath(live.publicUrl),
       done: (route, status, started, req) => onRequestDone({ method: req?.method ?? 'GET', route, status, durationMs: performance.now() - started, accountId: null, req }),

@@ -36,6 +36,8 @@ describe('passwords', () => {
     assert.equal(await verifyPassword(PASSWORD, `scrypt$${2 ** 21}$8$1$${Buffer.alloc(16).toString('base64')}$${Buffer.alloc(32).toString('base64')}`), false);
     assert.ok(performance.now() - started < 200, 'parameters past the ceiling are not computed');
     assert.equal(await verifyPassword(PASSWORD, 'bcrypt$whatever'), false);
+    // Within the ceiling but refused by scrypt itself (N is not a power of two): no match, no throw.
+    assert.equal(await verifyPassword(PASSWORD, `scrypt$1000$8$1$${Buffer.alloc(16).toString('base64')}$${Buffer.alloc(32).toString('base64')}`), false);
   });
 });
 

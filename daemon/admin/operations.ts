@@ -106,7 +106,7 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
   },
   async 'accounts.login-link'(context, args) {
     const id = requireString(args, 'id');
-    await mustAccount(context, id);
+    // loginLink says "no account" (exit 4) itself.
     return { account: id, ...(await loginLink(context, id, args.ttl)) };
   },
   async 'accounts.update'(context, args) {

@@ -1,15 +1,13 @@
-import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HTTPResponse, type H3Event } from 'h3';
+import { sameSecret } from '../../src/service/same-secret.ts';
 import { json } from '../http/respond.ts';
 import type { ExtraRoute } from '../app.ts';
 import type { DaemonMetrics } from './metrics.ts';
 import type { Readiness } from './readiness.ts';
 
 function tokenMatches(header: string | null | undefined, token: string): boolean {
-  const given = Buffer.from(/^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1] ?? '');
-  const wanted = Buffer.from(token);
-  return given.length === wanted.length && timingSafeEqual(given, wanted);
+  return sameSecret(/^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1] ?? '', token);
 }
 
 /** The metrics text, or 401 when a token is configured and the request lacks it. */

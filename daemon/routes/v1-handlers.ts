@@ -1,8 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { once } from 'node:events';
-import type { Readable } from 'node:stream';
 import { HTTPResponse, type H3Event } from 'h3';
-import { FastResponse } from 'srvx';
 import { ApiError } from '../../src/errors/api-error.ts';
 import type { Language } from '../../src/errors/messages.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';

@@ -15,7 +15,8 @@ const SCRIPT_TEXTS: readonly TextKey[] = ['chooseFirst', 'oneKind', 'unknownKind
  */
 export function convertPage(context: PageContext): string {
   const { t, session } = context;
-  const texts = Object.fromEntries(SCRIPT_TEXTS.map((key) => [key, t(key, { n: '{n}', kinds: '{kinds}' })]));
+  // Their placeholders ({n}, {kinds}, {kind}) stay in: the script fills them in.
+  const texts = Object.fromEntries(SCRIPT_TEXTS.map((key) => [key, t(key)]));
   return layout(context, t('convert'), html`<h1>${t('convert')}</h1>
 <p>${t('convertIntro')}</p>
 <form id="convert" class="stack wide" data-csrf="${session!.csrf}" data-texts="${JSON.stringify(texts)}">

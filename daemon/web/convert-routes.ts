@@ -5,8 +5,7 @@ import { WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import type { WebApiBridge } from '../app.ts';
 import { errorResponse, json } from '../http/respond.ts';
 import { convertPage } from './convert-page.ts';
-import { pageHandler, redirect, respond, type PageDeps } from './request.ts';
-import { sameOrigin } from './security.ts';
+import { fromOwnPage, pageHandler, redirect, respond, type PageDeps } from './request.ts';
 
 /**
  * The convert page and the two calls its script makes: the targets and options of a source
@@ -31,8 +30,7 @@ export function registerConvertPage(app: H3, deps: PageDeps & { system: Conversi
   }));
 
   app.on('POST', '/web/api/conversions', (event) => page(event, '/web/api/conversions', async (request) => {
-    const own = [new URL(event.req.url).origin, request.publicOrigin];
-    if (!request.session || !sameOrigin(event.req.headers, own) || !WebSignIn.csrfMatches(request.session, event.req.headers.get('x-csrf-token'))) {
+    if (!request.session || !fromOwnPage(request) || !WebSignIn.csrfMatches(request.session, event.req.headers.get('x-csrf-token'))) {
       return errorResponse(new ApiError(request.session ? 'forbidden' : 'unauthenticated', { params: { action: 'convert' } }), request.language) as Response;
     }
     return await api.submit(event, request.session.account, request.language) as Response;

@@ -6,6 +6,7 @@ import { WebSignIn, type WebSession } from '../../src/sign-in/web-sign-in.ts';
 import { messagePage, type PageContext } from './pages.ts';
 import { cookiePath, LANGUAGE_COOKIE, PAGE_HEADERS, readCookies, sameOrigin, SESSION_COOKIE } from './security.ts';
 import { translator, type Translate } from './text.ts';
+import { nodeRequest } from '../http/node-request.ts';
 
 /** What a page's request needs from the daemon. */
 export interface PageDeps {
@@ -20,8 +21,6 @@ export interface PageDeps {
 
 /** A form is a handful of fields: anything larger is not one of ours. */
 const FORM_LIMIT_BYTES = 16 * 1024;
-
-const nodeRequest = (event: H3Event) => (event.req as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
 
 /**
  * Runs a page's handler with its request read (session, language), answering a refused form
@@ -94,11 +93,15 @@ async function pageRequest(event: H3Event, req: IncomingMessage, deps: PageDeps)
   };
 }
 
+/** Whether the request comes from a page of this server: the origin it reached, or its public one (see sameOrigin). */
+export function fromOwnPage(request: PageRequest): boolean {
+  return sameOrigin(request.event.req.headers, [new URL(request.event.req.url).origin, request.publicOrigin]);
+}
+
 /** The POST's form, read at most FORM_LIMIT_BYTES, refused unless it comes from a page of this origin. */
 export async function readForm(request: PageRequest): Promise<URLSearchParams> {
   if (request.form) return request.form;
-  const own = [new URL(request.event.req.url).origin, request.publicOrigin];
-  if (!sameOrigin(request.event.req.headers, own)) throw new FormRefused(403);
+  if (!fromOwnPage(request)) throw new FormRefused(403);
   const declared = Number(request.event.req.headers.get('content-length') ?? '0');
   if (declared > FORM_LIMIT_BYTES) throw new FormRefused(413);
   const chunks: Buffer[] = [];

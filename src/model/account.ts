@@ -19,7 +19,7 @@ export interface AccountRecord {
   resets_at: string;
   webhook_secret: string;
   /**
-   * The web face's password (scrypt, src/web/password.ts: `scrypt$N$r$p$salt$hash`, base64); absent
+   * The web face's password (scrypt, src/sign-in/password.ts: `scrypt$N$r$p$salt$hash`, base64); absent
    * until a member set one through a sign-in link.
    */
   password_hash?: string;

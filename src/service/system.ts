@@ -188,8 +188,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     if (!shared) await sweepOrphans();
     await store.flush();
     for (const record of await store.conversionsWithStatus(['queued'])) {
-      const account = await store.getAccount(record.account_id);
-      queue.push(record.id, account ? conversions.jobOwner(account) : undefined);
+      queue.push(record.id, await ownerOf(record.account_id));
     }
     // A crash between an end state and its delivery record: enqueue is idempotent per
     // conversion and event (in the store, across nodes), so offering every recent end state

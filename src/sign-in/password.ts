@@ -37,8 +37,9 @@ export async function verifyPassword(password: string, stored: string): Promise<
   if (![options.N, options.r, options.p].every(Number.isSafeInteger) || options.N > 2 ** 20 || options.r > 32 || options.p > 16) return false;
   const expected = Buffer.from(hash, 'base64');
   if (expected.length !== KEY_BYTES) return false;
-  const key = await derive(password, Buffer.from(salt, 'base64'), options);
-  return timingSafeEqual(key, expected);
+  // Parameters scrypt itself refuses (an N that is not a power of two) are no match either.
+  const key = await derive(password, Buffer.from(salt, 'base64'), options).catch(() => null);
+  return key !== null && timingSafeEqual(key, expected);
 }
 
 /**

@@ -1,6 +1,7 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { AccountRecord } from '../model/account.ts';
 import type { AccountService } from '../service/accounts.ts';
+import { sameSecret } from '../service/same-secret.ts';
 import type { Store, WebTokenRecord } from '../store/types.ts';
 import { hashPassword, PASSWORD_LENGTH, verifyAgainstDecoy, verifyPassword } from './password.ts';
 
@@ -95,10 +96,7 @@ export class WebSignIn {
 
   /** Whether a form's token is its session's (constant time). */
   static csrfMatches(session: WebSession, sent: unknown): boolean {
-    if (typeof sent !== 'string') return false;
-    const expected = Buffer.from(session.csrf);
-    const given = Buffer.from(sent);
-    return expected.length === given.length && timingSafeEqual(expected, given);
+    return typeof sent === 'string' && sameSecret(sent, session.csrf);
   }
 
   /** Ends the session on the server: its cookie is worth nothing from now on, wherever it is. */

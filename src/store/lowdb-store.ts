@@ -368,7 +368,7 @@ export class LowdbStore implements Store {
 
   async resultBytes(): Promise<number> {
     let bytes = 0;
-    for (const record of this.conversions.values()) if (record.status === 'succeeded') bytes += record.result?.size ?? 0;
+    for (const id of this.succeeded) bytes += this.conversions.get(id)?.result?.size ?? 0;
     return bytes;
   }
 

@@ -36,9 +36,11 @@ export type NodeLockMode = 'sole' | 'cluster';
  * two stores.
  */
 const NODE_LOCK = 'convd:node';
-const TRY_NODE_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(current_schema() || ':' || $1, 0)) AS locked";
-const TRY_NODE_LOCK_SHARED = "SELECT pg_try_advisory_lock_shared(hashtextextended(current_schema() || ':' || $1, 0)) AS locked";
-const UNLOCK_NODE_LOCK_SHARED = "SELECT pg_advisory_unlock_shared(hashtextextended(current_schema() || ':' || $1, 0))";
+/** An advisory lock's number for the key in $1, within the schema's name. */
+const LOCK_KEY = "hashtextextended(current_schema() || ':' || $1, 0)";
+const TRY_NODE_LOCK = `SELECT pg_try_advisory_lock(${LOCK_KEY}) AS locked`;
+const TRY_NODE_LOCK_SHARED = `SELECT pg_try_advisory_lock_shared(${LOCK_KEY}) AS locked`;
+const UNLOCK_NODE_LOCK_SHARED = `SELECT pg_advisory_unlock_shared(${LOCK_KEY})`;
 
 /**
  * Another daemon holds the database: `holder` says what runs there, as far as the lock tells
@@ -73,7 +75,7 @@ function describeDatabase(url: string): string {
 }
 
 /** Takes the transaction's advisory lock on a key (within the schema's name, see NODE_LOCK). */
-const LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || $1, 0))";
+const LOCK_SQL = `SELECT pg_advisory_xact_lock(${LOCK_KEY})`;
 const ACTIVE = [...ACTIVE_STATUSES];
 /** Connections of the relaxed pool (see PostgresStore.relaxed): single short statements (progress, claims, releases, NOTIFY). */
 const RELAXED_POOL_SIZE = 3;
@@ -114,9 +116,10 @@ export class PostgresStore implements Store {
     /**
      * Connections whose commits do not wait for the WAL's flush (synchronous_commit off), for
      * single statements nobody is told about (UpdateOptions.deferred): progress, claims, lease
-     * releases, NOTIFY (a deferred `exclusive`, a conversion's start, sets it in its transaction). Such a commit is visible at once and on disk within a fraction of a
-     * second; only a crash of the database server in between loses it, and each of them is
-     * redone then (a queued conversion is claimed again, a lease renewed). Null in a transaction.
+     * releases, NOTIFY (a deferred `exclusive`, a conversion's start, sets it in its transaction).
+     * Such a commit is visible at once and on disk within a fraction of a second; only a crash of
+     * the database server in between loses it, and each of them is redone then (a queued
+     * conversion is claimed again, a lease renewed). Null in a transaction.
      */
     private readonly relaxed: pg.Pool | null = null,
   ) {}
