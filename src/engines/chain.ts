@@ -70,6 +70,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             startClock,
             // The URL a file came from belongs to the file, not to what the first step made of it.
             ...(index === 0 && job.sourceUrl !== undefined ? { sourceUrl: job.sourceUrl } : {}),
+            ...(index > 0 ? { origin: job.origin ?? job.source } : {}),
           });
           input = output;
         }

@@ -37,6 +37,12 @@ export interface EngineJob {
    * HTML engine) serves the file at that address, so that the page's relative links resolve.
    */
   sourceUrl?: string;
+  /**
+   * In a chain's later step, the format the user sent (`source` is what the step before made
+   * of it: an xlsx's CSV): for messages that name the user's file, and to read a step's
+   * result as convd's engines write it.
+   */
+  origin?: string;
 }
 
 /** What an engine may tell about its output; the caller finds out itself what is left out. */
