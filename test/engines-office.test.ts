@@ -102,6 +102,16 @@ describe('office engine: what it offers', { skip }, () => {
     for (const pair of pairs) assert.equal(pair.kind, 'document');
   });
 
+  it('templates and flat OpenDocument files convert as their family; drawings to pdf, png, svg and odg', () => {
+    const keys = new Set(pairs.map((p) => `${p.source}->${p.target}`));
+    for (const key of [
+      'ott->pdf', 'ott->docx', 'dotx->odt', 'dot->pdf', 'fodt->txt', 'ots->xlsx', 'xltx->csv', 'xlt->pdf', 'fods->ods',
+      'otp->pptx', 'potx->pdf', 'pot->odp', 'fodp->pdf', 'odg->pdf', 'odg->png', 'otg->svg', 'fodg->odg',
+    ]) assert.ok(keys.has(key), key);
+    assert.ok(!keys.has('ott->xlsx') && !keys.has('odg->docx') && !keys.has('odg->odg') && !keys.has('ott->ott'));
+    assert.ok(!pairOf('odg', 'pdf').options.some((o) => o.name === 'landscape' || o.name === 'export_notes'), 'a drawing has the page it was drawn on');
+  });
+
 });
 
 describe('office engine: every pair', { skip, concurrency: 2 }, () => {

@@ -1,11 +1,13 @@
 """Makes the office suites' fixtures with LibreOffice itself, in one start of soffice.
 
 Usage: office-fixtures.py BRIDGE_DIR SOFFICE_BIN OUT_DIR MARKER
-Writes, from flat OpenDocument files made here (text, spreadsheet, presentation, each holding the
-marker text), every office source format the engine reads: docx, doc, odt, rtf, xlsx, xls, ods,
-pptx, ppt, odp; a three-page text (pages.docx: "PAGE-n-MARKER" on page n); and password-protected
-copies in OpenDocument (protected.odt, protected.ods: password "sesame"; LibreOffice 7.4 does
-not encrypt OOXML it writes). Prints the files made.
+Writes, from flat OpenDocument files made here (text, spreadsheet, presentation, drawing, each
+holding the marker text), every office source format the engine reads: docx, doc, odt, rtf, xlsx,
+xls, ods, pptx, ppt, odp, their templates (ott, dotx, dot, ots, xltx, xlt, otp, potx, pot) and
+flat OpenDocument kin (fodt, fods, fodp), a drawing (odg, otg, fodg: the marker in a text box);
+a three-page text (pages.docx: "PAGE-n-MARKER" on page n); and password-protected copies in
+OpenDocument (protected.odt, protected.ods: password "sesame"; LibreOffice 7.4 does not encrypt
+OOXML it writes). Prints the files made.
 """
 
 import os
@@ -68,10 +70,26 @@ SLIDES = """<?xml version="1.0" encoding="UTF-8"?>
 </office:presentation></office:body></office:document>
 """ % (OFFICE_NS, marker)
 
+# One page of drawing: the marker in a text box.
+DRAWING = """<?xml version="1.0" encoding="UTF-8"?>
+<office:document %s office:mimetype="application/vnd.oasis.opendocument.graphics">
+<office:body><office:drawing>
+<draw:page draw:name="one"><draw:frame svg:x="2cm" svg:y="2cm" svg:width="16cm" svg:height="3cm"><draw:text-box><text:p>%s</text:p></draw:text-box></draw:frame></draw:page>
+</office:drawing></office:body></office:document>
+""" % (OFFICE_NS, marker)
+
 FILTERS = {
     "docx": "MS Word 2007 XML", "doc": "MS Word 97", "odt": "writer8", "rtf": "Rich Text Format",
     "xlsx": "Calc MS Excel 2007 XML", "xls": "MS Excel 97", "ods": "calc8",
     "pptx": "Impress MS PowerPoint 2007 XML", "ppt": "MS PowerPoint 97", "odp": "impress8",
+    # Templates, flat (single XML file) OpenDocument and drawings.
+    "ott": "writer8_template", "dotx": "MS Word 2007 XML Template", "dot": "MS Word 97 Vorlage",
+    "fodt": "OpenDocument Text Flat XML",
+    "ots": "calc8_template", "xltx": "Calc MS Excel 2007 XML Template", "xlt": "MS Excel 97 Vorlage/Template",
+    "fods": "OpenDocument Spreadsheet Flat XML",
+    "otp": "impress8_template", "potx": "Impress MS PowerPoint 2007 XML Template", "pot": "MS PowerPoint 97 Vorlage",
+    "fodp": "OpenDocument Presentation Flat XML",
+    "odg": "draw8", "otg": "draw8_template", "fodg": "OpenDocument Drawing Flat XML",
 }
 
 
@@ -99,12 +117,15 @@ profile = os.path.join(out, ".profile")
 office, desktop = bridge.start_office(soffice, profile, None)
 try:
     text, pages, sheet, slides = write("base.fodt", TEXT), write("pages.fodt", PAGES), write("base.fods", SHEET), write("base.fodp", SLIDES)
-    for extension in ("docx", "doc", "odt", "rtf"):
+    drawing = write("base.fodg", DRAWING)
+    for extension in ("docx", "doc", "odt", "rtf", "ott", "dotx", "dot", "fodt"):
         store(desktop, text, "fixture." + extension, extension)
-    for extension in ("xlsx", "xls", "ods"):
+    for extension in ("xlsx", "xls", "ods", "ots", "xltx", "xlt", "fods"):
         store(desktop, sheet, "fixture." + extension, extension)
-    for extension in ("pptx", "ppt", "odp"):
+    for extension in ("pptx", "ppt", "odp", "otp", "potx", "pot", "fodp"):
         store(desktop, slides, "fixture." + extension, extension)
+    for extension in ("odg", "otg", "fodg"):
+        store(desktop, drawing, "fixture." + extension, extension)
     store(desktop, pages, "pages.docx", "docx")
     for extension, source in (("odt", text), ("ods", sheet)):
         store(desktop, source, "protected." + extension, extension, password="sesame")

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { pdfPageTexts } from './pdf-text.ts';
 import { PDFDocument } from 'pdf-lib';
+import sharp from 'sharp';
 import type { OfficeInstall } from '../../src/engines/office/find-office.ts';
 
 const run = promisify(execFile);
@@ -40,9 +41,9 @@ export async function zipMember(python: string, path: string, member: string): P
 
 const ZIP_TEXT: Record<string, string> = {
   docx: 'word/document.xml', xlsx: 'xl/sharedStrings.xml', pptx: 'ppt/slides/slide1.xml',
-  odt: 'content.xml', ods: 'content.xml', odp: 'content.xml',
+  odt: 'content.xml', ods: 'content.xml', odp: 'content.xml', odg: 'content.xml',
 };
-const SLIDES = new Set(['pptx', 'ppt', 'odp']);
+const SLIDES = new Set(['pptx', 'ppt', 'odp', 'otp', 'potx', 'pot', 'fodp']);
 
 /** Opens an office output of a fixture again: a PDF's pages, a package's XML or a text must hold the marker. */
 export async function assertOfficeOutput(office: ReadyOffice, source: string, target: string, output: string): Promise<void> {
@@ -51,6 +52,15 @@ export async function assertOfficeOutput(office: ReadyOffice, source: string, ta
     const pdf = await PDFDocument.load(bytes);
     assert.equal(pdf.getPageCount(), SLIDES.has(source) ? 2 : 1, 'one page per slide, one page of text or cells');
     assert.match((await pdfPageTexts(output)).join('\n'), new RegExp(OFFICE_MARKER), 'the PDF\'s text holds the marker');
+  } else if (target === 'png') {
+    // A drawing's page: the text box's marker is drawn in black on white.
+    const { data, info } = await sharp(bytes).flatten({ background: '#ffffff' }).greyscale().raw().toBuffer({ resolveWithObject: true });
+    assert.ok(info.width > 100 && info.height > 100, `a page-sized image (${info.width} x ${info.height})`);
+    assert.ok(data.some((value) => value < 64), 'something dark is drawn on the page');
+  } else if (target === 'svg') {
+    const svg = bytes.toString('utf8');
+    assert.match(svg, /<svg[\s>]/);
+    assert.match(svg, new RegExp(OFFICE_MARKER), 'the drawing\'s text is in the SVG');
   } else if (ZIP_TEXT[target]) {
     assert.match(await zipMember(office.python, output, ZIP_TEXT[target]!), new RegExp(OFFICE_MARKER));
   } else {

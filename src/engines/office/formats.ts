@@ -1,14 +1,21 @@
 import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
 
-/** Office documents, by family: what LibreOffice opens as a text, a spreadsheet or a presentation. */
-export const TEXT_SOURCES = ['docx', 'doc', 'odt', 'rtf'] as const;
-export const SHEET_SOURCES = ['xlsx', 'xls', 'ods', 'csv'] as const;
-export const SLIDE_SOURCES = ['pptx', 'ppt', 'odp'] as const;
+/**
+ * Office documents, by family: what LibreOffice opens as a text, a spreadsheet, a presentation or
+ * a drawing. A template (ott, dotx, dot...) and a flat OpenDocument file (one XML file: fodt...)
+ * open as the documents of their family do, and convert to the same targets.
+ */
+export const TEXT_SOURCES = ['docx', 'doc', 'odt', 'rtf', 'ott', 'dotx', 'dot', 'fodt'] as const;
+export const SHEET_SOURCES = ['xlsx', 'xls', 'ods', 'csv', 'ots', 'xltx', 'xlt', 'fods'] as const;
+export const SLIDE_SOURCES = ['pptx', 'ppt', 'odp', 'otp', 'potx', 'pot', 'fodp'] as const;
+export const DRAWING_SOURCES = ['odg', 'otg', 'fodg'] as const;
 
 /** Targets of each family (never the source itself); csv is a source here only for sheets and pdf. */
 export const TEXT_TARGETS = ['pdf', 'docx', 'odt', 'rtf', 'txt'] as const;
 export const SHEET_TARGETS = ['pdf', 'xlsx', 'ods', 'csv'] as const;
 export const SLIDE_TARGETS = ['pdf', 'pptx', 'odp'] as const;
+/** What LibreOffice Draw exports; png and svg are of the first page. */
+export const DRAWING_TARGETS = ['pdf', 'png', 'svg', 'odg'] as const;
 
 export const OFFICE_FORMATS: FormatInfo[] = [
   { key: 'docx', extensions: ['docx'], mime: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' },
@@ -21,9 +28,28 @@ export const OFFICE_FORMATS: FormatInfo[] = [
   { key: 'pptx', extensions: ['pptx'], mime: 'application/vnd.openxmlformats-officedocument.presentationml.presentation' },
   { key: 'ppt', extensions: ['ppt'], mime: 'application/vnd.ms-powerpoint' },
   { key: 'odp', extensions: ['odp'], mime: 'application/vnd.oasis.opendocument.presentation' },
+  { key: 'odg', extensions: ['odg'], mime: 'application/vnd.oasis.opendocument.graphics' },
+  // Templates.
+  { key: 'ott', extensions: ['ott'], mime: 'application/vnd.oasis.opendocument.text-template' },
+  { key: 'dotx', extensions: ['dotx'], mime: 'application/vnd.openxmlformats-officedocument.wordprocessingml.template' },
+  { key: 'dot', extensions: ['dot'], mime: 'application/msword' },
+  { key: 'ots', extensions: ['ots'], mime: 'application/vnd.oasis.opendocument.spreadsheet-template' },
+  { key: 'xltx', extensions: ['xltx'], mime: 'application/vnd.openxmlformats-officedocument.spreadsheetml.template' },
+  { key: 'xlt', extensions: ['xlt'], mime: 'application/vnd.ms-excel' },
+  { key: 'otp', extensions: ['otp'], mime: 'application/vnd.oasis.opendocument.presentation-template' },
+  { key: 'potx', extensions: ['potx'], mime: 'application/vnd.openxmlformats-officedocument.presentationml.template' },
+  { key: 'pot', extensions: ['pot'], mime: 'application/vnd.ms-powerpoint' },
+  { key: 'otg', extensions: ['otg'], mime: 'application/vnd.oasis.opendocument.graphics-template' },
+  // Flat OpenDocument: the whole document in one XML file.
+  { key: 'fodt', extensions: ['fodt'], mime: 'application/vnd.oasis.opendocument.text-flat-xml' },
+  { key: 'fods', extensions: ['fods'], mime: 'application/vnd.oasis.opendocument.spreadsheet-flat-xml' },
+  { key: 'fodp', extensions: ['fodp'], mime: 'application/vnd.oasis.opendocument.presentation-flat-xml' },
+  { key: 'fodg', extensions: ['fodg'], mime: 'application/vnd.oasis.opendocument.graphics-flat-xml' },
   { key: 'pdf', extensions: ['pdf'], mime: 'application/pdf' },
   { key: 'txt', extensions: ['txt', 'text'], mime: 'text/plain' },
   { key: 'csv', extensions: ['csv'], mime: 'text/csv' },
+  { key: 'png', extensions: ['png'], mime: 'image/png' },
+  { key: 'svg', extensions: ['svg'], mime: 'image/svg+xml' },
 ];
 
 /**
@@ -43,14 +69,29 @@ export const INPUT_FILTERS: Record<string, { filter: string; options?: string }>
   pptx: { filter: 'Impress MS PowerPoint 2007 XML' },
   ppt: { filter: 'MS PowerPoint 97' },
   odp: { filter: 'impress8' },
+  odg: { filter: 'draw8' },
+  ott: { filter: 'writer8_template' },
+  dotx: { filter: 'MS Word 2007 XML Template' },
+  dot: { filter: 'MS Word 97 Vorlage' },
+  fodt: { filter: 'OpenDocument Text Flat XML' },
+  ots: { filter: 'calc8_template' },
+  xltx: { filter: 'Calc MS Excel 2007 XML Template' },
+  xlt: { filter: 'MS Excel 97 Vorlage/Template' },
+  fods: { filter: 'OpenDocument Spreadsheet Flat XML' },
+  otp: { filter: 'impress8_template' },
+  potx: { filter: 'Impress MS PowerPoint 2007 XML Template' },
+  pot: { filter: 'MS PowerPoint 97 Vorlage' },
+  fodp: { filter: 'OpenDocument Presentation Flat XML' },
+  otg: { filter: 'draw8_template' },
+  fodg: { filter: 'OpenDocument Drawing Flat XML' },
 };
 
 /** The kind of document LibreOffice opened, as the bridge names it. */
-export type OfficeDocumentKind = 'writer' | 'calc' | 'impress';
+export type OfficeDocumentKind = 'writer' | 'calc' | 'impress' | 'draw';
 
 /** LibreOffice's export filter for each target, by the kind of document being written. */
 export const OUTPUT_FILTERS: Record<string, Partial<Record<OfficeDocumentKind, string>> & { options?: string }> = {
-  pdf: { writer: 'writer_pdf_Export', calc: 'calc_pdf_Export', impress: 'impress_pdf_Export' },
+  pdf: { writer: 'writer_pdf_Export', calc: 'calc_pdf_Export', impress: 'impress_pdf_Export', draw: 'draw_pdf_Export' },
   docx: { writer: 'MS Word 2007 XML' },
   odt: { writer: 'writer8' },
   rtf: { writer: 'Rich Text Format' },
@@ -62,6 +103,9 @@ export const OUTPUT_FILTERS: Record<string, Partial<Record<OfficeDocumentKind, s
   csv: { calc: 'Text - txt - csv (StarCalc)', options: '44,34,76,1,,0,false,true,true' },
   pptx: { impress: 'Impress MS PowerPoint 2007 XML' },
   odp: { impress: 'impress8' },
+  odg: { draw: 'draw8' },
+  png: { draw: 'draw_png_Export' },
+  svg: { draw: 'draw_svg_Export' },
 };
 
 /** PDF/A variants of every office -> pdf pair (LibreOffice's SelectPdfVersion), beside plain PDF. */
@@ -81,21 +125,24 @@ export const PASSWORD_OPTION: OptionDescriptor = {
   label: 'Password of a password-protected document',
 };
 
+export type OfficeFamily = 'text' | 'sheet' | 'slides' | 'drawing';
+
 /** Options of office -> pdf, as rich as Gotenberg's LibreOffice route. */
-export function pdfOptions(family: 'text' | 'sheet' | 'slides'): OptionDescriptor[] {
+export function pdfOptions(family: OfficeFamily): OptionDescriptor[] {
   const options: OptionDescriptor[] = [
     {
       name: 'pages', type: 'text', values: [], max: 200, pattern: '^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$', default: null,
       label: 'Pages to export, e.g. 1-3,5 (default: all)',
     },
   ];
-  if (family !== 'slides') options.push(bool('landscape', false, 'Every page in landscape orientation'));
+  // A slide or a drawing has the page it was drawn on.
+  if (family === 'text' || family === 'sheet') options.push(bool('landscape', false, 'Every page in landscape orientation'));
   options.push(
     bool('pdf_ua', false, 'Tagged, accessible PDF (PDF/UA)'),
     bool('export_bookmarks', true, 'Headings become PDF bookmarks'),
-    bool('export_notes', false, family === 'slides' ? 'Speaker notes pages after the slides' : 'Comments as PDF annotations'),
-    bool('export_form_fields', true, 'Form fields stay fillable'),
   );
+  if (family !== 'drawing') options.push(bool('export_notes', false, family === 'slides' ? 'Speaker notes pages after the slides' : 'Comments as PDF annotations'));
+  options.push(bool('export_form_fields', true, 'Form fields stay fillable'));
   if (family === 'sheet') options.push(bool('single_page_sheets', false, 'Each sheet on one page, however large'));
   options.push(
     { name: 'quality', type: 'range', values: [], min: 1, max: 100, default: 90, label: 'JPEG quality of embedded images' },

@@ -11,8 +11,8 @@ import { HelperDied, HelperTaskError } from '../process/helper-process.ts';
 import { lastLines } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import {
-  INPUT_FILTERS, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS, TEXT_SOURCES, TEXT_TARGETS,
-  PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind,
+  DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
+  TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind, type OfficeFamily,
 } from './formats.ts';
 import { findOffice, type OfficeInstall } from './find-office.ts';
 
@@ -42,11 +42,9 @@ const HEALTH = { request: { op: 'ping' }, everyMs: 60_000, timeoutMs: 10_000 };
 /** The bridge next to this module, in the sources and in dist/ alike (the build copies it). */
 const BRIDGE = fileURLToPath(new URL('./bridge.py', import.meta.url));
 
-type Family = 'text' | 'sheet' | 'slides';
-
 function officePairs(): ConversionPair[] {
   const pairs: ConversionPair[] = [];
-  const add = (sources: readonly string[], targets: readonly string[], family: Family) => {
+  const add = (sources: readonly string[], targets: readonly string[], family: OfficeFamily) => {
     for (const source of sources) {
       for (const target of targets) {
         if (source === target) continue;
@@ -64,14 +62,16 @@ function officePairs(): ConversionPair[] {
   add(TEXT_SOURCES, TEXT_TARGETS, 'text');
   add(SHEET_SOURCES, SHEET_TARGETS, 'sheet');
   add(SLIDE_SOURCES, SLIDE_TARGETS, 'slides');
+  add(DRAWING_SOURCES, DRAWING_TARGETS, 'drawing');
   return pairs;
 }
 
 /**
- * Office documents (Word, Excel, PowerPoint and their OpenDocument and older kin) with LibreOffice,
- * kept warm: a pool of instances, each a bridge (bridge.py, under the Python that has LibreOffice's
- * `uno`) and its soffice in a process group of their own, one conversion at a time, talked to over
- * UNO. A time limit or a cancel kills the instance's group and the next document gets a new one.
+ * Office documents (Word, Excel, PowerPoint, their OpenDocument and older kin, their templates,
+ * and drawings) with LibreOffice, kept warm: a pool of instances, each a bridge (bridge.py, under
+ * the Python that has LibreOffice's `uno`) and its soffice in a process group of their own, one
+ * conversion at a time, talked to over UNO. A time limit or a cancel kills the instance's group
+ * and the next document gets a new one.
  */
 export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   const instances = settings.instances ?? availableParallelism();
