@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
@@ -18,6 +19,7 @@ import { findBinary } from '../src/engines/media/binaries.ts';
 import { findOffice } from '../src/engines/office/find-office.ts';
 import { OFFICE_MARKER, assertOfficeOutput, makeOfficeFixtures, zipMember } from './helpers/office.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
+import { fixtureXpm } from './helpers/xpm.ts';
 import { htmlSiteZip } from './helpers/html.ts';
 import { postscriptFixture } from './helpers/postscript.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
@@ -104,6 +106,8 @@ async function stillImage(source: string): Promise<Buffer> {
     case 'gif': return rgb.gif().toBuffer();
     case 'tiff': return rgb.tiff().toBuffer();
     case 'svg': return Buffer.from(SVG);
+    case 'svgz': return gzipSync(SVG);
+    case 'xpm': return Buffer.from(fixtureXpm(IMAGE_WIDTH, IMAGE_HEIGHT));
     // The prebuilt libvips has no HEVC codec (`heifsave: Unsupported compression`): the HEIF
     // fixture is a HEIF container with AV1 coding, the only kind this sharp can read or write.
     case 'heif': return rgb.heif({ compression: 'av1', effort: 2 }).toBuffer();
@@ -206,6 +210,13 @@ function delimited(delimiter: string): string {
   return lines.map((values) => values.map(quote).join(delimiter)).join('\r\n') + '\r\n';
 }
 
+/** TSV has no quoting: its fixture is written literally (quotes kept), so no value holds a line break. */
+const TSV_ROWS = ROWS.map((row) => ({ ...row, name: row.name.replace(/\n/g, ' ') }));
+function literalTsv(): string {
+  const columns = Object.keys(ROWS[0]!);
+  return [columns, ...TSV_ROWS.map((row) => columns.map((c) => row[c as keyof typeof row]))].map((values) => values.join('\t')).join('\n') + '\n';
+}
+
 const MARKDOWN = `# Quarterly *numbers*\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n\nThe marker: ${DOCUMENT_MARKER}.\n`;
 const TEXT = `Über Ωμέγα — Привет\nA second line of plain text.\n\nThe marker: ${DOCUMENT_MARKER}.\n`;
 
@@ -219,7 +230,7 @@ async function samplePdf(): Promise<Uint8Array> {
 
 const DATA_TEXT: Record<string, () => string> = {
   csv: () => delimited(','),
-  tsv: () => delimited('\t'),
+  tsv: () => literalTsv(),
   json: () => JSON.stringify(ROWS, null, 2),
   ndjson: () => ROWS.map((row) => JSON.stringify(row)).join('\n') + '\n',
   yaml: () => stringifyYaml(ROWS),
@@ -229,8 +240,11 @@ const DATA_TEXT: Record<string, () => string> = {
 
 // ------------------------------------------------------------------------- any source
 
-const IMAGE_SOURCES = new Set(['jpg', 'png', 'webp', 'avif', 'gif', 'tiff', 'svg', 'heif']);
-const OFFICE_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp']);
+const IMAGE_SOURCES = new Set(['jpg', 'png', 'webp', 'avif', 'gif', 'tiff', 'svg', 'svgz', 'xpm', 'heif']);
+const OFFICE_SOURCES = new Set([
+  'docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp',
+  'ott', 'dotx', 'dot', 'fodt', 'ots', 'xltx', 'xlt', 'fods', 'otp', 'potx', 'pot', 'fodp', 'odg', 'otg', 'fodg',
+]);
 /** LibreOffice makes every office fixture at once, the first time one is asked for (per dir). */
 const officeFixtures = new Map<string, Promise<void>>();
 /** Documents the markup engine reads (md and txt are the data fixtures above, which hold the marker too). */
@@ -307,7 +321,8 @@ function assertNear(actual: number, expected: number, what: string): void {
 export function decodeData(target: string, text: string): unknown {
   switch (target) {
     case 'csv': return parseCsv(text, { columns: true });
-    case 'tsv': return parseCsv(text, { columns: true, delimiter: '\t' });
+    // convd writes TSV literally (a quote is a quote), quoting only a value with a tab or line break.
+    case 'tsv': return parseCsv(text, { columns: true, delimiter: '\t', relax_quotes: true });
     case 'json': return JSON.parse(text);
     case 'ndjson': return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown);
     case 'yaml': return parseYaml(text);
@@ -372,7 +387,7 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
         assert.doesNotMatch(text, /<script/i);
         return;
       }
-      assert.deepEqual(decodeData(target, text), ROWS);
+      assert.deepEqual(decodeData(target, text), pair.source === 'tsv' ? TSV_ROWS : ROWS);
       return;
     }
     case 'raster':

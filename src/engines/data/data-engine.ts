@@ -6,7 +6,7 @@ import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
-import { DATA_FORMATS, DELIMITERS, MARKDOWN_OPTIONS, TABULAR, dataOptions, type Tabular } from './formats.ts';
+import { DATA_FORMATS, MARKDOWN_OPTIONS, TABULAR, dataOptions, delimiterOf, type Tabular } from './formats.ts';
 import { checkInputCap, DEFAULT_INPUT_CAPS, type InputCaps } from './input-caps.ts';
 import type { TextEncoding } from './read.ts';
 import type { Row } from './read.ts';
@@ -98,20 +98,26 @@ function option<T extends string | number | boolean>(job: EngineJob, name: strin
 async function convertTabular(job: EngineJob, source: Tabular, target: Tabular): Promise<void> {
   const [{ detectDelimiter, readCsv, readJson, readNdjson, readYaml, resolveEncoding }, write] = await Promise.all([import('./read.ts'), import('./write.ts')]);
   const { checkedRows, collectColumns, TextSink, writeCsv, writeJsonArray, writeNdjson, writeYamlSequence, yamlDocument } = write;
-  const header = option(job, 'header', true);
+  // Unset (null) for CSV/TSV input: the reader decides from the first rows.
+  const header = typeof job.options.header === 'boolean' ? job.options.header : 'auto';
   let rows: RowSource | undefined;
   let document: unknown;
   let isDocument = false;
 
   if (source === 'csv' || source === 'tsv') {
-    const named = option(job, 'delimiter', 'auto');
-    const commentOption = option(job, 'comment', 'none');
+    const what = `${(job.origin ?? source).toUpperCase()} file`;
+    // A CSV that a chain's first step wrote (a spreadsheet's) is convd's own: comma-separated
+    // UTF-8, no comment lines. Detecting its delimiter could take a ; inside a cell for one.
+    const made = job.origin !== undefined && job.origin !== source;
+    const commentOption = made ? 'none' : option(job, 'comment', 'none');
     const comment = commentOption === 'none' ? null : commentOption;
-    const delimiter = source === 'tsv' ? '\t' : named === 'auto' ? await detectDelimiter(job.inputPath, comment) : DELIMITERS[named] ?? ',';
-    const what = source === 'tsv' ? 'TSV file' : 'CSV file';
-    const encoding = await resolveEncoding(job.inputPath, option<TextEncoding>(job, 'encoding', 'auto'));
-    const relaxColumnCount = option(job, 'relax_column_count', false);
-    rows = () => readCsv(job.inputPath, { delimiter, header, what, relaxColumnCount, comment, encoding });
+    const named = made ? 'comma' : option(job, 'delimiter', 'auto');
+    const delimiter = source === 'tsv' ? '\t' : named === 'auto' ? await detectDelimiter(job.inputPath, comment) : delimiterOf(named);
+    const encoding = made ? 'utf-8' : await resolveEncoding(job.inputPath, option<TextEncoding>(job, 'encoding', 'auto'));
+    const relaxColumnCount = option(job, 'relax_column_count', true);
+    // TSV has no quoting convention: a quote character is part of its field.
+    const quoted = source !== 'tsv';
+    rows = () => readCsv(job.inputPath, { delimiter, header, what, relaxColumnCount, quoted, comment, encoding });
   } else if (source === 'ndjson') {
     rows = () => checkedRows(readNdjson(job.inputPath), target);
   } else {
@@ -136,9 +142,9 @@ async function convertTabular(job: EngineJob, source: Tabular, target: Tabular):
       if (target === 'csv' || target === 'tsv') {
         // csv -> csv: `delimiter` is the input's, `output_delimiter` the output's.
         const named = source === 'csv' && target === 'csv' ? option(job, 'output_delimiter', 'comma') : option(job, 'delimiter', 'comma');
-        const delimiter = target === 'tsv' ? '\t' : DELIMITERS[named] ?? ',';
+        const delimiter = target === 'tsv' ? '\t' : delimiterOf(named);
         const columns = await collectColumns(aborting());
-        await writeCsv(sink, aborting(), columns.length > 0 ? columns : null, delimiter, header);
+        await writeCsv(sink, aborting(), columns.length > 0 ? columns : null, delimiter, header !== false);
       } else if (target === 'json') {
         await writeJsonArray(sink, aborting(), option(job, 'indent', 2));
       } else if (target === 'yaml') {

@@ -16,6 +16,16 @@ export const DATA_FORMATS: FormatInfo[] = [
 
 /** Names of the `delimiter` option's values and the character each stands for. */
 export const DELIMITERS: Record<string, string> = { comma: ',', semicolon: ';', tab: '\t', pipe: '|' };
+/**
+ * The values `delimiter` takes: the names, and the characters as people type them
+ * (`delimiter=;`). A tab is only named: option values are trimmed.
+ */
+export const DELIMITER_VALUES = [...Object.keys(DELIMITERS), ',', ';', '|'];
+
+/** The character a `delimiter` value stands for (a name or the character itself). */
+export function delimiterOf(value: string, fallback = ','): string {
+  return DELIMITERS[value] ?? (DELIMITER_VALUES.includes(value) ? value : fallback);
+}
 
 /** Line prefixes the `comment` option offers (none: no line is a comment). */
 export const COMMENT_PREFIXES = ['none', '#', '//', ';'] as const;
@@ -32,20 +42,23 @@ export function dataOptions(source: Tabular, target: Tabular): OptionDescriptor[
   const options: OptionDescriptor[] = [];
   if (source === 'csv') {
     options.push({
-      name: 'delimiter', type: 'enum', values: ['auto', ...Object.keys(DELIMITERS)], default: 'auto',
-      label: 'Field delimiter of the input (auto: the most frequent of , ; tab | on the first line that holds data)',
+      name: 'delimiter', type: 'enum', values: ['auto', ...DELIMITER_VALUES], default: 'auto',
+      label: 'Field delimiter of the input, by name or as the character (auto: the most frequent of , ; tab | on the first line that holds data)',
     });
   } else if (target === 'csv') {
-    options.push({ name: 'delimiter', type: 'enum', values: Object.keys(DELIMITERS), default: 'comma', label: 'Field delimiter of the output' });
+    options.push({ name: 'delimiter', type: 'enum', values: DELIMITER_VALUES, default: 'comma', label: 'Field delimiter of the output, by name or as the character' });
   }
   if (source === 'csv' && target === 'csv') {
-    options.push({ name: 'output_delimiter', type: 'enum', values: Object.keys(DELIMITERS), default: 'comma', label: 'Field delimiter of the output' });
+    options.push({ name: 'output_delimiter', type: 'enum', values: DELIMITER_VALUES, default: 'comma', label: 'Field delimiter of the output, by name or as the character' });
   }
   if (source === 'csv' || source === 'tsv') {
-    options.push({ name: 'header', type: 'bool', values: [], default: true, label: 'The first row holds the column names (else rows become arrays)' });
     options.push({
-      name: 'relax_column_count', type: 'bool', values: [], default: false,
-      label: 'Accept rows with more or fewer fields than the first (missing fields are left out, extra ones dropped)',
+      name: 'header', type: 'bool', values: [], default: null,
+      label: 'The first row holds the column names (unset: it does unless it is the only row or holds only numbers; false: rows become arrays)',
+    });
+    options.push({
+      name: 'relax_column_count', type: 'bool', values: [], default: true,
+      label: 'Read rows with more or fewer fields than the first (missing fields are left out, extra ones named by their column\'s letter); false refuses them',
     });
     options.push({ name: 'comment', type: 'enum', values: [...COMMENT_PREFIXES], default: 'none', label: 'Lines starting with this are comments, skipped' });
     options.push({ name: 'encoding', type: 'enum', values: [...TEXT_ENCODINGS], default: 'auto', label: 'Text encoding of the input (auto: UTF-8 if valid, else Windows-1252)' });

@@ -9,6 +9,7 @@ import { ConversionFailure } from '../../errors/api-error.ts';
 import { DELIMITERS, type TEXT_ENCODINGS } from './formats.ts';
 
 export type TextEncoding = (typeof TEXT_ENCODINGS)[number];
+import { ColumnNames, isNumbersOnly } from './columns.ts';
 import { decodeUtf8, isUtf8File, lineAndColumn, readSingleByteChunks, readUtf8Chunks } from './utf8.ts';
 
 /** One record: an object (CSV with a header, JSON objects) or an array (CSV without one). */
@@ -57,30 +58,72 @@ export async function detectDelimiter(path: string, comment: string | null = nul
   }
 }
 
+/**
+ * Whether the first row names the columns: `auto` says it does unless it is the only row or
+ * holds nothing but numbers (a sheet of figures, a one-line file: every row is data then).
+ */
+export type HeaderMode = boolean | 'auto';
+
 /** How to read a CSV/TSV file (the pair's options, resolved). */
 export interface CsvReading {
   delimiter: string;
-  header: boolean;
-  /** "CSV file" or "TSV file", for messages. */
+  header: HeaderMode;
+  /** The user's format, for messages: "CSV file", "TSV file", "XLSX file". */
   what: string;
-  /** Rows with more or fewer fields than the first are read (missing fields left out, extra ones dropped). */
+  /** Rows with more or fewer fields than the first are read (missing fields left out, extra ones named by their column). */
   relaxColumnCount?: boolean;
+  /** false: a quote character is an ordinary one (TSV has no quoting convention). */
+  quoted?: boolean;
   /** Lines starting with this are skipped; null: none. */
   comment?: string | null;
   /** Resolved (resolveEncoding): a CSV is read twice for a CSV target, its bytes checked once. */
   encoding?: Exclude<TextEncoding, 'auto'>;
 }
 
-/** CSV/TSV records, streamed. Malformed input fails with the line csv-parse stopped at. */
+/**
+ * CSV/TSV records, streamed: objects keyed by the header's column names (ColumnNames: blank and
+ * repeated cells get names of their own), or arrays when the first row is data.
+ */
 export async function* readCsv(path: string, reading: CsvReading): AsyncGenerator<Row> {
-  const { delimiter, header, what } = reading;
+  const records = readRecords(path, reading);
+  try {
+    const first = await records.next();
+    if (first.done) return;
+    const held: string[][] = [first.value];
+    let header = reading.header;
+    if (header === 'auto') {
+      const second = await records.next();
+      if (!second.done) held.push(second.value);
+      header = !second.done && !isNumbersOnly(first.value);
+    }
+    if (!header) {
+      yield* held;
+      yield* records;
+      return;
+    }
+    const columns = new ColumnNames(first.value);
+    const named = (record: string[]): Row => {
+      const row: Record<string, unknown> = {};
+      record.forEach((value, index) => (row[columns.at(index)] = value));
+      return row;
+    };
+    if (held[1]) yield named(held[1]);
+    for await (const record of records) yield named(record);
+  } finally {
+    await records.return(undefined);
+  }
+}
+
+/** The records as arrays of fields. Malformed input fails with the line csv-parse stopped at. */
+async function* readRecords(path: string, reading: CsvReading): AsyncGenerator<string[]> {
+  const { delimiter, what } = reading;
   const parser = parseCsv({
     delimiter,
     bom: true,
     skip_empty_lines: true,
     max_record_size: MAX_RECORD_CHARS,
-    columns: header ? (names: string[]) => uniqueColumns(names, what) : false,
     relax_column_count: reading.relaxColumnCount === true,
+    ...(reading.quoted === false ? { quote: false } : {}),
     // A comment only at the start of a line: "Item #3" in a field stays whole.
     ...(reading.comment ? { comment: reading.comment, comment_no_infix: true } : {}),
     // Each record comes with the line it ended on, so an error can name where the next one began.
@@ -90,11 +133,11 @@ export async function* readCsv(path: string, reading: CsvReading): AsyncGenerato
   const text = Readable.from(encoding === 'utf-8' ? readUtf8Chunks(createReadStream(path), what) : readSingleByteChunks(createReadStream(path), encoding));
   text.on('error', (error) => parser.destroy(error));
   text.pipe(parser);
-  let lastLine = header ? 1 : 0;
+  let lastLine = 0;
   try {
-    for await (const { record, info } of parser as AsyncIterable<{ record: Row; info: { lines: number } }>) {
+    for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
       lastLine = info.lines;
-      if (Array.isArray(record) && record.length > MAX_CSV_COLUMNS) throw tooManyColumns(what, record.length, info.lines);
+      if (record.length > MAX_CSV_COLUMNS) throw tooManyColumns(what, record.length, info.lines);
       yield record;
     }
   } catch (error) {
@@ -106,7 +149,7 @@ export async function* readCsv(path: string, reading: CsvReading): AsyncGenerato
       }
       const line = typeof error.lines === 'number' ? error.lines : undefined;
       const message = error.message.replace(/\.$/, '');
-      // Rows of uneven length are common in real files: say how to read them anyway.
+      // Uneven rows are read by default; this is for those who asked for a strict reading.
       const hint = /INCONSISTENT/.test(error.code) ? ' Send relax_column_count=true to read rows of uneven length.' : '';
       throw invalid(`The ${what} is malformed${line !== undefined && !/line \d+/.test(message) ? ` at line ${line}` : ''}: ${message}.${hint}`);
     }
@@ -126,15 +169,6 @@ function tooManyColumns(what: string, count: number, line: number): ConversionFa
   return invalid(`The ${what} has ${count} columns at line ${line}; at most ${MAX_CSV_COLUMNS} are read.`);
 }
 
-function uniqueColumns(names: string[], what: string): string[] {
-  if (names.length > MAX_CSV_COLUMNS) throw tooManyColumns(what, names.length, 1);
-  const seen = new Set<string>();
-  for (const name of names) {
-    if (seen.has(name)) throw invalid(`The ${what} header names the column "${name}" twice (line 1).`);
-    seen.add(name);
-  }
-  return names;
-}
 
 /** NDJSON: one JSON value per line, blank lines skipped. */
 export async function* readNdjson(path: string): AsyncGenerator<unknown> {

@@ -77,7 +77,10 @@ function cell(value: unknown): string {
 
 /**
  * CSV/TSV output. `columns` is the union of the objects' keys in order of first appearance (so it
- * needs a first pass over the rows); array rows are written as they are.
+ * needs a first pass over the rows); array rows are written as they are. TSV (a tab delimiter)
+ * is written as it is read, literally: a quote is an ordinary character; only a value holding a
+ * tab or a line break, which cannot stand in a TSV field as it is, is quoted as spreadsheets
+ * quote it.
  */
 export async function writeCsv(
   sink: TextSink,
@@ -86,7 +89,10 @@ export async function writeCsv(
   delimiter: string,
   header: boolean,
 ): Promise<void> {
-  const line = (values: unknown[]): string => stringifyCsv([values.map(cell)], { delimiter, record_delimiter: '\n' });
+  const tsvField = (text: string) => (/[\t\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+  const line = (values: unknown[]): string => delimiter === '\t'
+    ? `${values.map((value) => tsvField(cell(value))).join('\t')}\n`
+    : stringifyCsv([values.map(cell)], { delimiter, record_delimiter: '\n' });
   if (columns && header) await sink.write(line(columns));
   let index = 0;
   let shape: 'object' | 'array' | undefined;
