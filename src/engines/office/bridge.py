@@ -31,8 +31,10 @@ START_TIMEOUT_S = 60
 ANSWERS = None
 
 # The profile's settings: linked images and other links of an untrusted document are not loaded
-# (LibreOffice would read file:///etc/passwd or fetch a loopback URL named in a docx), and
-# spreadsheets are never recalculated on load (WEBSERVICE() would fetch a URL).
+# (LibreOffice would read file:///etc/passwd or fetch a loopback URL named in a docx), and xlsx
+# and ods formulas keep the results the file holds, never recalculated on load (WEBSERVICE() would
+# fetch a URL). LibreOffice computes some cells regardless (every formula of an xls, an ods formula
+# cell without a style, volatile functions): docs/formats.md lists them.
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 <item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="BlockUntrustedRefererLinks" oor:op="fuse"><value>true</value></prop></item>
