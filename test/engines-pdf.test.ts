@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { PDFDict, PDFDocument, PDFName, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
@@ -102,7 +103,9 @@ before(async () => {
   fixtures.set('avif', await write('in.avif', await rgb.clone().avif().toBuffer()));
   const pages = await Promise.all([10, 120, 240].map((red) => frame(red).removeAlpha().png().toBuffer()));
   fixtures.set('tiff', await write('in.tiff', await sharp(pages, { join: { animated: true } }).tiff().toBuffer()));
-  fixtures.set('svg', await write('in.svg', `<svg xmlns="http://www.w3.org/2000/svg" width="${IMAGE_WIDTH}" height="${IMAGE_HEIGHT}"><rect width="100%" height="100%" fill="#2060a0"/><circle cx="60" cy="40" r="30" fill="#f0c020"/></svg>`));
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${IMAGE_WIDTH}" height="${IMAGE_HEIGHT}"><rect width="100%" height="100%" fill="#2060a0"/><circle cx="60" cy="40" r="30" fill="#f0c020"/></svg>`;
+  fixtures.set('svg', await write('in.svg', svg));
+  fixtures.set('svgz', await write('in.svgz', gzipSync(svg)));
   fixtures.set('txt', await write('in.txt', TEXT));
   fixtures.set('pdf', await write('in.pdf', await samplePdf()));
 });
@@ -115,7 +118,7 @@ after(async () => {
 describe('pdf engine', () => {
   it('offers images, txt and pdf -> pdf with their variants', () => {
     assert.ok(status.available, status.detail);
-    for (const source of ['jpg', 'png', 'webp', 'gif', 'tiff', 'avif', 'svg', 'txt', 'pdf']) {
+    for (const source of ['jpg', 'png', 'webp', 'gif', 'tiff', 'avif', 'svg', 'svgz', 'txt', 'pdf']) {
       assert.ok(pairs.some((p) => p.source === source && p.target === 'pdf'), `${source} -> pdf`);
     }
     assert.deepEqual(pairs.find((p) => p.source === 'png')?.variants.map((v) => v.key), ['fit', 'a4', 'letter']);

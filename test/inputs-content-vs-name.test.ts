@@ -2,22 +2,31 @@
  * A file whose name lies about its format (issue 13, item 9), through the daemon: where the
  * content has a signature of a format convd knows, the content decides, and the conversion's
  * `source` says what it was; where that format cannot go to the target, the 422 names both what
- * the content is and what the name says. A .json that is plainly a table is read as CSV.
+ * the content is and what the name says, and where both say the same, names it once. A .json that
+ * is plainly a table is read as CSV. Formats whose content file-type cannot tell (an XPM) or tells
+ * as another (an svgz is gzip) go by the name; LibreOffice templates by their own signature.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { parse as parseYaml } from 'yaml';
 import { findBinary } from '../src/engines/media/binaries.ts';
 import { readsMpegTs } from '../src/engines/media/probe.ts';
+import { findOffice } from '../src/engines/office/find-office.ts';
 import { api, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { makeOfficeFixtures, OFFICE_MARKER } from './helpers/office.ts';
+import { pdfPageTexts } from './helpers/pdf-text.ts';
+import { fixtureXpm } from './helpers/xpm.ts';
+
+const office = await findOffice(process.env);
+const officeSkip = office.ready || process.env.CI === 'true' ? false : `LibreOffice is not installed here: ${office.ready ? '' : office.problem}`;
 
 interface Answer {
   status: number;
@@ -77,6 +86,49 @@ describe('content against name', () => {
     assert.deepEqual(error.details, { source: 'pdf', target: 'gif', named: 'png' });
     const german = await submit(await pdf(), 'photo.png', 'gif', 'de');
     assert.match((german.body as unknown as { error: { message: string } }).error.message, /pdf \(der Inhalt der Datei; ihr Name sagt \.png\) nach gif/);
+  });
+
+  it('content and name agree on a format convd does not convert: refused plainly, naming it once', async () => {
+    // A 7z archive's signature and a few bytes of it: file-type knows it, convd converts no 7z.
+    const archive = Buffer.concat([Buffer.from([0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c, 0x00, 0x04]), Buffer.alloc(56)]);
+    const refused = await submit(archive, 'backup.7z', 'pdf');
+    assert.equal(refused.status, 422, JSON.stringify(refused.body));
+    assert.equal(refused.body.error?.code, 'unsupported_conversion');
+    assert.equal(refused.body.error?.message, 'Converting 7z to pdf is not supported.');
+    assert.equal(refused.body.error?.details?.named, undefined);
+    const german = await submit(archive, 'backup.7z', 'pdf', 'de');
+    assert.equal(german.body.error?.message, 'Die Umwandlung von 7z nach pdf wird nicht unterstützt.');
+  });
+
+  it('a gzip-compressed SVG (content: gzip) named .svgz converts as svgz; an XPM as xpm', async () => {
+    const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="30"><rect width="20" height="30" fill="#000"/></svg>';
+    const svgz = await submit(gzipSync(svg), 'drawing.svgz', 'png');
+    assert.equal(svgz.body.status, 'succeeded', JSON.stringify(svgz.body));
+    assert.equal(svgz.body.source, 'svgz');
+    assert.deepEqual(await sharp(await output(svgz.body.id)).metadata().then((m) => [m.format, m.width, m.height]), ['png', 40, 30]);
+    const xpm = await submit(Buffer.from(fixtureXpm(24, 16)), 'icon.xpm', 'png');
+    assert.equal(xpm.body.status, 'succeeded', JSON.stringify(xpm.body));
+    assert.equal(xpm.body.source, 'xpm');
+    const { data, info } = await sharp(await output(xpm.body.id)).raw().toBuffer({ resolveWithObject: true });
+    assert.deepEqual([info.width, info.height], [24, 16]);
+    assert.deepEqual([...data.subarray(0, 3)], [0xc8, 0x8c, 0x3c], 'the left half: #C88C3C');
+    const right = 23 * info.channels;
+    assert.deepEqual([...data.subarray(right, right + 3)], [0x46, 0x82, 0xb4], 'the right half: SteelBlue');
+  });
+
+  it('a LibreOffice template (.ott, its content an OpenDocument text template) converts to pdf as ott', { skip: officeSkip }, async () => {
+    assert.ok(office.ready);
+    const fixtures = join(dir, 'office');
+    await mkdir(fixtures);
+    await makeOfficeFixtures(office, fixtures);
+    for (const kind of ['ott', 'dotx', 'fods', 'potx']) {
+      const done = await submit(await readFile(join(fixtures, `fixture.${kind}`)), `template.${kind}`, 'pdf');
+      assert.equal(done.body.status, 'succeeded', JSON.stringify(done.body));
+      assert.equal(done.body.source, kind);
+      const pdfPath = join(dir, `template-${kind}.pdf`);
+      await writeFile(pdfPath, await output(done.body.id));
+      assert.match((await pdfPageTexts(pdfPath)).join('\n'), new RegExp(OFFICE_MARKER));
+    }
   });
 
   it('a PNG named .jpg: source png', async () => {

@@ -411,7 +411,7 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
 
 /** What the fixtures hold, by where they come from: the data rows, or the documents' marker. */
 const DATA_CELL = ROWS[0]!.city;
-const DOCUMENT_SOURCES = new Set(['docx', 'doc', 'odt', 'rtf', 'xlsx', 'xls', 'ods', 'pptx', 'ppt', 'odp', 'md', 'html', 'epub', 'rst', 'org', 'latex', 'txt', 'eps', 'ps', 'ai']);
+const DOCUMENT_SOURCES = new Set([...OFFICE_SOURCES, 'md', 'html', 'epub', 'rst', 'org', 'latex', 'txt', 'eps', 'ps', 'ai']);
 
 /**
  * Decodes a chain's output as its target and finds in it what its source fixture holds. A target

@@ -113,9 +113,9 @@ async function writeInput(name: string, data: Buffer): Promise<string> {
 // ------------------------------------------------------------------------- (a) image pairs
 
 describe('(a) every image pair of the registry converts, checked with sharp', { concurrency: 2 }, () => {
-  it('the image engine offers jpg, png, webp, gif, tiff, svg (and avif, heif when libheif reads them) to six targets', () => {
+  it('the image engine offers jpg, png, webp, gif, tiff, svg, svgz, xpm (and avif, heif when libheif reads them) to six targets', () => {
     const sources = new Set(imagePairs.map((p) => p.source));
-    for (const source of ['jpg', 'png', 'webp', 'gif', 'tiff', 'svg']) assert.ok(sources.has(source), source);
+    for (const source of ['jpg', 'png', 'webp', 'gif', 'tiff', 'svg', 'svgz', 'xpm']) assert.ok(sources.has(source), source);
     for (const pair of imagePairs) {
       assert.equal(pair.kind, 'image');
       assert.deepEqual(pair.variants, []);

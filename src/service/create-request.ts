@@ -226,7 +226,9 @@ async function resolveSource(
     const known = sniffedFormat ? registry.normalize(sniffedFormat) : undefined;
     const content = known ?? sniffedFormat;
     if (content && content !== fromName && (known || (extension && !fromName))) {
-      return { source: content, ...(extension ? { named: extension } : {}) };
+      // The name is told beside the content only where it says something else: a .7z that is
+      // a 7z is refused as a 7z, not as a 7z "whose name says .7z".
+      return { source: content, ...(extension && extension !== content ? { named: extension } : {}) };
     }
     if (fromName) return { source: fromName };
     if (content) return { source: content };

@@ -9,6 +9,10 @@ export const IMAGE_FORMATS: FormatInfo[] = [
   { key: 'tiff', extensions: ['tiff', 'tif'], mime: 'image/tiff' },
   { key: 'svg', extensions: ['svg'], mime: 'image/svg+xml' },
   { key: 'heif', extensions: ['heif', 'heic'], mime: 'image/heif' },
+  // Gzip-compressed SVG: libvips' SVG loader reads it as it is.
+  { key: 'svgz', extensions: ['svgz'], mime: 'image/svg+xml' },
+  // X PixMap: decoded here (xpm.ts), libvips does not read it.
+  { key: 'xpm', extensions: ['xpm'], mime: 'image/x-xpixmap' },
 ];
 
 export const IMAGE_TARGETS = ['jpg', 'png', 'webp', 'avif', 'gif', 'tiff'] as const;

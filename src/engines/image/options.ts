@@ -1,4 +1,5 @@
 import type { OptionDescriptor } from '../../formats/types.ts';
+import { BACKGROUND_OPTION } from './background.ts';
 import type { ImageTarget } from './formats.ts';
 
 const MAX_DIMENSION = 16384;
@@ -28,8 +29,15 @@ export const MULTI_PAGE_SOURCES: ReadonlySet<string> = new Set(['tiff', 'gif', '
 /** Targets that hold several pages or frames. */
 export const MULTI_PAGE_TARGETS: ReadonlySet<string> = new Set(['tiff', 'gif', 'webp']);
 
-/** Lossless targets (png, gif, tiff with LZW) have no quality setting; multi-page sources have `page`. */
+/** Targets that hold no transparency: what is transparent is put on a `background`. */
+export const OPAQUE_TARGETS: ReadonlySet<ImageTarget> = new Set(['jpg']);
+
+/**
+ * Lossless targets (png, gif, tiff with LZW) have no quality setting; multi-page sources have
+ * `page`; targets without transparency a `background`.
+ */
 export function imageOptions(source: string, target: ImageTarget): OptionDescriptor[] {
   const options = LOSSY_TARGETS.has(target) ? [quality, ...common] : [...common];
+  if (OPAQUE_TARGETS.has(target)) options.push(BACKGROUND_OPTION);
   return MULTI_PAGE_SOURCES.has(source) ? [...options, page] : options;
 }

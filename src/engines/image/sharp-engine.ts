@@ -1,10 +1,13 @@
+import { readFile } from 'node:fs/promises';
 import type { Sharp } from 'sharp';
 import sharp from './sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
-import { imageOptions, MULTI_PAGE_SOURCES, MULTI_PAGE_TARGETS } from './options.ts';
+import { imageOptions, MULTI_PAGE_SOURCES, MULTI_PAGE_TARGETS, OPAQUE_TARGETS } from './options.ts';
+import { backgroundOf } from './background.ts';
+import { decodeXpm, type DecodedXpm } from './xpm.ts';
 import { decodeHevcToPng, findHeifDecoder, HEVC_INSTALL_HINT, removeWorkDir } from './heif-hevc.ts';
 import { asksForResize, pixelLimitFailure } from './pixel-limit.ts';
 
@@ -31,7 +34,7 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
     name: 'image',
     async probe(): Promise<EngineStatus> {
       const heif = sharp.format.heif;
-      sources = ['jpg', 'png', 'webp', 'gif', 'tiff', 'svg'];
+      sources = ['jpg', 'png', 'webp', 'gif', 'tiff', 'svg', 'svgz', 'xpm'];
       // AVIF and HEIF decoding depend on how libvips was built; offer them only when present.
       if (heif?.input?.file) sources.push('avif', 'heif');
       const hevc = await findHeifDecoder();
@@ -54,7 +57,14 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
   };
 }
 
+/** What sharp is given: a file it reads itself, or pixels decoded here (an XPM). */
+type SharpInput = string | DecodedXpm;
+
 async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<EngineOutput> {
+  if (job.source === 'xpm') {
+    const limits = { maxInputPixels: settings.maxInputPixels, resized: asksForResize(job.options), signal: job.signal };
+    return convertWithSharp(job, settings, await decodeXpm(await readFile(job.inputPath, 'latin1'), limits));
+  }
   if (job.source !== 'heif' || !(await isHevc(job, settings))) return convertWithSharp(job, settings, job.inputPath);
   const decoder = await findHeifDecoder();
   if (!decoder) {
@@ -94,7 +104,7 @@ async function isHevc(job: EngineJob, settings: ImageEngineOptions): Promise<boo
   return true;
 }
 
-async function convertWithSharp(job: EngineJob, settings: ImageEngineOptions, inputPath: string): Promise<EngineOutput> {
+async function convertWithSharp(job: EngineJob, settings: ImageEngineOptions, input: SharpInput): Promise<EngineOutput> {
   const target = job.target as ImageTarget;
   // Every page where the target holds pages (a multi-page TIFF to TIFF, GIF or WebP keeps them
   // all); else one: `page`, or the first.
@@ -102,17 +112,20 @@ async function convertWithSharp(job: EngineJob, settings: ImageEngineOptions, in
   if (page !== null) await checkPageExists(job, page);
   const allPages = page === null && MULTI_PAGE_TARGETS.has(target) && MULTI_PAGE_SOURCES.has(job.source);
   job.onProgress(0);
-  let pipeline: Sharp = sharp(inputPath, {
-    limitInputPixels: settings.maxInputPixels,
-    ...(allPages ? { pages: -1 } : page !== null ? { page: page - 1 } : {}),
-    failOn: 'error',
-    sequentialRead: true,
-  });
+  let pipeline: Sharp = typeof input === 'string'
+    ? sharp(input, {
+      limitInputPixels: settings.maxInputPixels,
+      ...(allPages ? { pages: -1 } : page !== null ? { page: page - 1 } : {}),
+      failOn: 'error',
+      sequentialRead: true,
+    })
+    : sharp(input.pixels, { raw: { width: input.width, height: input.height, channels: 4 }, limitInputPixels: settings.maxInputPixels });
   // No separate metadata() probe first: it would open and parse the file a second time; a decode
   // failure surfaces from toFile() and is told apart from engine failures by its message.
   job.signal.throwIfAborted();
   pipeline = resize(pipeline, job);
   pipeline = job.options.strip === false ? pipeline.keepMetadata() : pipeline;
+  if (OPAQUE_TARGETS.has(target)) pipeline = pipeline.flatten({ background: backgroundOf(job.options)! });
   pipeline = encode(pipeline, target, job.options.quality);
   // An abort only stops waiting: libvips would go on holding a thread of libuv's pool (shared with
   // the daemon's file I/O). Its own timeout stops the work itself, at the job's limit.

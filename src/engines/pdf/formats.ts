@@ -4,7 +4,7 @@ import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../form
  * Image sources: JPEG and PNG are embedded as they are; the others are re-encoded by sharp first
  * (SVG drawn at up to 300 dpi: a page of pixels, not of vectors).
  */
-export const IMAGE_SOURCES = ['jpg', 'png', 'webp', 'gif', 'tiff', 'avif', 'svg'] as const;
+export const IMAGE_SOURCES = ['jpg', 'png', 'webp', 'gif', 'tiff', 'avif', 'svg', 'svgz'] as const;
 
 export const PDF_FORMATS: FormatInfo[] = [
   { key: 'pdf', extensions: ['pdf'], mime: 'application/pdf' },
@@ -17,6 +17,7 @@ export const PDF_FORMATS: FormatInfo[] = [
   { key: 'tiff', extensions: ['tiff', 'tif'], mime: 'image/tiff' },
   { key: 'avif', extensions: ['avif'], mime: 'image/avif' },
   { key: 'svg', extensions: ['svg'], mime: 'image/svg+xml' },
+  { key: 'svgz', extensions: ['svgz'], mime: 'image/svg+xml' },
 ];
 
 /** The font text is set in, shipped with the project (npm package dejavu-fonts-ttf): monospace, as text files expect. */

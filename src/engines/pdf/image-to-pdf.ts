@@ -30,7 +30,8 @@ export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): 
   let meta: Metadata;
   let svg: SvgDrawing | undefined;
   try {
-    if (job.source === 'svg') svg = await svgDrawing(input, settings.maxInputPixels);
+    // A gzip-compressed SVG (svgz) is read by libvips as it is.
+    if (job.source === 'svg' || job.source === 'svgz') svg = await svgDrawing(input, settings.maxInputPixels);
     meta = await sharp(input, { limitInputPixels: settings.maxInputPixels, ...(svg ? { density: svg.density } : {}) }).metadata();
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${job.source}: ${describe(error)}`);

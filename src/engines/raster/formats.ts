@@ -25,14 +25,17 @@ export const SOURCE_DEMUXER: Record<RasterFormat | 'png', string> = {
   bmp: 'bmp_pipe', ico: 'ico', ppm: 'ppm_pipe', pgm: 'pgm_pipe', pbm: 'pbm_pipe', png: 'png_pipe',
 };
 
-/** Encoder, pixel format and muxer of each target. */
-export const TARGET_ENCODING: Record<RasterFormat, { codec: string; pixelFormat?: string; muxer: string }> = {
-  bmp: { codec: 'bmp', muxer: 'image2' },
+/**
+ * Encoder, pixel format and muxer of each target. `opaque`: the target holds no transparency (a
+ * 32-bit BMP's alpha is ignored by most readers), so the image is put on its `background` first.
+ */
+export const TARGET_ENCODING: Record<RasterFormat, { codec: string; pixelFormat?: string; muxer: string; opaque?: true }> = {
+  bmp: { codec: 'bmp', pixelFormat: 'bgr24', muxer: 'image2', opaque: true },
   // PNG inside the icon: what every browser and Windows since Vista read, alpha included.
   ico: { codec: 'png', pixelFormat: 'rgba', muxer: 'ico' },
-  ppm: { codec: 'ppm', pixelFormat: 'rgb24', muxer: 'image2' },
-  pgm: { codec: 'pgm', pixelFormat: 'gray', muxer: 'image2' },
-  pbm: { codec: 'pbm', pixelFormat: 'monob', muxer: 'image2' },
+  ppm: { codec: 'ppm', pixelFormat: 'rgb24', muxer: 'image2', opaque: true },
+  pgm: { codec: 'pgm', pixelFormat: 'gray', muxer: 'image2', opaque: true },
+  pbm: { codec: 'pbm', pixelFormat: 'monob', muxer: 'image2', opaque: true },
 };
 
 /** An icon is at most 256 pixels a side (the ICO directory stores a side in one byte). */

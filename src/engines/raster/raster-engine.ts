@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
+import { BACKGROUND_OPTION, backgroundOf, ffmpegColour } from '../image/background.ts';
 import { asksForResize, pixelLimitFailure } from '../image/pixel-limit.ts';
 import { findBinary, type FindOptions } from '../media/binaries.ts';
 import { listEncoders } from '../media/ffmpeg-info.ts';
@@ -78,7 +79,10 @@ function rasterPairs(): ConversionPair[] {
   const pairs: ConversionPair[] = [];
   // PNG is lossless and holds whatever these formats hold (alpha, grey, 1 bit): a faithful step.
   for (const source of RASTER_KEYS) pairs.push({ source, target: 'png', engine: 'raster', kind: 'image', options: [], variants: [], intermediate: true });
-  for (const target of RASTER_KEYS) pairs.push({ source: 'png', target, engine: 'raster', kind: 'image', options: target === 'ico' ? ICON_OPTIONS : [], variants: [] });
+  for (const target of RASTER_KEYS) {
+    const options = target === 'ico' ? ICON_OPTIONS : TARGET_ENCODING[target].opaque ? [BACKGROUND_OPTION] : [];
+    pairs.push({ source: 'png', target, engine: 'raster', kind: 'image', options, variants: [] });
+  }
   return pairs;
 }
 
@@ -98,13 +102,24 @@ async function convertRaster(tools: Tools, job: EngineJob, settings: RasterEngin
   if (limit && image.width * image.height > limit) throw pixelLimitFailure(image, limit, asksForResize(job.options));
   const converting = reading === undefined ? undefined : Math.ceil(Math.max(reading, BASE_MEMORY_MB + 3 * fileMb + (image.width * image.height * 12) / MiB));
 
-  const args = ['-hide_banner', '-nostdin', '-v', 'error', ...guard(demuxer), '-i', `file:${job.inputPath}`, '-map', `0:${image.stream}`, '-frames:v', '1'];
+  const encoding = job.target === 'png' ? undefined : TARGET_ENCODING[job.target as RasterFormat];
+  const args = ['-hide_banner', '-nostdin', '-v', 'error', ...guard(demuxer), '-i', `file:${job.inputPath}`];
+  if (encoding?.opaque) {
+    // Over a plane of the background colour, blended in RGB (exact colours, no trip through YUV).
+    const background = ffmpegColour(backgroundOf(job.options)!);
+    args.push(
+      '-filter_complex', `color=c=${background}:s=${image.width}x${image.height},format=rgb24[bg];[0:${image.stream}]format=rgba[fg];[bg][fg]overlay=format=rgb:shortest=1[out]`,
+      '-map', '[out]',
+    );
+  } else {
+    args.push('-map', `0:${image.stream}`);
+  }
+  args.push('-frames:v', '1');
   if (job.target === 'png') {
     // Without a sample aspect ratio: ffmpeg writes a 1:1 one as a pHYs chunk of a million pixels a
     // metre, which readers take for 25,400 dpi (a PDF page of it would be a speck).
     args.push('-vf', 'setsar=0', '-c:v', 'png', '-f', 'image2', '-update', '1');
   } else {
-    const encoding = TARGET_ENCODING[job.target as RasterFormat];
     if (!encoding) throw new ConversionFailure('internal_error', `The raster engine does not write ${job.target}.`);
     if (job.target === 'ico') {
       const side = typeof job.options.size === 'number' ? Math.round(job.options.size) : Math.min(ICON_MAX_SIDE, Math.max(image.width, image.height));
