@@ -281,7 +281,11 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     engineTimeoutMs: leaves('engine_timeout_ms') as Record<string, number>,
     engineMemoryMb: get('engine_memory_mb')!,
     maxInputPixels: get('max_input_pixels')!,
-    html: { pages: get('html_pages')!, recycleAfter: get('html_recycle_after')!, remoteResources: get('html_remote_resources')! },
+    html: {
+      pages: get('html_pages')!, recycleAfter: get('html_recycle_after')!, remoteResources: get('html_remote_resources')!,
+      reuse: get('html_reuse')!, pageUses: get('html_page_uses')!, idlePages: get('html_idle_pages')!,
+      memoryLimitMb: get('html_memory_mb')!, sandbox: get('html_sandbox')!, sandboxUid: get('html_sandbox_uid')!,
+    },
     office: { instances: get('office_instances')!, recycleAfter: get('office_recycle_after')!, memoryLimitMb: get('office_memory_mb')!, warmAtStart: get('office_warm')! },
     inputCapsMb: leaves('input_cap_mb') as DaemonConfig['inputCapsMb'],
     outputCapRatio: get('output_cap_ratio')!,

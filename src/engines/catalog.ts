@@ -18,6 +18,18 @@ export interface HtmlSettings {
   recycleAfter: number;
   /** A conversion may ask for public http(s) resources (html_remote_resources). */
   remoteResources: boolean;
+  /** `none`: a fresh context per conversion; `account`: pages reused within one account (html_reuse). */
+  reuse: 'none' | 'account';
+  /** Account reuse: conversions a page serves before it is replaced (html_page_uses). */
+  pageUses: number;
+  /** Account reuse: idle pages kept over all accounts (html_idle_pages). */
+  idlePages: number;
+  /** A renderer past this resident memory, MiB, is killed (html_memory_mb). */
+  memoryLimitMb: number;
+  /** Chromium's own sandbox where it can run, or off (html_sandbox). */
+  sandbox: 'auto' | 'off';
+  /** The uid the browser runs as when the daemon is root (html_sandbox_uid). */
+  sandboxUid: number;
   /** The URL inputs' test switch, which reaches the resources a page loads too. */
   allowPrivateUrls?: boolean;
   /** url_allow_networks: private networks the resources may come from all the same. */

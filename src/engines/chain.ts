@@ -68,6 +68,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             maxOutputBytes: job.maxOutputBytes,
             timeLimitMs: job.timeLimitMs,
             startClock,
+            ...(job.tenant !== undefined ? { tenant: job.tenant } : {}),
             // The URL a file came from belongs to the file, not to what the first step made of it.
             ...(index === 0 && job.sourceUrl !== undefined ? { sourceUrl: job.sourceUrl } : {}),
             ...(index > 0 ? { origin: job.origin ?? job.source } : {}),

@@ -38,6 +38,11 @@ export interface EngineJob {
    */
   sourceUrl?: string;
   /**
+   * Who the job is for, as an opaque key (the account's id): an engine that keeps state between
+   * jobs (the HTML engine's pages reused within one account) never lets one key's state serve another.
+   */
+  tenant?: string;
+  /**
    * In a chain's later step, the format the user sent (`source` is what the step before made
    * of it: an xlsx's CSV): for messages that name the user's file, and to read a step's
    * result as convd's engines write it.

@@ -57,7 +57,10 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     outputCapRatio: 50,
     outputCapFloorMb: 64,
     office: { instances: availableParallelism(), recycleAfter: 200, memoryLimitMb: 2048, warmAtStart: false },
-    html: { pages: availableParallelism(), recycleAfter: 200, remoteResources: false },
+    html: {
+      pages: availableParallelism(), recycleAfter: 200, remoteResources: false, reuse: 'none', pageUses: 100, idlePages: 8,
+      memoryLimitMb: 1024, sandbox: 'auto', sandboxUid: 64_400,
+    },
     maxInputPixels: 100_000_000,
     sweepIntervalMs: 60_000,
     webhookScheduleScale: 1,

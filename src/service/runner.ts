@@ -121,6 +121,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
             variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
             startClock: limited.start,
             timeLimitMs: timeoutMs,
+            tenant: record.account_id,
             ...(record.input.kind === 'url' ? { sourceUrl: record.input.url } : {}),
           });
         } catch (error) {

@@ -3,9 +3,17 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { ENGINE_NICENESS, engineEnvironment, findParentDeathWrapper, killGroup, trackGroup, untrackGroup } from '../process/group.ts';
+import { engineEnvironment, findParentDeathWrapper, killGroup, trackGroup, untrackGroup } from '../process/group.ts';
 import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
+import { AccountPages } from './account-pages.ts';
 import { WINDOW } from './formats.ts';
+import { BROWSER_PREFERENCES, launchFlags, wrapperScript } from './launch.ts';
+import { resetForNextConversion } from './page-reset.ts';
+import { RendererWatch } from './renderer-watch.ts';
+import type { SandboxPlan } from './sandbox.ts';
+
+/** How pages serve conversions: a fresh context each (`none`), or reused within one account. */
+export type ReuseMode = 'none' | 'account';
 
 export interface BrowserSettings {
   /** The Chromium binary (find-chromium.ts). */
@@ -14,37 +22,57 @@ export interface BrowserSettings {
   recycleAfter: number;
   /** V8's heap limit of each page, MiB (a page's script that allocates past it crashes its tab). */
   pageHeapMb: number;
+  /** A renderer past this resident memory, MiB, is killed and its conversion fails memory_limit. */
+  rendererMemoryMb: number;
+  reuse: ReuseMode;
+  /** `account` reuse: a page is thrown away after this many conversions. */
+  pageUses: number;
+  /** `account` reuse: at most this many idle pages kept, over all accounts (least recently used goes). */
+  idlePages: number;
+  sandbox: SandboxPlan;
 }
 
 /**
- * Flags of every launch (DESIGN.md): no sandbox (convd runs Chromium as its own user, often
- * root in containers, where the sandbox refuses to start; the page is held by what convd allows
- * it to load instead), no GPU, no background traffic of its own. Every request the page makes
- * goes to a proxy that is a black hole of convd's own (see `blackHole`): what convd does not
- * answer itself (request interception) reaches nothing, WebSockets and IP literals included.
+ * A page and the context it alone lives in. In the default mode it serves one conversion; with
+ * `account` reuse it serves later conversions of the one account it first served.
  */
-function launchFlags(proxyPort: number, pageHeapMb: number): string[] {
-  return [
-    '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--no-default-browser-check',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-domain-reliability',
-    '--disable-breakpad', '--disable-client-side-phishing-detection', '--metrics-recording-only', '--mute-audio',
-    '--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,InterestFeedContentSuggestions',
-    `--proxy-server=http://127.0.0.1:${proxyPort}`, '--proxy-bypass-list=<-loopback>',
-    `--js-flags=--max-old-space-size=${pageHeapMb}`,
-  ];
-}
-
-/** A context of its own with its one page, not yet used by anything. */
-export interface FreshPage {
+export interface WarmPage {
+  /** Unique in this process: tests tell pages apart by it. */
+  id: number;
   context: BrowserContext;
   page: Page;
+  of: Launched;
+  /** The account it serves (account reuse); unset until its first conversion. */
+  tenant?: string;
+  uses: number;
 }
 
+/** An idle page of account reuse, as tests and the engine's report see it. */
+export interface IdlePage {
+  id: number;
+  tenant: string;
+  uses: number;
+}
+
+/** What a conversion did with its page, for `release`. */
+export interface PageReturn {
+  /** The conversion succeeded and nothing went wrong with the page: it may serve again. */
+  reusable: boolean;
+  /** Origins whose storage the conversion may have written (its site, its URL's, remote ones). */
+  touched: ReadonlySet<string>;
+}
+
+/** How long a clean-up between two conversions may take before the page is thrown away instead. */
+const RESET_TIME_LIMIT_MS = 5_000;
+let nextPageId = 0;
+
 /**
- * The context every conversion gets: nothing shared with another (no cookie, storage, cache),
- * no service worker, no download, the default window (a screenshot sets its own).
+ * The context every page gets: nothing shared with another (no cookie, storage, cache), no
+ * service worker, no download, the default window (a screenshot sets its own), no dialog or
+ * popup that would wait for a person.
  */
-async function openFreshPage(browser: Browser): Promise<FreshPage> {
+async function openPage(launched: Launched): Promise<WarmPage> {
+  const browser = await launched.browser;
   const context = await browser.newContext({
     serviceWorkers: 'block',
     acceptDownloads: false,
@@ -55,117 +83,79 @@ async function openFreshPage(browser: Browser): Promise<FreshPage> {
     timezoneId: 'UTC',
   });
   try {
-    return { context, page: await context.newPage() };
+    // Before the page loads anything, in every frame: a print dialog, a popup or an alert would
+    // wait for a person forever.
+    await context.addInitScript(INIT_SCRIPT);
+    const page = await context.newPage();
+    context.on('page', (other) => {
+      if (other !== page) void other.close().catch(() => undefined);
+    });
+    page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
+    return { id: ++nextPageId, context, page, of: launched, uses: 0 };
   } catch (error) {
     await context.close().catch(() => undefined);
     throw error;
   }
 }
 
+const INIT_SCRIPT = 'window.print = () => undefined; window.open = () => null;';
+
 /**
- * The one warm Chromium of the HTML engine: launched with the first conversion, a fresh context
- * per conversion (render.ts), replaced after `recycleAfter` conversions and whenever it dies.
- * It runs through a wrapper that lowers its priority, offers it first to the OOM killer and has
- * the kernel kill it when the daemon dies (kill -9 included); Playwright starts it in a process
- * group of its own and kills the group on close.
+ * One launched Chromium: its process group, folder, renderer watch, and how many conversions it
+ * served and is serving. A retired one closes once its last conversion is done, so replacing the
+ * browser never breaks a conversion running in it.
  */
-export class WarmBrowser {
-  private browser: Promise<Browser> | undefined;
-  /**
-   * The next conversion's context and page, opened while the last one renders: a page's renderer
-   * process takes 100-250 ms to start, half of a small page's whole conversion. Never used twice.
-   */
-  private spare: { of: Browser; page: Promise<FreshPage> } | undefined;
-  private served = 0;
-  private pid: number | undefined;
-  private dir: string | undefined;
-  private hole: Server | undefined;
-  private closed = false;
+class Launched {
+  served = 0;
+  active = 0;
+  retired = false;
+  pid: number | undefined;
+  watch: RendererWatch | undefined;
+  /** The renderer watch's hold of each page serving a conversion, by page id. */
+  readonly holds = new Map<number, () => void>();
+  dir: string | undefined;
+  readonly browser: Promise<Browser>;
+  private closing: Promise<void> | undefined;
 
-  constructor(private readonly settings: BrowserSettings) {}
-
-  /** The browser to open the next conversion's context in (started or replaced as needed). */
-  async acquire(): Promise<Browser> {
-    if (this.closed) throw new Error('the HTML engine is closed');
-    if (this.browser && this.served >= this.settings.recycleAfter) await this.retire();
-    this.browser ??= this.launch();
-    const browser = await this.browser.catch(async (error: unknown) => {
-      this.browser = undefined;
-      throw error;
-    });
-    if (!browser.isConnected()) {
-      await this.retire();
-      return this.acquire();
-    }
-    this.served++;
-    return browser;
-  }
-
-  /** A fresh context and page for one conversion (the spare when there is one), and the next spare opened. */
-  async freshPage(): Promise<FreshPage> {
-    const browser = await this.acquire();
-    // Taken before any await: two conversions starting together must never get the same page.
-    const taken = this.spare;
-    this.spare = undefined;
-    if (!this.closed) {
-      const next = openFreshPage(browser);
-      next.catch(() => undefined);
-      this.spare = { of: browser, page: next };
-    }
-    const spare = taken?.of === browser ? await taken.page.catch(() => undefined) : undefined;
-    if (spare && !spare.page.isClosed()) return spare;
-    // A spare of a browser since replaced, or whose page is gone: closed, not used.
-    if (taken) void taken.page.then((unused) => unused.context.close(), () => undefined).catch(() => undefined);
-    return openFreshPage(browser);
-  }
-
-  /** Kills the browser at once (a conversion that would not end); the next acquire starts another. */
-  async kill(): Promise<void> {
-    if (this.pid !== undefined) killGroup(this.pid, 'SIGKILL');
-    await this.retire();
+  constructor(settings: BrowserSettings, proxyPort: Promise<number>) {
+    this.browser = this.launch(settings, proxyPort);
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    await this.retire();
-    await new Promise<void>((resolve) => (this.hole ? this.hole.close(() => resolve()) : resolve()));
-    this.hole = undefined;
-  }
-
-  private async retire(): Promise<void> {
-    const spare = this.spare;
-    this.spare = undefined;
-    if (spare) await spare.page.then((unused) => unused.context.close(), () => undefined).catch(() => undefined);
-    const current = this.browser;
-    this.browser = undefined;
-    this.served = 0;
-    const pid = this.pid;
-    this.pid = undefined;
-    if (current) {
-      const browser = await current.catch(() => undefined);
+    this.closing ??= (async () => {
+      this.watch?.stop();
+      const browser = await this.browser.catch(() => undefined);
       await Promise.race([browser?.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 5000))]);
-    }
-    if (pid !== undefined) {
-      killGroup(pid, 'SIGKILL');
-      untrackGroup(pid);
-    }
-    if (this.dir) await rm(this.dir, { recursive: true, force: true });
-    this.dir = undefined;
+      if (this.pid !== undefined) {
+        killGroup(this.pid, 'SIGKILL');
+        untrackGroup(this.pid);
+      }
+      if (this.dir) await rm(this.dir, { recursive: true, force: true });
+    })();
+    return this.closing;
   }
 
-  private async launch(): Promise<Browser> {
+  kill(): void {
+    if (this.pid !== undefined) killGroup(this.pid, 'SIGKILL');
+  }
+
+  private async launch(settings: BrowserSettings, proxyPort: Promise<number>): Promise<Browser> {
     const { chromium } = await import('playwright-core');
-    const proxyPort = await this.blackHole();
     await removeOrphanedDirs(MADE_BY, (path) => rm(path, { recursive: true, force: true }));
     const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
     this.dir = dir;
     const wrapper = join(dir, 'chromium');
     const pidFile = join(dir, 'pid');
-    await writeFile(wrapper, wrapperScript(this.settings.executable, pidFile, await findParentDeathWrapper()), { mode: 0o700 });
+    const preferences = join(dir, 'Preferences');
+    await writeFile(preferences, BROWSER_PREFERENCES);
+    const paths = { executable: settings.executable, pidFile, preferences, ownDirs: [dir] };
+    await writeFile(wrapper, wrapperScript(paths, await findParentDeathWrapper(), settings.sandbox), { mode: 0o700 });
     await chmod(wrapper, 0o700);
     const browser = await chromium.launch({
       executablePath: wrapper,
-      args: launchFlags(proxyPort, this.settings.pageHeapMb),
+      args: launchFlags(await proxyPort, settings.pageHeapMb, settings.sandbox),
+      // Playwright adds --no-sandbox unless told otherwise.
+      chromiumSandbox: settings.sandbox.on,
       env: engineEnvironment({ HOME: dir, XDG_CONFIG_HOME: dir, XDG_CACHE_HOME: dir }),
       handleSIGINT: false,
       handleSIGTERM: false,
@@ -176,16 +166,174 @@ export class WarmBrowser {
     if (pid > 0) {
       this.pid = pid;
       trackGroup(pid);
+      this.watch = new RendererWatch(pid, settings.rendererMemoryMb * 1024 * 1024);
     }
     browser.on('disconnected', () => {
+      this.watch?.stop();
       if (this.pid === pid && pid > 0) untrackGroup(pid);
     });
     return browser;
   }
+}
+
+/**
+ * The warm Chromium of the HTML engine: launched with the first conversion, replaced after
+ * `recycleAfter` conversions and whenever it dies. It runs through a wrapper that lowers its
+ * priority, offers it first to the OOM killer, has the kernel kill it when the daemon dies
+ * (kill -9 included) and, where it can, runs it sandboxed as a user of its own; Playwright starts
+ * it in a process group of its own and kills the group on close.
+ */
+export class WarmBrowser {
+  private current: Launched | undefined;
+  private readonly retiring = new Set<Launched>();
+  /**
+   * The next conversion's context and page, opened while the last one renders: a page's renderer
+   * process takes 100-250 ms to start, half of a small page's whole conversion. Never used twice.
+   */
+  private spare: { of: Launched; page: Promise<WarmPage> } | undefined;
+  private readonly idle: AccountPages<WarmPage>;
+  private hole: Server | undefined;
+  private closed = false;
+
+  constructor(private readonly settings: BrowserSettings) {
+    this.idle = new AccountPages(settings.idlePages);
+  }
+
+  /**
+   * A page for one conversion of `tenant`: with account reuse, an idle page that served this
+   * account before (never another's), else a fresh one (the spare when there is one), and the
+   * next spare opened. The renderer watch holds until `release`.
+   */
+  async page(tenant: string | undefined): Promise<WarmPage> {
+    const launched = await this.acquire();
+    const reused = this.settings.reuse === 'account' && tenant !== undefined ? this.idle.take(tenant, (page) => page.of === launched) : undefined;
+    if (reused) return this.begin(reused, tenant);
+    return this.begin(await this.freshPage(launched), tenant);
+  }
+
+  /**
+   * Ends a conversion's use of its page: closed, or (account reuse, a clean success, uses left)
+   * reset for the next conversion of its account and kept idle. A reset that fails or does not
+   * end in time throws the page away.
+   */
+  async release(page: WarmPage, returned: PageReturn): Promise<void> {
+    const launched = page.of;
+    try {
+      const keep = this.settings.reuse === 'account' && page.tenant !== undefined && returned.reusable && !this.closed
+        && !launched.retired && page.uses < this.settings.pageUses && !page.page.isClosed();
+      if (!keep || !(await withinTime(resetForNextConversion(page, returned.touched), RESET_TIME_LIMIT_MS))) {
+        await this.discard(page);
+        return;
+      }
+      for (const evicted of this.idle.give(page.tenant!, page)) void this.discard(evicted);
+    } finally {
+      launched.active--;
+      launched.holds.get(page.id)?.();
+      launched.holds.delete(page.id);
+      if (launched.retired && launched.active === 0) await this.finish(launched);
+    }
+  }
+
+  /** True when a renderer of `page`'s browser was killed for its memory since `since` (performance.now()). */
+  killedForMemory(page: WarmPage, since: number): boolean {
+    return page.of.watch?.killedSince(since) ?? false;
+  }
+
+  /** The idle pages of account reuse, for tests and the engine's report. */
+  idlePages(): IdlePage[] {
+    return this.idle.snapshot((page, tenant) => ({ id: page.id, tenant, uses: page.uses }));
+  }
+
+  /** Kills the browser at once (a conversion that would not end); the next conversion starts another. */
+  async kill(): Promise<void> {
+    const launched = this.current;
+    if (!launched) return;
+    launched.kill();
+    this.retire(launched);
+    await this.finish(launched);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.retiring, ...(this.current ? [this.current] : [])];
+    for (const launched of all) this.retire(launched);
+    await Promise.all(all.map((launched) => this.finish(launched)));
+    await new Promise<void>((resolve) => (this.hole ? this.hole.close(() => resolve()) : resolve()));
+    this.hole = undefined;
+  }
+
+  /** The browser to open the next conversion's page in (started or replaced as needed). */
+  private async acquire(): Promise<Launched> {
+    if (this.closed) throw new Error('the HTML engine is closed');
+    if (this.current && this.current.served >= this.settings.recycleAfter) this.retire(this.current);
+    this.current ??= new Launched(this.settings, this.blackHole());
+    const launched = this.current;
+    const browser = await launched.browser.catch(async (error: unknown) => {
+      if (this.current === launched) this.current = undefined;
+      this.retire(launched);
+      await this.finish(launched);
+      throw error;
+    });
+    if (!browser.isConnected()) {
+      this.retire(launched);
+      await this.finish(launched);
+      return this.acquire();
+    }
+    return launched;
+  }
+
+  private begin(page: WarmPage, tenant: string | undefined): WarmPage {
+    page.tenant ??= tenant;
+    page.uses++;
+    page.of.served++;
+    page.of.active++;
+    if (page.of.watch) page.of.holds.set(page.id, page.of.watch.hold());
+    return page;
+  }
+
+  private async freshPage(launched: Launched): Promise<WarmPage> {
+    // Taken before any await: two conversions starting together must never get the same page.
+    const taken = this.spare;
+    this.spare = undefined;
+    if (!this.closed) {
+      const next = openPage(launched);
+      next.catch(() => undefined);
+      this.spare = { of: launched, page: next };
+    }
+    const spare = taken?.of === launched ? await taken.page.catch(() => undefined) : undefined;
+    if (spare && !spare.page.isClosed()) return spare;
+    // A spare of a browser since replaced, or whose page is gone: closed, not used.
+    if (taken) void taken.page.then((unused) => unused.context.close(), () => undefined).catch(() => undefined);
+    return openPage(launched);
+  }
+
+  /** No new conversion goes to `launched`; it closes when its last one is released. */
+  private retire(launched: Launched): void {
+    if (this.current === launched) this.current = undefined;
+    if (launched.retired) return;
+    launched.retired = true;
+    this.retiring.add(launched);
+    if (this.spare?.of === launched) {
+      void this.spare.page.then((unused) => unused.context.close(), () => undefined).catch(() => undefined);
+      this.spare = undefined;
+    }
+    for (const page of this.idle.drop((idle) => idle.of === launched)) void page.context.close().catch(() => undefined);
+    if (launched.active === 0) void this.finish(launched);
+  }
+
+  private async finish(launched: Launched): Promise<void> {
+    await launched.close();
+    this.retiring.delete(launched);
+  }
+
+  private async discard(page: WarmPage): Promise<void> {
+    await page.context.close().catch(() => undefined);
+  }
 
   /**
    * A loopback port that accepts and drops every connection: Chromium's proxy. A request convd
-   * neither answers nor aborts (a WebSocket, a beacon) ends here, never on the network.
+   * neither answers nor aborts (a WebSocket, a beacon, WebRTC over TCP) ends here, never on the
+   * network.
    */
   private async blackHole(): Promise<number> {
     if (!this.hole) {
@@ -203,22 +351,18 @@ export class WarmBrowser {
   }
 }
 
+async function withinTime(work: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true, () => false), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Each daemon's browser directory is named after the daemon's pid: a dead one's is removed by the next. */
 const DIR_PREFIX = 'convd-chromium-';
 const MADE_BY = /^convd-chromium-(\d+)-/;
-
-/**
- * The shell script Playwright starts as "the browser": it records its pid (exec keeps it), takes
- * the OOM killer's first place and a lower priority, and execs Chromium through setpriv
- * --pdeathsig where there is one.
- */
-function wrapperScript(executable: string, pidFile: string, setpriv: string | null): string {
-  const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
-  return [
-    '#!/bin/sh',
-    `echo $$ > ${quote(pidFile)}`,
-    'echo 1000 > /proc/self/oom_score_adj 2>/dev/null',
-    `exec ${setpriv ? `${quote(setpriv)} --pdeathsig KILL -- ` : ''}nice -n ${ENGINE_NICENESS} ${quote(executable)} "$@"`,
-    '',
-  ].join('\n');
-}

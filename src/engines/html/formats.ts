@@ -25,6 +25,13 @@ export const MAX_WAIT_DELAY_S = 30;
 export const WINDOW = { width: 1280, height: 800 } as const;
 /** A screenshot's sides: Chromium draws at most 16,384 pixels a side. */
 export const MAX_SHOT_SIDE = 16_384;
+/** WebP holds at most 16,383 pixels a side. */
+const MAX_WEBP_SIDE = 16_383;
+
+/** The longest side a picture of `target` may have: a full page is cut there. */
+export function maxShotSide(target: HtmlTarget): number {
+  return target === 'webp' ? MAX_WEBP_SIDE : MAX_SHOT_SIDE;
+}
 
 const bool = (name: string, value: boolean, label: string): OptionDescriptor => ({ name, type: 'bool', values: [], default: value, label });
 const mm = (name: string, value: number | null, min: number, max: number, label: string): OptionDescriptor => ({ name, type: 'number', values: [], min, max, default: value, label });
@@ -68,8 +75,8 @@ export const PDF_OPTIONS: OptionDescriptor[] = [
 export function imageOptions(target: HtmlTarget): OptionDescriptor[] {
   return [
     mm('width', WINDOW.width, 16, 4096, 'Width of the browser window in pixels'),
-    mm('height', WINDOW.height, 16, MAX_SHOT_SIDE, 'Height of the browser window in pixels (the picture\'s, unless full_page)'),
-    bool('full_page', true, 'The whole page, however long (up to 16,384 pixels), not only the window'),
+    mm('height', WINDOW.height, 16, maxShotSide(target), 'Height of the browser window in pixels (the picture\'s, unless full_page)'),
+    bool('full_page', true, `The whole page, however long (cut at ${maxShotSide(target).toLocaleString('en-US')} pixels), not only the window`),
     ...(target === 'jpg' || target === 'webp' ? [{ name: 'quality', type: 'range' as const, values: [], min: 1, max: 100, default: 80, label: 'Quality' }] : []),
     ...(target === 'jpg' ? [] : [bool('omit_background', false, 'Transparent where the page draws no background')]),
     ...LOADING,

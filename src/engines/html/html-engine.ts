@@ -1,12 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
-import { WarmBrowser } from './browser.ts';
+import { WarmBrowser, type IdlePage, type ReuseMode } from './browser.ts';
 import { findChromium, type ChromiumInstall } from './find-chromium.ts';
 import { HTML_FORMATS, HTML_SOURCES, HTML_TARGETS, imageOptions, PDF_OPTIONS, PDF_VARIANTS, REMOTE_OPTION } from './formats.ts';
 import { render } from './render.ts';
-import { loadSite } from './site.ts';
+import { DEFAULT_SANDBOX_UID, describeSandbox, planSandbox, type SandboxPlan } from './sandbox.ts';
+import { loadSite, SITE_ORIGIN } from './site.ts';
 
 export interface HtmlEngineOptions {
   /** Pages rendered at once (each a context of its own in the one browser); default the cores. */
@@ -15,6 +17,18 @@ export interface HtmlEngineOptions {
   recycleAfter?: number;
   /** V8 heap of a page, MiB. */
   pageHeapMb?: number;
+  /** A renderer past this resident memory, MiB, is killed: its conversion fails memory_limit. */
+  memoryLimitMb?: number;
+  /** `none` (a fresh context per conversion, the default) or `account` (pages reused within one account). */
+  reuse?: ReuseMode;
+  /** Account reuse: a page serves at most this many conversions. */
+  pageUses?: number;
+  /** Account reuse: at most this many idle pages, over all accounts. */
+  idlePages?: number;
+  /** Chromium's own sandbox: `auto` (where it can run) or `off`. */
+  sandbox?: 'auto' | 'off';
+  /** The uid the browser runs as, sandboxed, when the daemon is root. */
+  sandboxUid?: number;
   maxInputPixels?: number;
   /** A conversion may ask to load public http(s) resources (`allow_remote_resources`). */
   remoteResources?: boolean;
@@ -27,18 +41,30 @@ export interface HtmlEngineOptions {
 
 const DEFAULT_RECYCLE_AFTER = 200;
 const DEFAULT_PAGE_HEAP_MB = 512;
+export const HTML_DEFAULTS = { memoryLimitMb: 1024, pageUses: 100, idlePages: 8 } as const;
 /** A context that does not close in this time means a browser that no longer answers: it is killed. */
 const CLOSE_GRACE_MS = 5_000;
 
+/** The HTML engine, with what tests may look at: the idle pages of account reuse. */
+export interface HtmlEngine extends Engine {
+  idlePages(): IdlePage[];
+  /** The sandbox the browser runs (or will run) with, once probed. */
+  sandbox(): SandboxPlan | undefined;
+}
+
 /**
  * HTML (a file, or a zip of a page and its files) to PDF and images with Chromium (DESIGN.md,
- * "HTML engine"): one warm browser, a fresh context per conversion, only the conversion's own files
- * loadable, JavaScript on and bounded by the job's time limit.
+ * "HTML engine"): one warm browser, a fresh context per conversion (or, opted in, pages reused
+ * within one account), only the conversion's own files loadable, JavaScript on and bounded by
+ * the job's time limit, the renderers' memory by a limit.
  */
-export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
+export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
   let install: ChromiumInstall | undefined;
+  let sandbox: SandboxPlan | undefined;
   let browser: WarmBrowser | undefined;
   const pages = settings.pages ?? availableParallelism();
+  const reuse = settings.reuse ?? 'none';
+  const memoryLimitMb = settings.memoryLimitMb ?? HTML_DEFAULTS.memoryLimitMb;
   return {
     name: 'html',
     maxConcurrentRuns: pages,
@@ -46,9 +72,14 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
     async probe(): Promise<EngineStatus> {
       install = await findChromium(settings.env ?? process.env);
       if (!install.ready) return { name: 'html', available: false, ...(install.path ? { binary: install.path } : {}), detail: install.problem };
+      sandbox ??= await planSandbox({ mode: settings.sandbox ?? 'auto', uid: settings.sandboxUid ?? DEFAULT_SANDBOX_UID }, settings.env ?? process.env);
+      const pageRule = reuse === 'account'
+        ? `pages reused within one account (at most ${settings.pageUses ?? HTML_DEFAULTS.pageUses} conversions each, ${settings.idlePages ?? HTML_DEFAULTS.idlePages} kept idle)`
+        : 'a fresh context per conversion';
       return {
         name: 'html', available: true, binary: install.path, version: install.version,
-        detail: `${pages} pages at once in one browser, replaced after ${settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER} conversions; only the conversion's own files load`,
+        detail: `${pages} pages at once in one browser, ${pageRule}, replaced after ${settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER} conversions; `
+          + `only the conversion's own files load; renderers held to ${memoryLimitMb} MB; ${describeSandbox(sandbox)}`,
       };
     },
     pairs: (): ConversionPair[] => (install?.ready ? htmlPairs(settings.remoteResources === true) : []),
@@ -61,14 +92,27 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
         executable: install.path,
         recycleAfter: settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
         pageHeapMb: settings.pageHeapMb ?? DEFAULT_PAGE_HEAP_MB,
+        rendererMemoryMb: memoryLimitMb,
+        reuse,
+        pageUses: settings.pageUses ?? HTML_DEFAULTS.pageUses,
+        idlePages: settings.idlePages ?? HTML_DEFAULTS.idlePages,
+        sandbox: sandbox ?? { on: false, why: 'not probed' },
       });
       const warm = browser;
-      const fresh = await warm.freshPage();
+      const page = await warm.page(job.tenant);
       job.startClock?.();
       const remote = settings.remoteResources === true && job.options.allow_remote_resources === true
         ? { allowPrivate: settings.allowPrivateUrls === true, allowedNetworks: settings.allowedNetworks ?? [] }
         : null;
-      const outcome = render(fresh, site, job, { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote });
+      const touched = new Set<string>();
+      const target = {
+        warm: page,
+        // A reused page meets each conversion at a registrable site of its own (RFC 6761 .invalid).
+        origin: reuse === 'account' ? `http://${randomBytes(12).toString('hex')}.invalid` : SITE_ORIGIN,
+        touched,
+        killedForMemory: (since: number) => warm.killedForMemory(page, since),
+      };
+      const outcome = render(target, site, job, { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote, rendererMemoryMb: memoryLimitMb });
       // A browser that does not let go of an aborted page within the grace is killed (the next
       // conversion gets a new one); the abort itself already failed this conversion.
       let killTimer: NodeJS.Timeout | undefined;
@@ -76,18 +120,23 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): Engine {
         killTimer = setTimeout(() => void warm.kill(), CLOSE_GRACE_MS);
       };
       job.signal.addEventListener('abort', stuck, { once: true });
+      let reusable = false;
       try {
         const { size } = await outcome;
+        reusable = !job.signal.aborted;
         return { size };
       } finally {
         job.signal.removeEventListener('abort', stuck);
         clearTimeout(killTimer);
+        await warm.release(page, { reusable, touched });
       }
     },
     async close(): Promise<void> {
       await browser?.close();
       browser = undefined;
     },
+    idlePages: () => browser?.idlePages() ?? [],
+    sandbox: () => sandbox,
   };
 }
 

@@ -1,50 +1,61 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page, Route } from 'playwright-core';
-import type { FreshPage } from './browser.ts';
+import type { WarmPage } from './browser.ts';
 import sharp from '../image/sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { EngineJob } from '../types.ts';
-import { MAX_SHOT_SIDE, PAPERS, WINDOW, type HtmlTarget } from './formats.ts';
-import { contentTypeOf, ENTRY_PATH, SITE_ORIGIN, type Site } from './site.ts';
+import { maxShotSide, PAPERS, WINDOW, type HtmlTarget } from './formats.ts';
+import { contentTypeOf, ENTRY_PATH, type Site } from './site.ts';
 
 /** Limits of one render that are the service's, not the job's options. */
 export interface RenderLimits {
   maxInputPixels: number;
   /** Public http(s) resources may be loaded (through the URL inputs' fetcher); null: none. */
   remote: { allowPrivate: boolean; allowedNetworks: readonly string[] } | null;
+  /** The renderer memory limit, MiB, named when a page is killed past it. */
+  rendererMemoryMb: number;
+}
+
+/** The page a conversion renders in, and what it reports back about it. */
+export interface RenderPage {
+  warm: WarmPage;
+  /** The origin the conversion's own files are served at (a site no other conversion has, where pages are reused). */
+  origin: string;
+  /** Filled with the origin of every response the page was given: the storage it may have written. */
+  touched: Set<string>;
+  /** True when the renderer watch killed one of the browser's renderers since `since` (performance.now()). */
+  killedForMemory(since: number): boolean;
 }
 
 /** What one remote resource, and all of a page's, may weigh; how long one may take. */
 const REMOTE_LIMITS = { eachBytes: 20 * 1024 * 1024, totalBytes: 100 * 1024 * 1024, timeoutMs: 15_000, count: 200 } as const;
 
 /**
- * Scripts that run before the page's own, in every frame: a print dialog, a popup or an alert
- * would wait for a person forever.
+ * Renders the conversion's site in its page, whose context no other account's conversion ever
+ * had (browser.ts); requests for anything but the site's own files are aborted (and whatever
+ * escapes interception meets the browser's black-hole proxy). The caller releases the page.
  */
-const INIT_SCRIPT = 'window.print = () => undefined; window.open = () => null;';
-
-/**
- * Renders the conversion's site in a context of its own (no cookie, storage or cache of another
- * conversion), which is closed whatever happens; requests for anything but the site's own files
- * are aborted (and whatever escapes interception meets the browser's black-hole proxy).
- */
-export async function render(fresh: FreshPage, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number }> {
-  const target = job.target as HtmlTarget;
+export async function render(target: RenderPage, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number }> {
+  const format = job.target as HtmlTarget;
   const options = job.options;
-  const width = target === 'pdf' ? WINDOW.width : numberOption(options.width, WINDOW.width);
-  const height = target === 'pdf' ? WINDOW.height : numberOption(options.height, WINDOW.height);
-  const { context, page } = fresh;
+  const width = format === 'pdf' ? WINDOW.width : numberOption(options.width, WINDOW.width);
+  const height = format === 'pdf' ? WINDOW.height : numberOption(options.height, WINDOW.height);
+  const { context, page } = target.warm;
+  const started = performance.now();
   // Remote resources are fetched to files here on their way to the page (render's own directory).
   const fetched = { bytes: 0, count: 0, dir: `${job.outputPath}.resources` };
   // The job's abort (time limit, cancel, shutdown) closes the context: that ends its renderer
   // whatever its script is doing, and every call below rejects.
   const onAbort = () => void context.close().catch(() => undefined);
   job.signal.addEventListener('abort', onAbort, { once: true });
+  let crashed = false;
+  const onCrash = () => {
+    crashed = true;
+  };
+  page.on('crash', onCrash);
   try {
-    // Before the page loads anything: it is still about:blank.
-    await context.addInitScript(INIT_SCRIPT);
     // A web page fetched from a URL is served at that URL (its relative links resolve there, and
     // are loaded only as remote resources); an upload at the origin that cannot exist.
     const entryUrl = pageUrl(job.sourceUrl);
@@ -52,23 +63,16 @@ export async function render(fresh: FreshPage, site: Site, job: EngineJob, limit
     await context.route('**/*', (route) => {
       if (entryUrl && !entryServed && route.request().isNavigationRequest() && sameDocument(route.request().url(), entryUrl)) {
         entryServed = true;
+        target.touched.add(new URL(entryUrl).origin);
         return route.fulfill({ status: 200, body: site.get(ENTRY_PATH)!, headers: { 'content-type': 'text/html; charset=utf-8' } }).catch(() => undefined);
       }
-      return serve(route, site, limits.remote && { ...limits.remote, fetched, signal: job.signal });
-    });
-    context.on('page', (other) => {
-      if (other !== page) void other.close().catch(() => undefined);
-    });
-    page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
-    let crashed = false;
-    page.on('crash', () => {
-      crashed = true;
+      return serve(route, site, target, limits.remote && { ...limits.remote, fetched, signal: job.signal });
     });
     if (width !== WINDOW.width || height !== WINDOW.height) await page.setViewportSize({ width, height });
     job.signal.throwIfAborted();
     try {
-      await page.emulateMedia({ media: mediaOf(options.media, target) });
-      await page.goto(entryUrl ?? `${SITE_ORIGIN}${ENTRY_PATH}`, { waitUntil: 'load', timeout: 0 });
+      await page.emulateMedia({ media: mediaOf(options.media, format) });
+      await page.goto(entryUrl ?? `${target.origin}${ENTRY_PATH}`, { waitUntil: 'load', timeout: 0 });
       job.onProgress(40);
       if (typeof options.wait_for_selector === 'string') {
         await page.waitForSelector(options.wait_for_selector, { state: 'attached', timeout: 0 }).catch((error: unknown) => {
@@ -80,7 +84,7 @@ export async function render(fresh: FreshPage, site: Site, job: EngineJob, limit
       const delay = numberOption(options.wait_delay, 0);
       if (delay > 0) await page.waitForTimeout(delay * 1000);
       job.onProgress(60);
-      const bytes = target === 'pdf' ? await printPdf(page, options) : await screenshot(page, target, options, limits, width);
+      const bytes = format === 'pdf' ? await printPdf(page, options) : await screenshot(page, format, options, limits, width);
       checkOutputSize(bytes.length, job.maxOutputBytes);
       job.signal.throwIfAborted();
       await writeFile(job.outputPath, bytes);
@@ -89,12 +93,15 @@ export async function render(fresh: FreshPage, site: Site, job: EngineJob, limit
     } catch (error) {
       if (job.signal.aborted) throw job.signal.reason;
       if (error instanceof ConversionFailure) throw error;
+      if (crashed && target.killedForMemory(started)) {
+        throw new ConversionFailure('memory_limit', `The page needed more memory than its limit of ${limits.rendererMemoryMb} MB (html_memory_mb).`);
+      }
       if (crashed) throw new ConversionFailure('conversion_failed', 'The page crashed while it was drawn (a script that takes more memory than a page has is the usual cause).');
       throw new ConversionFailure('conversion_failed', `Chromium could not render the page: ${describe(error)}`);
     }
   } finally {
     job.signal.removeEventListener('abort', onAbort);
-    await context.close().catch(() => undefined);
+    page.off('crash', onCrash);
     await rm(fetched.dir, { recursive: true, force: true });
   }
 }
@@ -128,9 +135,10 @@ interface RemoteAccess {
  * fetcher (the address policy on every hop, redirects included; a size cap and a time limit);
  * anything else is refused.
  */
-async function serve(route: Route, site: Site, remote: RemoteAccess | null): Promise<void> {
+async function serve(route: Route, site: Site, target: RenderPage, remote: RemoteAccess | null): Promise<void> {
   const url = route.request().url();
-  if (url.startsWith(`${SITE_ORIGIN}/`)) {
+  if (url.startsWith(`${target.origin}/`)) {
+    target.touched.add(target.origin);
     let path: string;
     try {
       path = decodeURIComponent(new URL(url).pathname);
@@ -146,6 +154,7 @@ async function serve(route: Route, site: Site, remote: RemoteAccess | null): Pro
   if (remote && /^https?:\/\//i.test(url) && remote.fetched.count < REMOTE_LIMITS.count && remote.fetched.bytes < REMOTE_LIMITS.totalBytes) {
     const body = await fetchRemote(url, remote).catch(() => null);
     if (body) {
+      target.touched.add(new URL(url).origin);
       await route.fulfill({ status: 200, body: body.bytes, headers: { 'content-type': body.contentType ?? contentTypeOf(new URL(url).pathname) } }).catch(() => undefined);
       return;
     }
@@ -201,9 +210,9 @@ async function printPdf(page: Page, options: EngineJob['options']): Promise<Buff
 
 async function screenshot(page: Page, target: HtmlTarget, options: EngineJob['options'], limits: RenderLimits, width: number): Promise<Buffer> {
   const fullPage = options.full_page !== false;
-  // A long page is cut where Chromium or the pixel limit would stop: at most 16,384 pixels, and
-  // no more than the pixel limit allows at this width.
-  const maxHeight = Math.max(1, Math.min(MAX_SHOT_SIDE, Math.floor(limits.maxInputPixels / width)));
+  // A long page is cut where Chromium, the target format or the pixel limit would stop: at most
+  // 16,384 pixels (16,383 for WebP), and no more than the pixel limit allows at this width.
+  const maxHeight = Math.max(1, Math.min(maxShotSide(target), Math.floor(limits.maxInputPixels / width)));
   const pageHeight = fullPage ? Number(await page.evaluate('Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)')) : 0;
   const clip = fullPage && pageHeight > maxHeight ? { x: 0, y: 0, width, height: maxHeight } : undefined;
   const omitBackground = options.omit_background === true && target !== 'jpg';
@@ -219,7 +228,12 @@ async function screenshot(page: Page, target: HtmlTarget, options: EngineJob['op
     timeout: 0,
   });
   if (target !== 'webp') return shot;
-  return sharp(shot).webp({ quality }).toBuffer();
+  try {
+    return await sharp(shot).webp({ quality }).toBuffer();
+  } catch (error) {
+    const { width: shotWidth, height: shotHeight } = await sharp(shot).metadata().catch(() => ({ width: 0, height: 0 }));
+    throw new ConversionFailure('conversion_failed', `The page's picture (${shotWidth} x ${shotHeight} pixels) cannot be made a WebP: ${describe(error)}. A smaller height, or full_page=false, makes one.`);
+  }
 }
 
 function mediaOf(value: unknown, target: HtmlTarget): 'print' | 'screen' {

@@ -23,6 +23,14 @@ async function childrenOf(pid: number): Promise<number[]> {
   return lists.flatMap((list) => list.split(' ').filter(Boolean).map(Number));
 }
 
+/** Pids of every descendant of `pid` down to `depth` generations (Linux /proc), nearest first. */
+export async function descendantsOf(pid: number, depth = 4): Promise<number[]> {
+  if (depth === 0) return [];
+  const children = await childrenOf(pid);
+  const below = await Promise.all(children.map((child) => descendantsOf(child, depth - 1)));
+  return [...children, ...below.flat()];
+}
+
 /**
  * Resident memory of a process and all its descendants (Linux /proc), so that a helper that
  * starts others (LibreOffice's launcher starts soffice.bin) is measured whole. Shared pages are

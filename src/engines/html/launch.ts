@@ -1,0 +1,70 @@
+import { ENGINE_NICENESS } from '../process/group.ts';
+import type { SandboxPlan } from './sandbox.ts';
+
+/**
+ * Flags of every launch (DESIGN.md): no GPU, no background traffic of its own. Every request the
+ * page makes goes to a proxy that is a black hole of convd's own (browser.ts): what convd does
+ * not answer itself (request interception) reaches nothing, WebSockets and IP literals included.
+ * WebRTC's UDP does not go through a proxy: the profile's preferences (BROWSER_PREFERENCES) keep
+ * it on the proxy too. `--no-sandbox` only where Chromium's own sandbox cannot run (sandbox.ts).
+ */
+export function launchFlags(proxyPort: number, pageHeapMb: number, sandbox: SandboxPlan): string[] {
+  return [
+    ...(sandbox.on ? [] : ['--no-sandbox']),
+    '--disable-gpu', '--disable-quic', '--no-first-run', '--no-default-browser-check',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-domain-reliability',
+    '--disable-breakpad', '--disable-client-side-phishing-detection', '--metrics-recording-only', '--mute-audio',
+    '--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,InterestFeedContentSuggestions',
+    `--proxy-server=http://127.0.0.1:${proxyPort}`, '--proxy-bypass-list=<-loopback>',
+    `--js-flags=--max-old-space-size=${pageHeapMb}`,
+  ];
+}
+
+/**
+ * The profile's preferences, written before Chromium starts. WebRTC sends UDP (STUN, TURN, data
+ * channels) from the browser's network service straight to any host and port a page names, past
+ * the proxy and the interception; `disable_non_proxied_udp` leaves it only TCP through the proxy,
+ * which is the black hole. (The `--force-webrtc-ip-handling-policy` switch is read by renderers,
+ * which the browser does not pass it to: measured, it let every packet through.) Every context
+ * convd opens is an off-the-record child of this profile and reads the same preference.
+ */
+export const BROWSER_PREFERENCES = JSON.stringify({
+  webrtc: { ip_handling_policy: 'disable_non_proxied_udp', multiple_routes_enabled: false, nonproxied_udp_enabled: false },
+});
+
+export interface WrapperPaths {
+  executable: string;
+  pidFile: string;
+  /** The preferences file copied into the profile Playwright names with --user-data-dir. */
+  preferences: string;
+  /** Folders the browser's own user must own (its HOME), when it runs as another user. */
+  ownDirs: readonly string[];
+}
+
+/**
+ * The shell script Playwright starts as "the browser": it records its pid (exec keeps it), takes
+ * the OOM killer's first place and a lower priority, puts the preferences into the profile
+ * Playwright made, and execs Chromium through setpriv: --pdeathsig where there is one, and as the
+ * browser's own unprivileged user when the daemon runs as root (sandbox.ts), after handing it the
+ * folders it writes to.
+ */
+export function wrapperScript(paths: WrapperPaths, setpriv: string | null, sandbox: SandboxPlan): string {
+  const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
+  const runAs = sandbox.on && sandbox.runAs !== undefined ? sandbox.runAs : undefined;
+  const owner = runAs === undefined ? '' : `; chown -R ${runAs}:${runAs} "$d"`;
+  const setprivArgs = [
+    ...(setpriv ? ['--pdeathsig', 'KILL'] : []),
+    ...(runAs === undefined ? [] : [`--reuid=${runAs}`, `--regid=${runAs}`, '--clear-groups']),
+  ];
+  return [
+    '#!/bin/sh',
+    `echo $$ > ${quote(paths.pidFile)}`,
+    'echo 1000 > /proc/self/oom_score_adj 2>/dev/null',
+    'for a in "$@"; do',
+    `  case "$a" in --user-data-dir=*) d="\${a#--user-data-dir=}"; mkdir -p "$d/Default" && cp ${quote(paths.preferences)} "$d/Default/Preferences"${owner};; esac`,
+    'done',
+    ...(runAs === undefined ? [] : paths.ownDirs.map((dir) => `chown -R ${runAs}:${runAs} ${quote(dir)}`)),
+    `exec ${setpriv && setprivArgs.length > 0 ? `${quote(setpriv)} ${setprivArgs.join(' ')} -- ` : ''}nice -n ${ENGINE_NICENESS} ${quote(paths.executable)} "$@"`,
+    '',
+  ].join('\n');
+}
