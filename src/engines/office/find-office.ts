@@ -9,7 +9,7 @@ export type OfficeInstall =
   | { ready: true; soffice: string; sofficeBin: string; python: string; version: string }
   | { ready: false; soffice: string | null; problem: string };
 
-const INSTALL_HINT = 'install Debian\'s libreoffice-core-nogui, libreoffice-writer-nogui, libreoffice-calc-nogui, libreoffice-impress-nogui and python3-uno';
+const INSTALL_HINT = 'install Debian\'s libreoffice-core-nogui, libreoffice-writer-nogui, libreoffice-calc-nogui, libreoffice-impress-nogui, libreoffice-draw-nogui and python3-uno';
 const PROBE_TIME_LIMIT_MS = 30_000;
 
 /**
