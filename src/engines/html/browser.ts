@@ -117,8 +117,19 @@ class Launched {
   readonly browser: Promise<Browser>;
   private closing: Promise<void> | undefined;
 
-  constructor(settings: BrowserSettings, proxyPort: Promise<number>) {
-    this.browser = this.launch(settings, proxyPort);
+  /**
+   * Launched with the sandbox `settings.sandbox` plans; a browser that does not start sandboxed
+   * (a seccomp filter or namespace rule the check did not meet) is started once more without,
+   * and `onRefused` learns why, so the next launch does not try again.
+   */
+  constructor(settings: BrowserSettings, proxyPort: Promise<number>, onRefused: (plan: SandboxPlan) => void) {
+    this.browser = this.launch(settings, settings.sandbox, proxyPort).catch(async (error: unknown) => {
+      if (!settings.sandbox.on || this.pid !== undefined) throw error;
+      await this.removeDir();
+      const refused: SandboxPlan = { on: false, why: `Chromium did not start with its sandbox (${firstLine(error)})` };
+      onRefused(refused);
+      return this.launch(settings, refused, proxyPort);
+    });
   }
 
   async close(): Promise<void> {
@@ -130,16 +141,21 @@ class Launched {
         killGroup(this.pid, 'SIGKILL');
         untrackGroup(this.pid);
       }
-      if (this.dir) await rm(this.dir, { recursive: true, force: true });
+      await this.removeDir();
     })();
     return this.closing;
+  }
+
+  private async removeDir(): Promise<void> {
+    if (this.dir) await rm(this.dir, { recursive: true, force: true });
+    this.dir = undefined;
   }
 
   kill(): void {
     if (this.pid !== undefined) killGroup(this.pid, 'SIGKILL');
   }
 
-  private async launch(settings: BrowserSettings, proxyPort: Promise<number>): Promise<Browser> {
+  private async launch(settings: BrowserSettings, sandbox: SandboxPlan, proxyPort: Promise<number>): Promise<Browser> {
     const { chromium } = await import('playwright-core');
     await removeOrphanedDirs(MADE_BY, (path) => rm(path, { recursive: true, force: true }));
     const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
@@ -149,13 +165,13 @@ class Launched {
     const preferences = join(dir, 'Preferences');
     await writeFile(preferences, BROWSER_PREFERENCES);
     const paths = { executable: settings.executable, pidFile, preferences, ownDirs: [dir] };
-    await writeFile(wrapper, wrapperScript(paths, await findParentDeathWrapper(), settings.sandbox), { mode: 0o700 });
+    await writeFile(wrapper, wrapperScript(paths, await findParentDeathWrapper(), sandbox), { mode: 0o700 });
     await chmod(wrapper, 0o700);
     const browser = await chromium.launch({
       executablePath: wrapper,
-      args: launchFlags(await proxyPort, settings.pageHeapMb, settings.sandbox),
+      args: launchFlags(await proxyPort, settings.pageHeapMb, sandbox),
       // Playwright adds --no-sandbox unless told otherwise.
-      chromiumSandbox: settings.sandbox.on,
+      chromiumSandbox: sandbox.on,
       env: engineEnvironment({ HOME: dir, XDG_CONFIG_HOME: dir, XDG_CACHE_HOME: dir }),
       handleSIGINT: false,
       handleSIGTERM: false,
@@ -194,9 +210,17 @@ export class WarmBrowser {
   private readonly idle: AccountPages<WarmPage>;
   private hole: Server | undefined;
   private closed = false;
+  /** The sandbox the next launch uses: the planned one, until a browser refused to start with it. */
+  private sandbox: SandboxPlan;
 
   constructor(private readonly settings: BrowserSettings) {
     this.idle = new AccountPages(settings.idlePages);
+    this.sandbox = settings.sandbox;
+  }
+
+  /** The sandbox browsers are launched with (the plan, or why a browser refused it). */
+  sandboxInUse(): SandboxPlan {
+    return this.sandbox;
   }
 
   /**
@@ -266,7 +290,9 @@ export class WarmBrowser {
   private async acquire(): Promise<Launched> {
     if (this.closed) throw new Error('the HTML engine is closed');
     if (this.current && this.current.served >= this.settings.recycleAfter) this.retire(this.current);
-    this.current ??= new Launched(this.settings, this.blackHole());
+    this.current ??= new Launched({ ...this.settings, sandbox: this.sandbox }, this.blackHole(), (refused) => {
+      this.sandbox = refused;
+    });
     const launched = this.current;
     const browser = await launched.browser.catch(async (error: unknown) => {
       if (this.current === launched) this.current = undefined;
@@ -366,3 +392,7 @@ async function withinTime(work: Promise<void>, ms: number): Promise<boolean> {
 /** Each daemon's browser directory is named after the daemon's pid: a dead one's is removed by the next. */
 const DIR_PREFIX = 'convd-chromium-';
 const MADE_BY = /^convd-chromium-(\d+)-/;
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 200) ?? 'unknown error';
+}

@@ -136,7 +136,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
       browser = undefined;
     },
     idlePages: () => browser?.idlePages() ?? [],
-    sandbox: () => sandbox,
+    sandbox: () => browser?.sandboxInUse() ?? sandbox,
   };
 }
 
