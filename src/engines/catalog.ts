@@ -54,8 +54,9 @@ export interface EngineSettings {
 
 /**
  * Every engine the service offers, in order of preference when two declare the same pair
- * (jpg/png targets exist in both the image engine and the media engine's still frames, but for
- * different sources, so no pair is actually shared today). Each engine's module is imported
+ * (svg and svgz -> pdf: the html engine's vectors where Chromium runs, else the pdf engine's
+ * pixels; jpg/png targets exist in both the image engine and the media engine's still frames,
+ * but for different sources). Each engine's module is imported
  * when it is first probed or used (lazy.ts), not when this module loads. `isolated` engines do
  * their work in JavaScript (or WebAssembly: PDFium for pdfpages, qpdf for pdf) and run it in the
  * engine host (host/); sharp (libvips on libuv's threads), ffmpeg, LibreOffice and pandoc
@@ -69,16 +70,17 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
     // ffmpeg for the still formats libvips lacks (BMP, ICO, Netpbm), to and from PNG.
     { name: 'raster', load: async () => (await import('./raster/raster-engine.ts')).createRasterEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }) },
     { name: 'media', maxConcurrentRuns: mediaRuns, load: async () => (await import('./media/media-engine.ts')).createMediaEngine({ maxConcurrentRuns: mediaRuns }) },
-    { name: 'pdf', isolated: true, load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
-    { name: 'pdfpages', isolated: true, load: async () => (await import('./pdfpages/pdfpages-engine.ts')).createPdfPagesEngine({ maxInputPixels: settings.maxInputPixels }) },
-    { name: 'data', isolated: true, load: async () => (await import('./data/data-engine.ts')).createDataEngine({ inputCaps: settings.inputCaps }) },
     {
-      // Chromium: one warm browser, a context per conversion, this many pages at once.
+      // Chromium: one warm browser, a context per conversion, this many pages at once. Before
+      // pdf: where Chromium runs, svg -> pdf is its vectors, not the pdf engine's pixels.
       name: 'html',
       maxConcurrentRuns: settings.html?.pages ?? availableParallelism(),
       startsClock: true,
       load: async () => (await import('./html/html-engine.ts')).createHtmlEngine({ ...settings.html, maxInputPixels: settings.maxInputPixels }),
     },
+    { name: 'pdf', isolated: true, load: async () => (await import('./pdf/pdf-engine.ts')).createPdfEngine({ maxInputPixels: settings.maxInputPixels }) },
+    { name: 'pdfpages', isolated: true, load: async () => (await import('./pdfpages/pdfpages-engine.ts')).createPdfPagesEngine({ maxInputPixels: settings.maxInputPixels }) },
+    { name: 'data', isolated: true, load: async () => (await import('./data/data-engine.ts')).createDataEngine({ inputCaps: settings.inputCaps }) },
     {
       // One document per LibreOffice instance: the runner waits for a free one before the time limit.
       name: 'office',

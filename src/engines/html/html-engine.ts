@@ -9,6 +9,7 @@ import { HTML_FORMATS, HTML_SOURCES, HTML_TARGETS, imageOptions, PDF_OPTIONS, PD
 import { render } from './render.ts';
 import { DEFAULT_SANDBOX_UID, describeSandbox, planSandbox, type SandboxPlan } from './sandbox.ts';
 import { loadSite, SITE_ORIGIN } from './site.ts';
+import { isSvgSource, loadSvgSite, SVG_FORMATS, svgPairs, svgPlan } from './svg.ts';
 
 export interface HtmlEngineOptions {
   /** Pages rendered at once (each a context of its own in the one browser); default the cores. */
@@ -82,12 +83,13 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
           + `only the conversion's own files load; renderers held to ${memoryLimitMb} MB; ${describeSandbox(sandbox)}`,
       };
     },
-    pairs: (): ConversionPair[] => (install?.ready ? htmlPairs(settings.remoteResources === true) : []),
-    formats: () => HTML_FORMATS,
+    pairs: (): ConversionPair[] => (install?.ready ? [...htmlPairs(settings.remoteResources === true), ...svgPairs()] : []),
+    formats: () => [...HTML_FORMATS, ...SVG_FORMATS],
     async convert(job: EngineJob): Promise<EngineOutput> {
       if (!install?.ready) throw new ConversionFailure('internal_error', 'The HTML engine was not probed or Chromium is unavailable.');
       job.onProgress(0);
-      const site = await loadSite(job.source, job.inputPath);
+      const svg = isSvgSource(job.source);
+      const site = svg ? await loadSvgSite(job.source, job.inputPath) : await loadSite(job.source, job.inputPath);
       browser ??= new WarmBrowser({
         executable: install.path,
         recycleAfter: settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
@@ -112,7 +114,8 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
         touched,
         killedForMemory: (since: number) => warm.killedForMemory(page, since),
       };
-      const outcome = render(target, site, job, { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote, rendererMemoryMb: memoryLimitMb });
+      const limits = { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote, rendererMemoryMb: memoryLimitMb };
+      const outcome = render(target, site, job, limits, svg ? svgPlan(job) : undefined);
       // A browser that does not let go of an aborted page within the grace is killed (the next
       // conversion gets a new one); the abort itself already failed this conversion.
       let killTimer: NodeJS.Timeout | undefined;

@@ -29,6 +29,17 @@ export interface RenderPage {
   killedForMemory(since: number): boolean;
 }
 
+/**
+ * A page other than the site's HTML entry (an SVG drawing, svg.ts): the file the page opens, what
+ * an image it may not load gets instead (so that nothing, not a broken-image icon, is drawn), and
+ * how the loaded page becomes the output.
+ */
+export interface DrawPlan {
+  entryPath: string;
+  refusedImage?: { body: string; contentType: string };
+  draw(page: Page): Promise<Buffer>;
+}
+
 /** What one remote resource, and all of a page's, may weigh; how long one may take. */
 const REMOTE_LIMITS = { eachBytes: 20 * 1024 * 1024, totalBytes: 100 * 1024 * 1024, timeoutMs: 15_000, count: 200 } as const;
 
@@ -37,12 +48,13 @@ const REMOTE_LIMITS = { eachBytes: 20 * 1024 * 1024, totalBytes: 100 * 1024 * 10
  * had (browser.ts); requests for anything but the site's own files are aborted (and whatever
  * escapes interception meets the browser's black-hole proxy). The caller releases the page.
  */
-export async function render(target: RenderPage, site: Site, job: EngineJob, limits: RenderLimits): Promise<{ size: number }> {
+export async function render(target: RenderPage, site: Site, job: EngineJob, limits: RenderLimits, plan?: DrawPlan): Promise<{ size: number }> {
   const format = job.target as HtmlTarget;
   const options = job.options;
   const width = format === 'pdf' ? WINDOW.width : numberOption(options.width, WINDOW.width);
   const height = format === 'pdf' ? WINDOW.height : numberOption(options.height, WINDOW.height);
   const { context, page } = target.warm;
+  const entryPath = plan?.entryPath ?? ENTRY_PATH;
   const started = performance.now();
   // Remote resources are fetched to files here on their way to the page (render's own directory).
   const fetched = { bytes: 0, count: 0, dir: `${job.outputPath}.resources` };
@@ -64,15 +76,15 @@ export async function render(target: RenderPage, site: Site, job: EngineJob, lim
       if (entryUrl && !entryServed && route.request().isNavigationRequest() && sameDocument(route.request().url(), entryUrl)) {
         entryServed = true;
         target.touched.add(new URL(entryUrl).origin);
-        return route.fulfill({ status: 200, body: site.get(ENTRY_PATH)!, headers: { 'content-type': 'text/html; charset=utf-8' } }).catch(() => undefined);
+        return route.fulfill({ status: 200, body: site.get(entryPath)!, headers: { 'content-type': contentTypeOf(entryPath) } }).catch(() => undefined);
       }
-      return serve(route, site, target, limits.remote && { ...limits.remote, fetched, signal: job.signal });
+      return serve(route, site, target, limits.remote && { ...limits.remote, fetched, signal: job.signal }, plan?.refusedImage);
     });
     if (width !== WINDOW.width || height !== WINDOW.height) await page.setViewportSize({ width, height });
     job.signal.throwIfAborted();
     try {
       await page.emulateMedia({ media: mediaOf(options.media, format) });
-      await page.goto(entryUrl ?? `${target.origin}${ENTRY_PATH}`, { waitUntil: 'load', timeout: 0 });
+      await page.goto(entryUrl ?? `${target.origin}${entryPath}`, { waitUntil: 'load', timeout: 0 });
       job.onProgress(40);
       if (typeof options.wait_for_selector === 'string') {
         await page.waitForSelector(options.wait_for_selector, { state: 'attached', timeout: 0 }).catch((error: unknown) => {
@@ -84,7 +96,7 @@ export async function render(target: RenderPage, site: Site, job: EngineJob, lim
       const delay = numberOption(options.wait_delay, 0);
       if (delay > 0) await page.waitForTimeout(delay * 1000);
       job.onProgress(60);
-      const bytes = format === 'pdf' ? await printPdf(page, options) : await screenshot(page, format, options, limits, width);
+      const bytes = plan ? await plan.draw(page) : format === 'pdf' ? await printPdf(page, options) : await screenshot(page, format, options, limits, width);
       checkOutputSize(bytes.length, job.maxOutputBytes);
       job.signal.throwIfAborted();
       await writeFile(job.outputPath, bytes);
@@ -135,8 +147,11 @@ interface RemoteAccess {
  * fetcher (the address policy on every hop, redirects included; a size cap and a time limit);
  * anything else is refused.
  */
-async function serve(route: Route, site: Site, target: RenderPage, remote: RemoteAccess | null): Promise<void> {
+async function serve(route: Route, site: Site, target: RenderPage, remote: RemoteAccess | null, refusedImage?: DrawPlan['refusedImage']): Promise<void> {
   const url = route.request().url();
+  const standIn = refusedImage && route.request().resourceType() === 'image'
+    ? () => route.fulfill({ status: 200, body: refusedImage.body, headers: { 'content-type': refusedImage.contentType } })
+    : undefined;
   if (url.startsWith(`${target.origin}/`)) {
     target.touched.add(target.origin);
     let path: string;
@@ -148,7 +163,7 @@ async function serve(route: Route, site: Site, target: RenderPage, remote: Remot
     const body = site.get(path);
     await (body
       ? route.fulfill({ status: 200, body, headers: { 'content-type': contentTypeOf(path), 'cache-control': 'no-store' } })
-      : route.fulfill({ status: 404, body: 'not found', headers: { 'content-type': 'text/plain' } })).catch(() => undefined);
+      : standIn?.() ?? route.fulfill({ status: 404, body: 'not found', headers: { 'content-type': 'text/plain' } })).catch(() => undefined);
     return;
   }
   if (remote && /^https?:\/\//i.test(url) && remote.fetched.count < REMOTE_LIMITS.count && remote.fetched.bytes < REMOTE_LIMITS.totalBytes) {
@@ -159,7 +174,7 @@ async function serve(route: Route, site: Site, target: RenderPage, remote: Remot
       return;
     }
   }
-  await route.abort('blockedbyclient').catch(() => undefined);
+  await (standIn?.() ?? route.abort('blockedbyclient')).catch(() => undefined);
 }
 
 async function fetchRemote(url: string, remote: RemoteAccess): Promise<{ bytes: Buffer; contentType: string | null }> {
