@@ -30,6 +30,11 @@ export class AccountPages<P> {
     return evicted;
   }
 
+  /** Takes `page` out if it is idle; true when it was. */
+  remove(page: P): boolean {
+    return this.pages.delete(page);
+  }
+
   /** Takes out every idle page `which` selects (a retired browser's), to be closed. */
   drop(which: (page: P) => boolean): P[] {
     const dropped = [...this.pages.keys()].filter(which);

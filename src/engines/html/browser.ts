@@ -45,6 +45,11 @@ export interface WarmPage {
   /** The account it serves (account reuse); unset until its first conversion. */
   tenant?: string;
   uses: number;
+  /**
+   * Account reuse: the clean-up after its last conversion, run while the page waits idle (off
+   * the conversion's path); true once it is clean. Taken pages wait for it.
+   */
+  ready?: Promise<boolean>;
 }
 
 /** An idle page of account reuse, as tests and the engine's report see it. */
@@ -230,25 +235,33 @@ export class WarmBrowser {
    */
   async page(tenant: string | undefined): Promise<WarmPage> {
     const launched = await this.acquire();
-    const reused = this.settings.reuse === 'account' && tenant !== undefined ? this.idle.take(tenant, (page) => page.of === launched) : undefined;
-    if (reused) return this.begin(reused, tenant);
+    while (this.settings.reuse === 'account' && tenant !== undefined) {
+      const reused = this.idle.take(tenant, (page) => page.of === launched);
+      if (!reused) break;
+      if (await reused.ready) return this.begin(reused, tenant);
+      void this.discard(reused);
+    }
     return this.begin(await this.freshPage(launched), tenant);
   }
 
   /**
    * Ends a conversion's use of its page: closed, or (account reuse, a clean success, uses left)
-   * reset for the next conversion of its account and kept idle. A reset that fails or does not
-   * end in time throws the page away.
+   * kept idle for its account while it is reset for the next conversion, which waits for that.
+   * A reset that fails or does not end in time throws the page away.
    */
   async release(page: WarmPage, returned: PageReturn): Promise<void> {
     const launched = page.of;
     try {
       const keep = this.settings.reuse === 'account' && page.tenant !== undefined && returned.reusable && !this.closed
         && !launched.retired && page.uses < this.settings.pageUses && !page.page.isClosed();
-      if (!keep || !(await withinTime(resetForNextConversion(page, returned.touched), RESET_TIME_LIMIT_MS))) {
+      if (!keep) {
         await this.discard(page);
         return;
       }
+      page.ready = withinTime(resetForNextConversion(page, returned.touched), RESET_TIME_LIMIT_MS);
+      void page.ready.then((clean) => {
+        if (!clean && this.idle.remove(page)) void this.discard(page);
+      });
       for (const evicted of this.idle.give(page.tenant!, page)) void this.discard(evicted);
     } finally {
       launched.active--;
