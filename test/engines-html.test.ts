@@ -12,6 +12,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
 import { ConversionFailure } from '../src/errors/api-error.ts';
@@ -24,6 +25,7 @@ import { htmlSiteZip, printCssDocument, PRINT_CSS_PAGES } from './helpers/html.t
 import { storedZipOf } from './helpers/hostile-files.ts';
 import { OFFICE_MARKER } from './helpers/office.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
+import { assertVectorPdf, drawingSvg } from './helpers/svg.ts';
 import { assertHtmlOutput } from './registry-pairs-fixtures.ts';
 import { rejectsWith } from './helpers/failure.ts';
 
@@ -88,26 +90,31 @@ function assertPaper(size: { width: number; height: number }, expected: [number,
 }
 
 describe('html engine', { skip }, () => {
-  it('offers html and zip -> pdf, png, jpg, webp, kind document; PDF/A said to be impossible in the variant', () => {
+  it('offers html and zip -> pdf, png, jpg, webp, kind document (svg and svgz -> pdf, kind pdf: engines-html-svg.test.ts); PDF/A said to be impossible in the variant', () => {
     assert.ok(status.available, status.detail);
-    assert.deepEqual(pairs.map((p) => `${p.source}->${p.target}`).sort(), ['html->jpg', 'html->pdf', 'html->png', 'html->webp', 'zip->jpg', 'zip->pdf', 'zip->png', 'zip->webp']);
-    for (const pair of pairs) assert.equal(pair.kind, 'document');
-    assert.match(pairs.find((p) => p.target === 'pdf')!.variants[0]!.label, /cannot produce PDF\/A/);
+    assert.deepEqual(pairs.map((p) => `${p.source}->${p.target}`).sort(), [
+      'html->jpg', 'html->pdf', 'html->png', 'html->webp', 'svg->pdf', 'svgz->pdf', 'zip->jpg', 'zip->pdf', 'zip->png', 'zip->webp',
+    ]);
+    for (const pair of pairs) assert.equal(pair.kind, pair.source.startsWith('svg') ? 'pdf' : 'document');
+    assert.match(pairs.find((p) => p.source === 'html' && p.target === 'pdf')!.variants[0]!.label, /cannot produce PDF\/A/);
   });
 });
 
 describe('every html pair converts, each output decoded', { skip, concurrency: 2 }, () => {
   // A file of its own per pair: two pairs run at once, and one rewriting a shared file while the
   // other's page loads it drew a blank page once (a truncated file).
-  const fixtureOf = async (source: string, target: string) => source === 'zip'
-    ? write(`site-${target}.zip`, htmlSiteZip())
-    : write(`page-${target}.html`, `<!doctype html><html><head><meta charset="utf-8"></head><body><h1>Page</h1><p>${OFFICE_MARKER}</p></body></html>`);
+  const fixtureOf = async (source: string, target: string) => {
+    if (source === 'zip') return write(`site-${target}.zip`, htmlSiteZip());
+    if (source === 'svg') return write(`drawing-${target}.svg`, drawingSvg());
+    if (source === 'svgz') return write(`drawing-${target}.svgz`, gzipSync(drawingSvg()));
+    return write(`page-${target}.html`, `<!doctype html><html><head><meta charset="utf-8"></head><body><h1>Page</h1><p>${OFFICE_MARKER}</p></body></html>`);
+  };
   for (const pair of pairs) {
     it(`${pair.source} -> ${pair.target}`, async () => {
-      assert.ok(['html', 'zip'].includes(pair.source), `no fixture for ${pair.source}: add one`);
+      assert.ok(['html', 'zip', 'svg', 'svgz'].includes(pair.source), `no fixture for ${pair.source}: add one`);
       const made = job(pair.source, pair.target, await fixtureOf(pair.source, pair.target));
       await engine.convert(made);
-      await assertHtmlOutput(pair.target, made.outputPath);
+      await (pair.source.startsWith('svg') ? assertVectorPdf(made.outputPath) : assertHtmlOutput(pair.target, made.outputPath));
     });
   }
 });
