@@ -138,6 +138,8 @@ describe('svg -> pdf as vectors through Chromium', { skip }, () => {
     assertPageSize(await pageSize(reach), { width: 510 * 0.75, height: 100 * 0.75 }, 'no size, no viewBox: as far as it draws');
     const empty = await drawn('<svg xmlns="http://www.w3.org/2000/svg"></svg>');
     assertPageSize(await pageSize(empty), { width: 225, height: 112.5 }, 'nothing at all: 300 x 150 px');
+    const long = await drawn('<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="50"><rect width="100%" height="100%" fill="#4040c0"/></svg>');
+    assertPageSize(await pageSize(long), { width: 14_400, height: 50 * 0.75 * (14_400 / 75_000) }, 'past 200 inches: scaled down to them');
   });
 
   it('a4 and letter: landscape for a landscape drawing, scaled down within the margin and centred; a small one never enlarged', async () => {

@@ -34,6 +34,11 @@ export function isSvgSource(source: string): boolean {
   return (SVG_SOURCES as readonly string[]).includes(source);
 }
 
+interface Size {
+  width: number;
+  height: number;
+}
+
 const ENTRY = '/drawing.svg';
 /** A CSS pixel is 3/4 of a point (96 px and 72 pt to the inch). */
 const PT_PER_PX = 0.75;
@@ -66,7 +71,7 @@ export function svgPlan(job: EngineJob): DrawPlan {
 /** What the page finds of its root element: not an SVG (an XML error, another document), or its size attributes. */
 type Measured =
   | { svg: false; error: boolean }
-  | { svg: true; width: number | null; height: number | null; viewBox: { width: number; height: number } | null; extent: { width: number; height: number } };
+  | { svg: true; width: number | null; height: number | null; viewBox: Size | null; extent: Size };
 
 /**
  * Absolute width and height (any unit, in CSS px; a percentage or none gives null), the viewBox,
@@ -93,7 +98,7 @@ const MEASURE = `(() => {
 })()`;
 
 /** The drawing's own size in CSS px: its width and height, else its viewBox's proportions, else what it draws. */
-export function svgSize(measured: Extract<Measured, { svg: true }>): { width: number; height: number } {
+export function svgSize(measured: Extract<Measured, { svg: true }>): Size {
   const { width, height, viewBox, extent } = measured;
   if (width && height) return { width, height };
   if (viewBox) {
@@ -109,7 +114,7 @@ export function svgSize(measured: Extract<Measured, { svg: true }>): { width: nu
 }
 
 /** The page, and the drawing on it, in points: as the pdf engine lays out an image (image-to-pdf.ts). */
-export function svgLayout(size: { width: number; height: number }, variant: string | null, margin: number) {
+export function svgLayout(size: Size, variant: string | null, margin: number): { page: Size; drawing: Size } {
   const cap = Math.min(1, MAX_PAGE_PT / Math.max(size.width * PT_PER_PX + 2 * margin, size.height * PT_PER_PX + 2 * margin));
   const natural = { width: size.width * PT_PER_PX * cap, height: size.height * PT_PER_PX * cap };
   const paper = variant === 'a4' || variant === 'letter' ? PAGE_SIZES[variant as PageSize] : null;
