@@ -15,6 +15,9 @@ import { findChromium } from '../src/engines/html/find-chromium.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { browserGroupsOf, liveMembers } from './helpers/chromium.ts';
 import { htmlSiteZip } from './helpers/html.ts';
+import { markersIn, READER, WRITER } from './helpers/html-markers.ts';
+import { submitJson } from './api-support.ts';
+import { createServer as createHttpServer } from 'node:http';
 import { OFFICE_MARKER } from './helpers/office.ts';
 import { assertHtmlOutput } from './registry-pairs-fixtures.ts';
 import { download, meteredClient, uploadFile, waitForEnd, waitUntil, type Client } from './registry-pairs-daemon.ts';
@@ -92,6 +95,40 @@ describe('HTML through the daemon', { skip }, () => {
     for (const done of fine) assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     await expectPage('after-hung.html', page, 'jpg');
     assert.equal(canaryHits, 0, 'no connection reached the canary');
+  });
+});
+
+describe('html_reuse account through the daemon', { skip }, () => {
+  it('one page URL converted by account A twice, then by B: the second and third find nothing of the first', async () => {
+    // The same URL each time, so the same origin: only the clean-up between conversions stands
+    // between them. The server hands out the writer first, then the reader.
+    let served = 0;
+    const pages = createHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(served++ === 0 ? WRITER : READER);
+    });
+    await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', () => resolve()));
+    const reusing = await startDaemon({ args: ['--html-reuse', 'account', '--html-pages', '1', '--allow-private-urls'] });
+    try {
+      const [a, b] = [await meteredClient(reusing, 'pro'), await meteredClient(reusing, 'free')];
+      const url = `http://127.0.0.1:${(pages.address() as { port: number }).port}/invoice.html`;
+      const results: Record<string, string>[] = [];
+      for (const client of [a, a, b]) {
+        const created = await submitJson(client, { url, source: 'html', target: 'pdf', wait_for_selector: '#done', wait: 30 });
+        assert.ok(created.status === 200 || created.status === 202, JSON.stringify(created.body));
+        const done = created.body.status === 'succeeded' ? created.body : await waitForEnd(client, created.body.id);
+        assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+        const output = join(dir, `${done.id}.pdf`);
+        await download(client, done.id, output);
+        results.push(await markersIn(output));
+      }
+      assert.equal(served, 3);
+      // 127.0.0.1 is a secure context: Cache Storage is there.
+      assert.deepEqual(results[0], { local: 'MARK', session: 'MARK', cookie: 'MARK', idb: 'MARK', cache: 'MARK', broadcast: 'MARK' });
+      for (const found of results.slice(1)) assert.deepEqual(found, { local: 'none', session: 'none', cookie: 'none', idb: 'none', cache: 'none', broadcast: 'none' });
+    } finally {
+      await reusing.dispose();
+      pages.close();
+    }
   });
 });
 

@@ -21,6 +21,8 @@ let dir: string;
 let system: ConversionSystem;
 let account: AccountRecord;
 const runs = { now: 0, most: 0, total: 0 };
+/** Whom each engine run was for (EngineJob.tenant): the HTML engine's account reuse keys its pages by it. */
+const tenants: (string | undefined)[] = [];
 
 /** The real image engine, its runs counted as they overlap. */
 function counted(engine: Engine): Engine {
@@ -30,6 +32,7 @@ function counted(engine: Engine): Engine {
     pairs: () => engine.pairs(),
     formats: () => engine.formats(),
     async convert(job) {
+      tenants.push(job.tenant);
       runs.now += 1;
       runs.total += 1;
       runs.most = Math.max(runs.most, runs.now);
@@ -91,5 +94,6 @@ describe('worker slots', () => {
       else assert.equal(record!.status, 'succeeded', JSON.stringify(record!.error));
     }
     assert.equal(system.pool.active, 0, 'no job left holding anything');
+    assert.ok(tenants.length > 0 && tenants.every((tenant) => tenant === account.id), `every run was told its account: ${JSON.stringify(tenants)}`);
   });
 });

@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -169,7 +169,13 @@ class Launched {
     const pidFile = join(dir, 'pid');
     const preferences = join(dir, 'Preferences');
     await writeFile(preferences, BROWSER_PREFERENCES);
-    const paths = { executable: settings.executable, pidFile, preferences, ownDirs: [dir] };
+    // The browser's HOME is a folder of its own: a browser running as another user gets that
+    // folder, while the directory stays the daemon's (the next daemon removes it after a kill -9
+    // only if it is its own) and only passable to the other user.
+    const home = join(dir, 'home');
+    await mkdir(home, { mode: 0o700 });
+    if (sandbox.on && sandbox.runAs !== undefined) await chmod(dir, 0o711);
+    const paths = { executable: settings.executable, pidFile, preferences, ownDirs: [home] };
     await writeFile(wrapper, wrapperScript(paths, await findParentDeathWrapper(), sandbox), { mode: 0o700 });
     await chmod(wrapper, 0o700);
     const browser = await chromium.launch({
@@ -177,7 +183,7 @@ class Launched {
       args: launchFlags(await proxyPort, settings.pageHeapMb, sandbox),
       // Playwright adds --no-sandbox unless told otherwise.
       chromiumSandbox: sandbox.on,
-      env: engineEnvironment({ HOME: dir, XDG_CONFIG_HOME: dir, XDG_CACHE_HOME: dir }),
+      env: engineEnvironment({ HOME: home, XDG_CONFIG_HOME: home, XDG_CACHE_HOME: home }),
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
