@@ -160,7 +160,7 @@ describe('conversions over HTTP', () => {
     const flat = await convert(daemon, { target: 'jpg', quality: '40', width: '10', fit: 'fill', height: '10' }, image);
     const bracket = await convert(daemon, { target: 'jpg', 'options[quality]': '40', 'options[width]': '10', 'options[fit]': 'fill', 'options[height]': '10' }, image);
     for (const conversion of [flat, bracket]) {
-      assert.deepEqual(conversion.options, { quality: 40, width: 10, height: 10, fit: 'fill', strip: true });
+      assert.deepEqual(conversion.options, { quality: 40, width: 10, height: 10, fit: 'fill', strip: true, background: 'white' });
       const meta = await outputOf(daemon, conversion);
       assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 10, 10]);
     }

@@ -2,8 +2,8 @@
  * Transparent images to targets without transparency (issue 24, item 2): black artwork on a
  * transparent ground, converted to jpg (sharp), bmp, ppm, pgm, pbm (ffmpeg) and through a chain
  * (svg -> png -> bmp), each output decoded by hand or by libvips: the ground is white, or the
- * `background` asked for, and the artwork still black. The option is listed for those pairs and a
- * malformed colour is refused in words.
+ * `background` asked for, and the artwork still black. The option (one of CSS's sixteen basic
+ * colour names) is listed for those pairs and anything else is refused in words.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -126,14 +126,14 @@ const WHITE: [number, number, number] = [255, 255, 255];
 describe('transparent images on targets without transparency', () => {
   it('png -> jpg: a white ground by default, the colour asked for, the artwork black', async () => {
     assertFlattened(await decodeWithSharp(await convert(png, 'png', 'jpg')), WHITE, 6);
-    assertFlattened(await decodeWithSharp(await convert(png, 'png', 'jpg', { background: '#3366cc' })), [0x33, 0x66, 0xcc], 8);
+    assertFlattened(await decodeWithSharp(await convert(png, 'png', 'jpg', { background: 'navy' })), [0x00, 0x00, 0x80], 8);
   });
 
   it('png -> bmp and ppm: a white ground by default, exactly the colour asked for', async () => {
     assertFlattened(decodeBmp(await convert(png, 'png', 'bmp')), WHITE);
     assertFlattened(decodeNetpbm(await convert(png, 'png', 'ppm')), WHITE);
-    assertFlattened(decodeBmp(await convert(png, 'png', 'bmp', { background: '#3366cc' })), [0x33, 0x66, 0xcc]);
-    assertFlattened(decodeNetpbm(await convert(png, 'png', 'ppm', { background: '#ff8000' })), [0xff, 0x80, 0x00]);
+    assertFlattened(decodeBmp(await convert(png, 'png', 'bmp', { background: 'teal' })), [0x00, 0x80, 0x80]);
+    assertFlattened(decodeNetpbm(await convert(png, 'png', 'ppm', { background: 'olive' })), [0x80, 0x80, 0x00]);
   });
 
   it('png -> pgm and pbm: white ground, black artwork', async () => {
@@ -145,7 +145,7 @@ describe('transparent images on targets without transparency', () => {
     const pair = pairOf('svg', 'bmp');
     assert.ok(pair.steps, 'a chain');
     assertFlattened(decodeBmp(await convert(svg, 'svg', 'bmp')), WHITE);
-    assertFlattened(decodeBmp(await convert(svg, 'svg', 'bmp', { background: '#00ff00' })), [0, 255, 0]);
+    assertFlattened(decodeBmp(await convert(svg, 'svg', 'bmp', { background: 'lime' })), [0, 255, 0]);
     assertFlattened(await decodeWithSharp(await convert(svg, 'svg', 'jpg')), WHITE, 6);
   });
 
@@ -153,7 +153,8 @@ describe('transparent images on targets without transparency', () => {
     for (const [source, target] of [['png', 'jpg'], ['svg', 'jpg'], ['webp', 'jpg'], ['png', 'bmp'], ['png', 'ppm'], ['png', 'pgm'], ['png', 'pbm'], ['svg', 'bmp'], ['gif', 'ppm']]) {
       const option = pairOf(source!, target!).options.find((o) => o.name === 'background');
       assert.ok(option, `${source} -> ${target} lists background`);
-      assert.equal(option.default, '#ffffff');
+      assert.equal(option.default, 'white');
+      assert.equal(option.type, 'enum', 'a type the spec\'s option descriptors have');
     }
     for (const [source, target] of [['png', 'webp'], ['png', 'png'], ['jpg', 'png'], ['png', 'ico'], ['png', 'tiff']]) {
       const pair = registry.pair(source!, target!);
@@ -161,16 +162,15 @@ describe('transparent images on targets without transparency', () => {
     }
   });
 
-  it('a malformed colour is refused in words, in both languages', () => {
+  it('a colour that is not one of the sixteen names is refused, naming the ones there are', () => {
     const pair = pairOf('png', 'jpg');
-    for (const value of ['white', '#fff', '#12345g', 'ffffff', '#ffffff00']) {
+    for (const value of ['#ffffff', 'White ', 'orange', '']) {
       const outcome = validateOptions(pair, { background: value });
       assert.ok(!outcome.ok, value);
       const problem = outcome.problems['options.background'];
-      assert.equal(problem?.reason, 'not_a_colour', value);
-      assert.equal(renderFieldMessage(problem.reason, problem.params, 'en'), `must be a colour written #rrggbb, such as #ffffff for white (sent: ${value})`);
-      assert.match(renderFieldMessage(problem.reason, problem.params, 'de'), /muss eine Farbe der Form #rrggbb sein/);
+      assert.ok(problem, value);
+      assert.match(renderFieldMessage(problem.reason, problem.params, 'en'), /white.*black/, value);
     }
-    assert.ok(validateOptions(pair, { background: '#A0b1C2' }).ok);
+    assert.ok(validateOptions(pair, { background: 'fuchsia' }).ok);
   });
 });

@@ -11,8 +11,6 @@ export type OptionsOutcome =
   | { ok: true; options: ConversionOptions }
   | { ok: false; problems: Record<string, FieldProblem> };
 
-/** The form of a colour option (`background`): said in words when a value does not match. */
-export const COLOUR_PATTERN = '^#[0-9a-fA-F]{6}$';
 
 const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
 const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
@@ -49,7 +47,6 @@ function coerce(descriptor: OptionDescriptor, raw: unknown): { value: OptionValu
       if (typeof raw !== 'string') return { problem: { reason: 'invalid_type', params: { expected: 'string' } } };
       if (descriptor.max !== undefined && raw.length > descriptor.max) return { problem: { reason: 'too_long', params: { max: descriptor.max } } };
       if (descriptor.pattern !== undefined && !new RegExp(descriptor.pattern).test(raw)) {
-        if (descriptor.pattern === COLOUR_PATTERN) return { problem: { reason: 'not_a_colour', params: { value: raw.slice(0, 40) } } };
         return { problem: { reason: 'pattern_mismatch', params: { pattern: descriptor.pattern } } };
       }
       return { value: raw };

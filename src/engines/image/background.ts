@@ -1,9 +1,18 @@
 import type { ConversionOptions } from '../../model/conversion.ts';
-import { COLOUR_PATTERN } from '../../formats/options.ts';
 import type { OptionDescriptor } from '../../formats/types.ts';
 
+/**
+ * The sixteen basic colours of CSS (and HTML 4), by name: an `enum`, which is what the spec's
+ * option descriptors can say (range, number, enum, bool), rather than a free colour text.
+ */
+const BASIC_COLOURS: Record<string, string> = {
+  white: '#ffffff', black: '#000000', silver: '#c0c0c0', gray: '#808080', red: '#ff0000', maroon: '#800000',
+  yellow: '#ffff00', olive: '#808000', lime: '#00ff00', green: '#008000', aqua: '#00ffff', teal: '#008080',
+  blue: '#0000ff', navy: '#000080', fuchsia: '#ff00ff', purple: '#800080',
+};
+
 /** White: what a page is, and what a transparent area becomes where a format holds no alpha. */
-export const DEFAULT_BACKGROUND = '#ffffff';
+export const DEFAULT_BACKGROUND = 'white';
 
 /**
  * The colour put behind transparent areas where the target holds no transparency (JPEG, BMP,
@@ -11,8 +20,8 @@ export const DEFAULT_BACKGROUND = '#ffffff';
  * (black, mostly), and black artwork on a transparent icon disappeared.
  */
 export const BACKGROUND_OPTION: OptionDescriptor = {
-  name: 'background', type: 'text', values: [], pattern: COLOUR_PATTERN, default: DEFAULT_BACKGROUND,
-  label: 'Colour behind transparent areas, #rrggbb (this format holds no transparency)',
+  name: 'background', type: 'enum', values: Object.keys(BASIC_COLOURS), default: DEFAULT_BACKGROUND,
+  label: 'Colour behind transparent areas (this format holds no transparency)',
 };
 
 export interface Rgb {
@@ -21,11 +30,10 @@ export interface Rgb {
   b: number;
 }
 
-/** The `background` of a conversion's options (checked against COLOUR_PATTERN), or the fallback. */
-export function backgroundOf(options: ConversionOptions, fallback: string | null = DEFAULT_BACKGROUND): Rgb | null {
-  const value = typeof options.background === 'string' && new RegExp(COLOUR_PATTERN).test(options.background) ? options.background : fallback;
-  if (value === null) return null;
-  const hex = parseInt(value.slice(1), 16);
+/** The `background` of a conversion's options (one of the enum's names), or the default. */
+export function backgroundOf(options: ConversionOptions): Rgb {
+  const named = typeof options.background === 'string' ? BASIC_COLOURS[options.background] : undefined;
+  const hex = parseInt((named ?? BASIC_COLOURS[DEFAULT_BACKGROUND]!).slice(1), 16);
   return { r: (hex >> 16) & 0xff, g: (hex >> 8) & 0xff, b: hex & 0xff };
 }
 

@@ -125,7 +125,7 @@ async function convertWithSharp(job: EngineJob, settings: ImageEngineOptions, in
   job.signal.throwIfAborted();
   pipeline = resize(pipeline, job);
   pipeline = job.options.strip === false ? pipeline.keepMetadata() : pipeline;
-  if (OPAQUE_TARGETS.has(target)) pipeline = pipeline.flatten({ background: backgroundOf(job.options)! });
+  if (OPAQUE_TARGETS.has(target)) pipeline = pipeline.flatten({ background: backgroundOf(job.options) });
   pipeline = encode(pipeline, target, job.options.quality);
   // An abort only stops waiting: libvips would go on holding a thread of libuv's pool (shared with
   // the daemon's file I/O). Its own timeout stops the work itself, at the job's limit.

@@ -106,7 +106,7 @@ async function convertRaster(tools: Tools, job: EngineJob, settings: RasterEngin
   const args = ['-hide_banner', '-nostdin', '-v', 'error', ...guard(demuxer), '-i', `file:${job.inputPath}`];
   if (encoding?.opaque) {
     // Over a plane of the background colour, blended in RGB (exact colours, no trip through YUV).
-    const background = ffmpegColour(backgroundOf(job.options)!);
+    const background = ffmpegColour(backgroundOf(job.options));
     args.push(
       '-filter_complex', `color=c=${background}:s=${image.width}x${image.height},format=rgb24[bg];[0:${image.stream}]format=rgba[fg];[bg][fg]overlay=format=rgb:shortest=1[out]`,
       '-map', '[out]',
