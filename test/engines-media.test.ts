@@ -8,7 +8,8 @@ import { silentWav, storedZip } from './helpers/hostile-files.ts';
 import { findBinary } from '../src/engines/media/binaries.ts';
 import { createMediaEngine } from '../src/engines/media/media-engine.ts';
 import { ProgressReader } from '../src/engines/media/progress.ts';
-import { readsMpegTs } from '../src/engines/media/probe.ts';
+import { AUDIO_SOURCES, VIDEO_SOURCES } from '../src/engines/media/formats.ts';
+import { mpegTsReader } from '../src/engines/media/probe.ts';
 import { liveChildPids, runProcess } from '../src/engines/subprocess.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
@@ -155,34 +156,91 @@ describe('media engine', () => {
     for (const pair of pairs) assert.ok(keys.has(pair.source) && keys.has(pair.target));
   });
 
-  it('reads the formats people have: aiff/aifc and au audio; mpg, 3gp, flv, wmv and ogv video (ts where ffprobe reads it)', async () => {
+  it('reads the formats people have: aiff/aifc and au audio; mpg, ts, 3gp, flv, wmv and ogv video', async () => {
     const has = (source: string, target: string) => pairs.some((p) => p.source === source && p.target === target);
     for (const source of ['aiff', 'au']) assert.ok(has(source, 'mp3') && !has(source, 'mp4'), source);
-    for (const source of ['mpg', '3gp', 'flv', 'wmv', 'ogv']) assert.ok(has(source, 'mp4') && has(source, 'mp3') && has(source, 'png'), source);
+    for (const source of ['mpg', 'ts', '3gp', 'flv', 'wmv', 'ogv']) assert.ok(has(source, 'mp4') && has(source, 'mp3') && has(source, 'png'), source);
     const byExtension = new Map(engine.formats().flatMap((format) => format.extensions.map((extension) => [extension, format.key] as const)));
     for (const [extension, key] of [['aif', 'aiff'], ['aifc', 'aiff'], ['mpeg', 'mpg'], ['m2ts', 'ts'], ['mts', 'ts'], ['m4v', 'mp4'], ['asf', 'wmv']]) {
       assert.equal(byExtension.get(extension), key, extension);
     }
-    assert.equal(has('ts', 'mp4'), await readsMpegTs(ffmpeg!, ffprobe!), 'ts offered exactly where ffprobe reads it');
+    assert.ok(await mpegTsReader(ffmpeg!, ffprobe!), 'this toolchain reads MPEG-TS one way or the other');
   });
 
-  it('an ffprobe that crashes on MPEG-TS (as the npm build does) means no ts pairs; one that reads it, ts offered', async () => {
+  it('an ffprobe that cannot read MPEG-TS (the npm build crashes on it): the stream is copied into Matroska first; with nothing that reads it, no ts', async () => {
+    // Crashes on a transport stream, as the npm build does; reads anything else with the real one.
+    const crashesOnTs = join(dir, 'ffprobe-crashes-on-ts');
+    await writeFile(crashesOnTs, `#!/bin/sh\ncase "$*" in *.ts) kill -SEGV $$;; esac\nexec '${ffprobe!}' "$@"\n`, { mode: 0o755 });
+    assert.equal(await mpegTsReader(ffmpeg!, crashesOnTs), 'remux');
+    const remuxing = createMediaEngine({ env: { ...process.env, FFMPEG_PATH: ffmpeg!, FFPROBE_PATH: crashesOnTs } });
+    assert.match((await remuxing.probe()).detail ?? '', /MPEG-TS copied into Matroska/);
+    const input = join(dir, 'crash-case.ts');
+    await ffmpegRun(['-f', 'lavfi', '-i', VIDEO, '-f', 'lavfi', '-i', AUDIO, '-c:v', 'mpeg2video', '-c:a', 'mp2', '-f', 'mpegts', input]);
+    for (const target of ['mp4', 'wav']) {
+      const j = job('ts', target, input);
+      await remuxing.convert(j);
+      const out = await probe(j.outputPath);
+      assert.equal(out.streams.some((s) => s.codec_type === 'video'), target === 'mp4', target);
+      assert.ok(out.streams.some((s) => s.codec_type === 'audio'), target);
+      assertNear(Number(out.format.duration), SECONDS, `ts -> ${target}`);
+    }
     const crashing = join(dir, 'ffprobe-crashing');
-    // Answers -version; crashes on a file, as the npm build does on any MPEG-TS.
+    // Answers -version; crashes on every file.
     await writeFile(crashing, '#!/bin/sh\ncase "$*" in *-version*) echo "ffprobe version test";; *) kill -SEGV $$;; esac\n', { mode: 0o755 });
-    assert.equal(await readsMpegTs(ffmpeg!, crashing), false);
-    const reading = join(dir, 'ffprobe-reading');
-    await writeFile(reading, '#!/bin/sh\necho "{}"\n', { mode: 0o755 });
-    assert.equal(await readsMpegTs(ffmpeg!, reading), true);
-    const withTs = createMediaEngine({ env: { ...process.env, FFPROBE_PATH: reading } });
-    assert.ok((await withTs.probe()).available);
-    assert.ok(withTs.pairs().some((p) => p.source === 'ts' && p.target === 'mp4'));
+    assert.equal(await mpegTsReader(ffmpeg!, crashing), null);
     const withoutTs = createMediaEngine({ env: { ...process.env, FFPROBE_PATH: crashing } });
     const crashed = await withoutTs.probe();
     assert.ok(!withoutTs.pairs().some((p) => p.source === 'ts'));
-    assert.match(crashed.detail ?? '', /MPEG-TS .* not offered: this ffprobe crashes/);
+    assert.match(crashed.detail ?? '', /MPEG-TS .* not offered: neither this ffprobe nor this ffmpeg reads it/);
   });
 });
+
+/**
+ * The builds convd supports, besides the one it finds: Debian's (/usr/bin, where installed) and
+ * the npm packages'. Each must convert every declared source, made by its own ffmpeg (1 s each).
+ */
+const npmBuild = { ffmpeg: (await findBinary('ffmpeg', { env: { PATH: '' } }))?.path, ffprobe: (await findBinary('ffprobe', { env: { PATH: '' } }))?.path };
+const debianBuild = { ffmpeg: '/usr/bin/ffmpeg', ffprobe: '/usr/bin/ffprobe' };
+const otherBuilds = await Promise.all([['npm', npmBuild], ['Debian', debianBuild]].map(async ([name, build]) => {
+  const { ffmpeg: f, ffprobe: p } = build as { ffmpeg?: string; ffprobe?: string };
+  const usable = f && p && f !== ffmpeg && (await stat(f).then(() => true, () => false));
+  return usable ? { name: name as string, ffmpeg: f, ffprobe: p } : null;
+}));
+
+for (const build of otherBuilds) {
+  if (!build) continue;
+  describe(`the ${build.name} ffmpeg converts every declared source`, { concurrency: 2 }, () => {
+    const other = createMediaEngine({ env: { ...process.env, FFMPEG_PATH: build.ffmpeg, FFPROBE_PATH: build.ffprobe } });
+    let ready: Promise<void> | undefined;
+    const prepare = () => (ready ??= other.probe().then((probed) => assert.ok(probed.available, probed.detail)));
+    const cases: [string, string, string[]][] = [
+      ...VIDEO_SOURCES.map((source) => [source, 'mp4', MEDIA_RECIPES[source]!] as [string, string, string[]]),
+      ...AUDIO_SOURCES.map((source) => [source, 'wav', MEDIA_RECIPES[source]!] as [string, string, string[]]),
+      ['ts', 'mp3', MEDIA_RECIPES.ts!],
+      ['ts', 'wav', ['-c:v', 'mpeg2video', '-c:a', 'mp2', '-f', 'mpegts']],
+    ];
+    for (const [source, target, recipe] of cases) {
+      it(`${source} (${recipe.slice(0, 4).join(' ')}) -> ${target}`, async () => {
+        await prepare();
+        assert.ok(other.pairs().some((p) => p.source === source && p.target === target), `${source} -> ${target} offered`);
+        const input = join(dir, `${build.name}-${++counter}.${source}`);
+        const made = await runProcess(build.ffmpeg, [
+          '-hide_banner', '-v', 'error', '-nostdin', '-y', '-f', 'lavfi', '-i', VIDEO.replace(`duration=${SECONDS}`, 'duration=1'),
+          '-f', 'lavfi', '-i', AUDIO.replace(`duration=${SECONDS}`, 'duration=1'), '-ac', '2', '-shortest', ...recipe, input,
+        ]);
+        assert.equal(made.code, 0, made.stderrTail);
+        const j = job(source, target, input);
+        await other.convert(j);
+        const out = await probe(j.outputPath);
+        assert.equal(out.streams.some((s) => s.codec_type === 'video'), target === 'mp4');
+        assert.ok(out.streams.some((s) => s.codec_type === 'audio'));
+        const seconds = Number(out.format.duration);
+        // Encoder padding and whole frames: within 0.15 s of the second made.
+        assert.ok(Math.abs(seconds - 1) <= 0.15, `${source} -> ${target}: ${seconds} s`);
+      });
+    }
+  });
+}
 
 describe('progress parsing', () => {
   it('turns -progress blocks into percentages: negative starts ignored, never 100 (the engine says that)', () => {

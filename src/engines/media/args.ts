@@ -10,6 +10,7 @@ export interface MediaJob {
   target: string;
   variant: string | null;
   options: ConversionOptions;
+  source?: string;
 }
 
 /** The ffmpeg command for one job, and how long its output should be (for progress and checks). */
@@ -215,8 +216,13 @@ function framePlan(job: MediaJob, target: FrameTarget, probe: MediaProbe): Ffmpe
   }
   const filters = sizeFilters(options);
   const args = [...COMMON];
-  if (at > 0) args.push('-ss', seconds(at));
-  args.push(...input(job.inputPath), '-map', `0:${videoStream}`, '-an', '-sn', '-dn', '-frames:v', '1');
+  // Seeking a transport stream before opening it finds no frame with Debian's ffmpeg 5.1 (an empty
+  // output): there the frames before `at` are decoded and dropped instead (short for a still).
+  const seekInInput = job.source !== 'ts';
+  if (at > 0 && seekInInput) args.push('-ss', seconds(at));
+  args.push(...input(job.inputPath));
+  if (at > 0 && !seekInInput) args.push('-ss', seconds(at));
+  args.push('-map', `0:${videoStream}`, '-an', '-sn', '-dn', '-frames:v', '1');
   if (filters.length > 0) args.push('-vf', filters.join(','));
   args.push(...(target === 'jpg' ? ['-c:v', 'mjpeg', '-q:v', '2'] : ['-c:v', 'png']));
   // -update writes exactly the named file instead of treating it as a numbered-sequence pattern.

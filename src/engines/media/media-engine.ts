@@ -1,5 +1,6 @@
-import { stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
 import { checkOutputSize } from '../output-cap.ts';
@@ -14,7 +15,7 @@ import {
   AUDIO_SOURCES, AUDIO_TARGETS, FRAME_TARGETS, MEDIA_FORMATS, VIDEO_SOURCES, VIDEO_TARGETS,
 } from './formats.ts';
 import { audioOptions, frameOptions, videoOptions, videoVariants } from './options.ts';
-import { probeMedia, readsMpegTs } from './probe.ts';
+import { mpegTsReader, probeMedia, remuxTransportStream, type MpegTsReader } from './probe.ts';
 import { ProgressReader } from './progress.ts';
 
 export interface MediaEngineOptions extends FindOptions {
@@ -36,8 +37,8 @@ interface Toolchain {
   ffprobe: string;
   version: string;
   encoders: Set<string>;
-  /** ffprobe reads MPEG-TS (probe.ts readsMpegTs): .ts is offered only then. */
-  mpegts: boolean;
+  /** How MPEG-TS is read (probe.ts mpegTsReader): .ts is offered unless neither way works. */
+  mpegts: MpegTsReader | null;
 }
 
 /**
@@ -70,7 +71,7 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
         const version = await firstLine(ffmpeg.path, ['-hide_banner', '-version']);
         await firstLine(ffprobe.path, ['-hide_banner', '-version']);
         // Independent questions to two binaries: asked at once (this is the daemon's first start).
-        const [encoders, mpegts] = await Promise.all([listEncoders(ffmpeg.path), readsMpegTs(ffmpeg.path, ffprobe.path)]);
+        const [encoders, mpegts] = await Promise.all([listEncoders(ffmpeg.path), mpegTsReader(ffmpeg.path, ffprobe.path)]);
         tools = { ffmpeg: ffmpeg.path, ffprobe: ffprobe.path, version: version.replace(/^ffmpeg version\s+/, '').split(' ')[0] ?? version, encoders, mpegts };
         const missing = Object.entries(REQUIRED_ENCODERS)
           .filter(([, needed]) => needed.some((encoder) => !encoders.has(encoder)))
@@ -81,7 +82,9 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
             `ffprobe ${ffprobe.path} (${ffprobe.origin})`,
             encoders.has('libx265') ? 'h265 available' : 'no libx265: h265 variants not offered',
             missing.length > 0 ? `targets without an encoder: ${missing.join(', ')}` : 'all targets available',
-            ...(mpegts ? [] : ['MPEG-TS (.ts, .mts, .m2ts) not offered: this ffprobe crashes reading it (set FFPROBE_PATH to another build, e.g. Debian\'s ffmpeg package)']),
+            mpegts === 'ffprobe' ? 'MPEG-TS read directly'
+              : mpegts === 'remux' ? 'MPEG-TS copied into Matroska before reading (this ffprobe cannot read it; Debian\'s ffmpeg package reads it directly)'
+                : 'MPEG-TS (.ts, .mts, .m2ts) not offered: neither this ffprobe nor this ffmpeg reads it (set FFMPEG_PATH/FFPROBE_PATH to another build, e.g. Debian\'s ffmpeg package)',
           ].join('; '),
         };
       } catch (error) {
@@ -100,11 +103,11 @@ export function createMediaEngine(settings: MediaEngineOptions = {}): Engine {
   };
 }
 
-function mediaPairs(encoders: Set<string>, mpegts: boolean): ConversionPair[] {
+function mediaPairs(encoders: Set<string>, mpegts: MpegTsReader | null): ConversionPair[] {
   const has = (target: keyof typeof REQUIRED_ENCODERS): boolean => REQUIRED_ENCODERS[target].every((e) => encoders.has(e));
   const h265 = encoders.has('libx265');
   const pairs: ConversionPair[] = [];
-  const videoSources = VIDEO_SOURCES.filter((source) => source !== 'ts' || mpegts);
+  const videoSources = VIDEO_SOURCES.filter((source) => source !== 'ts' || mpegts !== null);
   for (const source of [...AUDIO_SOURCES, ...videoSources]) {
     for (const target of AUDIO_TARGETS) {
       if (has(target)) pairs.push({ source, target, engine: 'media', kind: 'audio', options: audioOptions(target), variants: [] });
@@ -124,6 +127,20 @@ function mediaPairs(encoders: Set<string>, mpegts: boolean): ConversionPair[] {
 
 async function convertMedia(tools: Toolchain, job: EngineJob, timeLimitMs: number | undefined): Promise<void> {
   job.onProgress(0);
+  if (job.source !== 'ts' || tools.mpegts !== 'remux') return convertFile(tools, job, timeLimitMs);
+  // This ffprobe cannot read a transport stream: its streams are copied into Matroska first, in a
+  // directory of this job's own beside the output (removed whatever happens), named as the input.
+  const work = await mkdtemp(join(dirname(job.outputPath), '.remux-'));
+  try {
+    const copy = join(work, `${basename(job.inputPath).replace(/\.[^.]*$/, '')}.mkv`);
+    await remuxTransportStream(tools.ffmpeg, job.inputPath, copy, { signal: job.signal, timeoutMs: timeLimitMs, niceness: ENGINE_NICENESS });
+    await convertFile(tools, { ...job, inputPath: copy }, timeLimitMs);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function convertFile(tools: Toolchain, job: EngineJob, timeLimitMs: number | undefined): Promise<void> {
   const probe = await probeMedia(tools.ffprobe, job.inputPath, job.signal);
   if (job.variant === 'h265' && !tools.encoders.has('libx265')) {
     throw new ConversionFailure('conversion_failed', 'This ffmpeg has no H.265 encoder (libx265).');

@@ -89,21 +89,62 @@ function describeProbeError(stderr: string, inputPath: string): string {
 }
 
 /**
- * Whether this ffprobe reads an MPEG transport stream: some static builds (the npm package's
- * among them) crash on every one (SIGSEGV right after probing the format). Tried once, on a
- * stream of one frame this ffmpeg writes, so that .ts is offered only where it converts.
+ * How this toolchain reads an MPEG transport stream: `ffprobe` where ffprobe reads it; `remux`
+ * where ffprobe fails on it but ffmpeg copies its streams into Matroska, which ffprobe then reads
+ * (the npm ffprobe, a 2023 static build, crashes with SIGSEGV on every transport stream, while the
+ * npm ffmpeg reads them); null where neither works. Tried once, on a one-second stream with
+ * video and sound that this ffmpeg writes with its built-in encoders: long enough to be probed as
+ * a transport stream (a single frame is taken for a bare MPEG video stream, which the whitelist
+ * refuses, and made Debian's ffprobe look as if it failed).
  */
-export async function readsMpegTs(ffmpeg: string, ffprobe: string): Promise<boolean> {
+export async function mpegTsReader(ffmpeg: string, ffprobe: string): Promise<MpegTsReader | null> {
   const dir = await mkdtemp(join(tmpdir(), 'convd-ts-probe-'));
   try {
     const file = join(dir, 'probe.ts');
-    const made = await runProcess(ffmpeg, ['-hide_banner', '-v', 'error', '-nostdin', '-f', 'lavfi', '-i', 'color=size=16x16:duration=0.04', '-c:v', 'mpeg2video', '-f', 'mpegts', '-y', file], { timeoutMs: PROBE_TIME_LIMIT_MS });
-    if (made.code !== 0) return false;
-    const read = await runProcess(ffprobe, ['-hide_banner', '-v', 'error', ...inputGuardArgs(), '-show_entries', 'format=format_name', '-of', 'json', `file:${file}`], { timeoutMs: PROBE_TIME_LIMIT_MS });
-    return read.code === 0;
+    const made = await runProcess(ffmpeg, [
+      '-hide_banner', '-v', 'error', '-nostdin',
+      '-f', 'lavfi', '-i', 'testsrc=size=32x32:rate=10:duration=1', '-f', 'lavfi', '-i', 'sine=duration=1',
+      '-c:v', 'mpeg2video', '-c:a', 'mp2', '-f', 'mpegts', '-y', file,
+    ], { timeoutMs: PROBE_TIME_LIMIT_MS });
+    if (made.code !== 0) return null;
+    if (await readsFormat(ffprobe, file, 'mpegts')) return 'ffprobe';
+    const copy = join(dir, 'probe.mkv');
+    await remuxTransportStream(ffmpeg, file, copy, { timeoutMs: PROBE_TIME_LIMIT_MS });
+    return (await readsFormat(ffprobe, copy, 'matroska')) ? 'remux' : null;
   } catch {
-    return false;
+    return null;
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export type MpegTsReader = 'ffprobe' | 'remux';
+
+async function readsFormat(ffprobe: string, file: string, format: string): Promise<boolean> {
+  const lines: string[] = [];
+  const read = await runProcess(ffprobe, ['-hide_banner', '-v', 'error', ...inputGuardArgs(), '-show_entries', 'format=format_name', '-of', 'json', `file:${file}`], {
+    timeoutMs: PROBE_TIME_LIMIT_MS, onStdoutLine: (line) => lines.push(line),
+  });
+  if (read.code !== 0) return false;
+  try {
+    return ((JSON.parse(lines.join('\n')) as FfprobeOutput).format?.format_name ?? '').split(',').includes(format);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Copies a transport stream's video and audio into Matroska (no re-encoding), read by the
+ * transport stream demuxer only. Fails with input_invalid when ffmpeg cannot read it.
+ */
+export async function remuxTransportStream(
+  ffmpeg: string, input: string, output: string, options: { signal?: AbortSignal; timeoutMs?: number; niceness?: number },
+): Promise<void> {
+  const result = await runProcess(ffmpeg, [
+    '-hide_banner', '-v', 'error', '-nostdin', '-format_whitelist', 'mpegts', '-protocol_whitelist', 'file', '-f', 'mpegts', '-i', `file:${input}`,
+    '-map', '0:v?', '-map', '0:a?', '-c', 'copy', '-f', 'matroska', '-y', `file:${output}`,
+  ], { ...options, dieWithParent: true });
+  if (result.code !== 0) {
+    throw new ConversionFailure('input_invalid', `The input is not a readable MPEG transport stream: ${describeProbeError(result.stderrTail, input)}`);
   }
 }
