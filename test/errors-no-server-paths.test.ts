@@ -2,11 +2,12 @@
  * No failure message shows a server path (issue 13, item 7): damaged files of every engine's
  * formats through a real daemon end `failed` with a message about the user's file, never one
  * naming the data dir, the temp dir, a blob's name (`cnv_…`) or any other absolute path.
+ * Nor does a result (issue 24, item 6): a document that prints its own file name or path
+ * (a FILENAME field, CELL("filename"), a sheet named after its file) prints the user's name.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -14,8 +15,11 @@ import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
 import { withoutServerPaths } from '../src/service/user-message.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
-import { storedZip } from './helpers/hostile-files.ts';
-import { uploadFile, waitForEnd, type Client } from './registry-pairs-daemon.ts';
+import { docxOf, storedZip, storedZipOf } from './helpers/hostile-files.ts';
+import { zipMember } from './helpers/office.ts';
+import { pdfPageTexts } from './helpers/pdf-text.ts';
+import { download, uploadFile, waitForEnd, type Client } from './registry-pairs-daemon.ts';
+import { findOffice } from '../src/engines/office/find-office.ts';
 
 /** Anything that looks like a path of this machine, or a stored file's name. */
 const SERVER_PATH = /(?:^|[\s"'(:=])\/(?:tmp|var|home|root|usr|etc|work|run|srv|opt|proc)\b|cnv_[0-9a-z]{8,}|blobs\/|convd-[a-z]+-[A-Za-z0-9]{6}/;
@@ -98,5 +102,56 @@ describe('damaged files through the daemon: messages without server paths', () =
       assert.doesNotMatch(message, SERVER_PATH, `${name} -> ${target}: ${message}`);
     }
     assert.ok(seen.length >= 10, `most damaged files fail (${seen.length}):\n${seen.join('\n')}`);
+  });
+
+  /** Documents that print their own name or path, each with the target that shows it. */
+  function selfNaming(): [string, Buffer | string, string][] {
+    const w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"';
+    const sheet = '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="str"><f>CELL("filename")</f></c></row></sheetData></worksheet>';
+    const xlsx = storedZipOf([
+      ['[Content_Types].xml', '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>'],
+      ['_rels/.rels', '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>'],
+      ['xl/workbook.xml', '<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Totals" sheetId="1" r:id="rId1"/></sheets></workbook>'],
+      ['xl/_rels/workbook.xml.rels', '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>'],
+      ['xl/worksheets/sheet1.xml', sheet],
+    ]);
+    return [
+      ['quarterly report.docx', docxOf(`<w:document ${w}><w:body><w:p><w:r><w:t xml:space="preserve">This file: </w:t></w:r><w:fldSimple w:instr="FILENAME \\p"><w:r><w:t>stale</w:t></w:r></w:fldSimple></w:p></w:body></w:document>`), 'pdf'],
+      ['quarterly report.rtf', '{\\rtf1\\ansi{\\fonttbl{\\f0 Helvetica;}}\\f0 This file: {\\field{\\*\\fldinst FILENAME \\\\p}{\\fldrslt stale}}\\par}', 'pdf'],
+      ['quarterly report.xlsx', xlsx, 'pdf'],
+      ['quarterly report.csv', 'region,total\nNorth,42\n', 'pdf'],
+      ['quarterly report.csv', 'region,total\nNorth,42\n', 'xlsx'],
+      ['quarterly report.json', '[{"region": "North", "total": 42}]', 'pdf'],
+    ];
+  }
+
+  it('results show the user\'s file name, never a conversion id or a server path (fields, sheet names, page headers)', async (t) => {
+    const office = await findOffice(process.env);
+    if (!office.ready) return t.skip(`LibreOffice: ${office.problem}`);
+    const shown: string[] = [];
+    for (const [name, content, target] of selfNaming()) {
+      const path = join(dir, name);
+      await writeFile(path, content);
+      const created = await uploadFile(client, { target, wait: '30' }, path, name);
+      assert.ok(created.status === 200 || created.status === 202, JSON.stringify(created.body));
+      const done = created.body.status === 'succeeded' ? created.body : await waitForEnd(client, created.body.id, 120_000);
+      assert.equal(done.status, 'succeeded', `${name} -> ${target}: ${JSON.stringify(done.error)}`);
+      const result = join(dir, `result-${shown.length}.${target}`);
+      await download(client, done.id, result);
+      const text = target === 'pdf' ? (await pdfPageTexts(result)).join('\n')
+        : target === 'xlsx' ? Array.from((await zipMember(office.python, result, 'xl/workbook.xml')).matchAll(/<sheet name="([^"]*)"/g), (m) => m[1]).join('\n')
+          : await readFile(result, 'utf8');
+      shown.push(`${name} -> ${target}: ${text.replace(/\s+/g, ' ').slice(0, 200)}`);
+      const what = `${name} -> ${target}: ${text}`;
+      // Data printed to PDF (a page header, or none, by whichever engine prints it) need not name itself.
+      if (!/\.(csv|json)$/.test(name) || target === 'xlsx') assert.match(text, /quarterly report/, what);
+      assert.doesNotMatch(text, /cnv_|blobs|step1|\.office-/, what);
+      assert.ok(!text.includes(daemon.dataDir), what);
+      // A path LibreOffice prints (FILENAME \\p, CELL("filename")) is that of the document's own
+      // directory in the temp dir: nothing of the data dir, no conversion id.
+      for (const [, path] of text.matchAll(/(?:file:\/\/)?(\/\S*)/g)) assert.ok(path!.startsWith(`${tmpdir()}/convd-doc-`), `${what}: ${path}`);
+      assert.doesNotMatch(text, /^\s*Page \d+\s*$/m, `${what}: a page number of LibreOffice's own`);
+    }
+    console.log(shown.join('\n'));
   });
 });

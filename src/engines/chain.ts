@@ -1,4 +1,5 @@
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
+import { basename, dirname, extname, join } from 'node:path';
 import type { ConversionOptions } from '../model/conversion.ts';
 import type { ConversionPair, FormatInfo } from '../formats/types.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
@@ -23,8 +24,9 @@ function optionsFor(step: ConversionPair, options: ConversionOptions): Conversio
 }
 
 /**
- * Runs a composed pair (DESIGN.md, "Chains"): each step on its own engine, into a file beside the
- * output, with the progress split over the steps, so the runner still makes one engine call and
+ * Runs a composed pair (DESIGN.md, "Chains"): each step on its own engine, into a directory of
+ * its own beside the output, the file named as the input (the user's name, where the runner gave
+ * it: a sheet made of an intermediate CSV is named after it), with the progress split over the steps, so the runner still makes one engine call and
  * the conversion stays one conversion with one time limit and one charge. The intermediate file
  * is removed whatever the outcome. The first step starts the clock (or, when its engine does not
  * start one itself, the chain does as it begins).
@@ -42,6 +44,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
       let input = job.inputPath;
       let produced: EngineOutput | void = undefined;
       const made: string[] = [];
+      const stem = basename(job.inputPath, extname(job.inputPath)) || 'file';
       let clockStarted = false;
       const startClock = () => {
         if (clockStarted) return;
@@ -53,8 +56,13 @@ export function createChainEngine(lookup: ChainLookup): Engine {
           const engine = lookup.engine(step.engine);
           if (!engine) throw new Error(`the engine ${step.engine} of a chain step is not available`);
           const last = index === steps.length - 1;
-          const output = last ? job.outputPath : `${job.outputPath}.step${index + 1}.${step.target}`;
-          if (!last) made.push(output);
+          let output = job.outputPath;
+          if (!last) {
+            const dir = join(dirname(job.outputPath), `.step${index + 1}-${basename(job.outputPath)}`);
+            made.push(dir);
+            await mkdir(dir, { mode: 0o700 });
+            output = join(dir, `${stem}.${step.target}`);
+          }
           if (!engine.startsClock) startClock();
           job.signal.throwIfAborted();
           const share = 100 / steps.length;
@@ -77,7 +85,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
         }
         return produced;
       } finally {
-        for (const file of made) await rm(file, { force: true });
+        for (const dir of made) await rm(dir, { recursive: true, force: true });
       }
     },
   };

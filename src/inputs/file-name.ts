@@ -33,3 +33,32 @@ export function resultFileName(originalName: string, targetExtension: string): s
   const stem = basename(originalName, extname(originalName)) || 'converted';
   return `${stem}.${targetExtension}`;
 }
+
+/** Bytes an engine's file name may take before its extension: room is left for what engines add. */
+const ENGINE_STEM_BYTES = 120;
+
+/**
+ * The stem of the file an engine opens, from the user's file name: what a document may print of
+ * its own name (a `FILENAME` field, a sheet named after its file) is then the user's name. Only
+ * letters, marks, digits, blanks and `-_.,()+` are kept (others become `_`): never a separator,
+ * NUL or control character, nothing an engine reads as a pattern or a prefix (`%d`, `[0]`, `@`,
+ * `~`, `file:`). No leading dot, dash or blank; at most 120 bytes of UTF-8; `file` when nothing is
+ * left (a name of dots only, say).
+ */
+export function engineFileStem(originalName: string): string {
+  const last = originalName.split(/[\\/]/).pop() ?? '';
+  const stem = basename(last, extname(last))
+    .normalize('NFC')
+    .replace(UNSHOWABLE, '')
+    .replace(/[^\p{L}\p{M}\p{N} _\-.,()+]/gu, '_')
+    .replace(/\s+/gu, ' ')
+    .replace(/\.{2,}/g, '.')
+    .replace(/^[\s.\-]+/u, '');
+  let kept = '';
+  for (const char of stem) {
+    if (Buffer.byteLength(kept + char) > ENGINE_STEM_BYTES) break;
+    kept += char;
+  }
+  kept = kept.replace(/[\s.]+$/u, '');
+  return kept === '' || /^_+$/.test(kept) ? 'file' : kept;
+}

@@ -10,6 +10,7 @@ import { JobCancelled } from '../queue/worker-pool.ts';
 import { conversionCost, balanceOf } from './credits.ts';
 import { explainOutputCap, outputLimit, outputLimitFailure, withinRoom } from './output-limit.ts';
 import { withTimeLimit } from './time-limit.ts';
+import { prepareJobFiles, removeJobDir } from './job-dir.ts';
 import { withoutServerPaths } from './user-message.ts';
 import type { LocalFile } from '../store/blob-store.ts';
 import type { Store, UpdateOptions } from '../store/types.ts';
@@ -50,12 +51,12 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       return record ? update(record, tx) : null;
     }, options);
 
-  /** `inputPath`: the local file the engine read (the input, or a copy of it from a bucket), named in words instead. */
-  const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>, inputPath?: string) =>
+  /** `known`: the paths the engine was given (its input, its directory), with the words shown instead. */
+  const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>, known: Readonly<Record<string, string>> = {}) =>
     transition(id, async (record, tx) => {
       if (record.status !== 'fetching' && record.status !== 'processing' && record.status !== 'queued') return null;
       // The engines' messages name the files they were given: the server's paths, never shown.
-      const shown = withoutServerPaths(message, inputPath ? { [inputPath]: 'the input file' } : {});
+      const shown = withoutServerPaths(message, known);
       log('conversion.failed', { id, code, ...(shown !== message ? { engine_message: message } : {}) });
       return service.finish(record, { status: 'failed', credits: 0, error: { code, message: shown, ...(details ? { details: { ...details } } : {}) } }, tx);
     });
@@ -80,6 +81,9 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     // The output of this run while it is not the conversion's result (yet): removed on any failure.
     let pendingOutput: string | null = null;
     let input: LocalFile | null = null;
+    // The run's own directory: the input under the user's file name, the output, what engines add.
+    let jobDir: string | null = null;
+    let known: Record<string, string> = {};
     try {
       let record = started;
       if (record.input.kind === 'url') record = await fetchInput(record, signal);
@@ -89,7 +93,11 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const engine = pair ? registry.engine(pair.engine) : undefined;
       if (!pair || !engine) throw new ConversionFailure('internal_error', `No engine for ${record.source} -> ${record.target} is available.`);
       const extension = registry.format(record.target)?.extensions[0] ?? record.target;
-      const outputPath = blobs.outputPathFor(id, extension);
+      input = await blobs.localInput(id);
+      jobDir = await blobs.workDirFor(id);
+      const files = await prepareJobFiles(jobDir, input.path, record.original_name, registry.format(record.source)?.extensions[0] ?? record.source, extension);
+      known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file', [`${jobDir}/`]: '', [jobDir]: '.' };
+      const { inputPath, outputPath } = files;
       pendingOutput = outputPath;
       const limitOf = (name: string) => config.engineTimeoutMs[name] ?? config.defaultEngineTimeoutMs;
       // A chain has the time of its steps together.
@@ -117,7 +125,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);
         try {
           return await engine.convert({
-            inputPath: input!.path, outputPath, source: record.source, target: record.target,
+            inputPath, outputPath, source: record.source, target: record.target,
             variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
             startClock: limited.start,
             timeLimitMs: timeoutMs,
@@ -133,7 +141,6 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
           limited.dispose();
         }
       };
-      input = await blobs.localInput(id);
       const gate = gateOf(engine);
       let produced: EngineOutput | void;
       try {
@@ -168,18 +175,20 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       // Gone before the end is recorded: once a client sees the failure, nothing of it is on disk
       // (a removal that fails here is tried again below; the end is recorded either way).
       if (pendingOutput) await blobs.discardOutput(pendingOutput).then(() => (pendingOutput = null), () => undefined);
+      if (jobDir) await removeJobDir(jobDir).then(() => (jobDir = null), () => undefined);
       if (error instanceof JobCancelled || signal.aborted) {
         const why = error instanceof JobCancelled ? error.why : signal.reason instanceof JobCancelled ? signal.reason.why : 'cancelled';
         if (why === 'shutdown') await requeue(id);
         return;
       }
-      if (error instanceof ConversionFailure) await fail(id, error.code, error.message, error.details, input?.path);
+      if (error instanceof ConversionFailure) await fail(id, error.code, error.message, error.details, known);
       else {
         log('conversion.internal_error', { id, error: error instanceof Error ? error.stack : String(error) });
         await fail(id, 'internal_error', 'The conversion failed because of an internal error.');
       }
     } finally {
       if (pendingOutput) await blobs.discardOutput(pendingOutput);
+      if (jobDir) await removeJobDir(jobDir);
       await input?.release();
       // No `await store.flush()` here: the store writes these changes at once by itself (group
       // commit), and waiting for the fsync held this worker's slot idle for every conversion

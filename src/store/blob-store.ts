@@ -29,6 +29,11 @@ export interface BlobStore {
   localInput(id: string): Promise<LocalFile>;
   /** Where one engine run writes its output, before it is moved into place as the result. */
   outputPathFor(id: string, extension: string): string;
+  /**
+   * A new, empty directory (mode 0700) of one engine run, on the disk its outputs are adopted
+   * from; the caller removes it. What is left of it when the process dies goes with clearScratch.
+   */
+  workDirFor(id: string): Promise<string>;
   /** Moves an engine's output into place as the conversion's result (the output file is gone after). */
   adoptResult(id: string, outputPath: string): Promise<void>;
   exists(kind: BlobKind, id: string): Promise<boolean>;
@@ -89,6 +94,13 @@ export class LocalBlobStore implements BlobStore {
   outputPathFor(id: string, extension: string): string {
     if (!SAFE_ID.test(id) || !/^[a-z0-9]+$/i.test(extension)) throw new Error(`unsafe output name ${id}.${extension}`);
     return join(this.root, 'work', `${id}-${randomUUID().slice(0, 8)}.${extension}`);
+  }
+
+  async workDirFor(id: string): Promise<string> {
+    if (!SAFE_ID.test(id)) throw new Error(`unsafe blob id ${JSON.stringify(id)}`);
+    const dir = join(this.root, 'work', `${id}-${randomUUID().slice(0, 8)}`);
+    await mkdir(dir, { mode: 0o700 });
+    return dir;
   }
 
   async exists(kind: BlobKind, id: string): Promise<boolean> {

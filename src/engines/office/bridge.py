@@ -146,6 +146,18 @@ def set_landscape(document):
     return True
 
 
+def without_page_numbers(document):
+    """No footer on any page style: a CSV has no page layout of its own, and Calc's default footer
+    ("Page 1") is LibreOffice's, not the user's; the header (the sheet's name, which is the
+    file's) stays."""
+    families = document.StyleFamilies
+    if not families.hasByName("PageStyles"):
+        return
+    styles = families.getByName("PageStyles")
+    for name in styles.ElementNames:
+        styles.getByName(name).FooterIsOn = False
+
+
 def load(desktop, request):
     url = uno.systemPathToFileUrl(request["input"])
     options = {"Hidden": True, "ReadOnly": True, "MacroExecutionMode": NEVER_EXECUTE, "UpdateDocMode": NO_UPDATE}
@@ -177,6 +189,8 @@ def convert(desktop, request):
     try:
         if request.get("landscape"):
             set_landscape(document)
+        if request["source"] == "csv" and document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
+            without_page_numbers(document)
         kind = "writer" if document.supportsService("com.sun.star.text.TextDocument") else \
             "calc" if document.supportsService("com.sun.star.sheet.SpreadsheetDocument") else \
             "impress" if document.supportsService("com.sun.star.presentation.PresentationDocument") else \

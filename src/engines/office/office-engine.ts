@@ -1,6 +1,6 @@
-import { mkdtemp, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import { availableParallelism } from 'node:os';
+import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { availableParallelism, tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
@@ -8,6 +8,8 @@ import { checkOutputSize } from '../output-cap.ts';
 import { ENGINE_NICENESS, engineEnvironment, findParentDeathWrapper } from '../process/group.ts';
 import { HelperPool, type HelperLifecycle } from '../process/helper-pool.ts';
 import { HelperDied, HelperTaskError } from '../process/helper-process.ts';
+import { linkOrCopy, moveFile } from '../process/link-or-copy.ts';
+import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 import { lastLines } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import {
@@ -38,6 +40,10 @@ const DEFAULT_MEMORY_LIMIT_MB = 2048;
 const START_TIMEOUT_MS = 60_000;
 const IDLE_STOP_MS = 30 * 60_000;
 const HEALTH = { request: { op: 'ping' }, everyMs: 60_000, timeoutMs: 10_000 };
+
+/** The directories documents are opened from: `convd-doc-<pid>-XXXXXX` in the temp dir. */
+const DOCUMENT_DIR = 'convd-doc-';
+const DOCUMENT_DIR_MADE_BY = /^convd-doc-(\d+)-/;
 
 /** The bridge next to this module, in the sources and in dist/ alike (the build copies it). */
 const BRIDGE = fileURLToPath(new URL('./bridge.py', import.meta.url));
@@ -85,6 +91,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   const makePool = async (install: ReadyOffice): Promise<HelperPool> => {
     const setpriv = await findParentDeathWrapper();
     await removeOrphanedProfiles();
+    await removeOrphanedDirs(DOCUMENT_DIR_MADE_BY, (path) => rm(path, { recursive: true, force: true }));
     const made = new HelperPool({
       name: 'office',
       size: instances,
@@ -140,13 +147,19 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       const output = OUTPUT_FILTERS[job.target];
       if (!input || !output) throw new ConversionFailure('conversion_failed', `The office engine cannot convert ${job.source} to ${job.target}.`);
       const { options: filterOptions, ...filters } = output;
-      // LibreOffice writes beside its output (lu*.tmp) and cannot clean up when its instance is
-      // killed at a time limit: it writes in a directory of this job's own, removed in any case.
-      const work = await mkdtemp(join(dirname(job.outputPath), `.${basename(job.outputPath)}.office-`));
-      const written = join(work, `result.${job.target}`);
+      // A document may print where it is (a FILENAME field with its path, CELL("filename")), so
+      // LibreOffice opens it, under the name the engine was given (the user's), from a directory
+      // of this job's own in the system's temp dir (0700), never from the data dir. LibreOffice
+      // writes beside its output (lu*.tmp) and cannot clean up when its instance is killed at a
+      // time limit: it writes there too. Removed in any case; a killed daemon's, at the next start.
+      const work = await mkdtemp(join(tmpdir(), `${DOCUMENT_DIR}${process.pid}-`));
+      const opened = join(work, basename(job.inputPath));
+      const written = join(work, 'out', basename(job.outputPath));
       try {
-        await convertIn(running, job, written, input, filters, filterOptions);
-        await rename(written, job.outputPath);
+        await linkOrCopy(job.inputPath, opened);
+        await mkdir(join(work, 'out'));
+        await convertIn(running, { ...job, inputPath: opened }, written, input, filters, filterOptions);
+        await moveFile(written, job.outputPath);
       } finally {
         await rm(work, { recursive: true, force: true });
       }

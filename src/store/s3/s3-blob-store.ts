@@ -102,6 +102,13 @@ export class S3BlobStore implements BlobStore {
     return join(this.root, 'work', `${id}-${randomUUID().slice(0, 8)}.${extension}`);
   }
 
+  async workDirFor(id: string): Promise<string> {
+    if (!SAFE_ID.test(id)) throw new Error(`unsafe blob id ${JSON.stringify(id)}`);
+    const dir = join(this.root, 'work', `${id}-${randomUUID().slice(0, 8)}`);
+    await mkdir(dir, { mode: 0o700 });
+    return dir;
+  }
+
   async adoptResult(id: string, outputPath: string): Promise<void> {
     await this.upload('results', id, outputPath);
   }
