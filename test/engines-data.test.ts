@@ -105,7 +105,7 @@ after(async () => {
 });
 
 describe('data engine', () => {
-  it('is available and offers csv/tsv/json/ndjson/yaml between each other and md -> html', () => {
+  it('is available and offers csv/tsv/json/ndjson/yaml between each other and to html, and md -> html', () => {
     assert.ok(status.available);
     for (const source of ['csv', 'tsv', 'json', 'ndjson', 'yaml']) {
       for (const target of ['csv', 'tsv', 'json', 'ndjson', 'yaml']) {
@@ -113,6 +113,7 @@ describe('data engine', () => {
       }
     }
     assert.ok(pairs.some((p) => p.source === 'md' && p.target === 'html'));
+    for (const source of ['csv', 'tsv', 'json', 'ndjson', 'yaml']) assert.ok(pairs.some((p) => p.source === source && p.target === 'html'), `${source} -> html`);
     const keys = new Set(engine.formats().map((f) => f.key));
     for (const pair of pairs) {
       assert.equal(pair.kind, 'data');
@@ -128,7 +129,13 @@ describe('every data pair converts, checked with a parser of the target format',
       const fixture = FIXTURES[pair.source];
       assert.ok(fixture !== undefined, `no fixture for ${pair.source}: add one`);
       const text = await convert(pair.source, pair.target, await input(`in-${pair.source}-${pair.target}.${pair.source}`, fixture));
-      if (pair.target === 'html') {
+      if (pair.target === 'html' && pair.source !== 'md') {
+        // A table: the column names, then each record's values, each in a cell of its own.
+        assert.match(text, /^<!doctype html>/);
+        const expected = pair.source === 'tsv' ? TSV_ROWS : ROWS;
+        assert.deepEqual(cellsOf(text, 'th'), COLUMNS);
+        assert.deepEqual(cellsOf(text, 'td'), expected.flatMap((row) => COLUMNS.map((c) => row[c as keyof typeof row])));
+      } else if (pair.target === 'html') {
         assert.match(text, /^<!doctype html>/);
         assert.match(text, /<title>Report &amp; &quot;Summary&quot; &lt;3<\/title>/);
         assert.match(text, /<h1[^>]*>Report &amp; (&quot;|")Summary(&quot;|") &lt;3<\/h1>/);
@@ -142,6 +149,41 @@ describe('every data pair converts, checked with a parser of the target format',
       proven.add(`${pair.source}->${pair.target}`);
     });
   }
+});
+
+/** The text of every `tag` cell of a page, in order, unescaped. */
+function cellsOf(html: string, tag: 'th' | 'td'): string[] {
+  const entities: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" };
+  return [...html.matchAll(new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`, 'g'))]
+    .map((match) => match[1]!.replace(/<wbr>/g, '').replace(/&(amp|lt|gt|quot|#39);/g, (_, name: string) => entities[name]!));
+}
+
+describe('data as a page (-> html, the step to pdf)', () => {
+  const HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">\'"&';
+
+  it('the user\'s text is escaped: no tag of it reaches the page, in a table or in a document', async () => {
+    const table = await convert('json', 'html', await input('hostile-table.json', JSON.stringify([{ [HOSTILE]: HOSTILE, nested: { [HOSTILE]: [HOSTILE] } }])));
+    const document = await convert('yaml', 'html', await input('hostile.yaml', stringifyYaml({ [HOSTILE]: HOSTILE })));
+    for (const page of [table, document]) {
+      assert.doesNotMatch(page, /<script|<img|onerror="/i);
+      assert.ok(page.replace(/<wbr>/g, '').includes('&lt;script&gt;alert(1)&lt;/script&gt;'), 'shown as text');
+    }
+    assert.deepEqual(cellsOf(table, 'th'), [HOSTILE, 'nested']);
+    assert.equal(cellsOf(table, 'td')[0], HOSTILE);
+  });
+
+  it('a wide table is cut into bands of whole columns, each numbering its rows; a document is printed whole', async () => {
+    const columns = Array.from({ length: 30 }, (_, index) => `column number ${index}`);
+    const rows = [1, 2].map((n) => Object.fromEntries(columns.map((column) => [column, `value ${n} of ${column}`])));
+    const page = await convert('json', 'html', await input('wide.json', JSON.stringify(rows)));
+    const tables = page.match(/<table>[\s\S]*?<\/table>/g) ?? [];
+    assert.ok(tables.length > 1, `${tables.length} bands`);
+    assert.deepEqual(tables.flatMap((table) => cellsOf(table, 'th').slice(1)), columns, 'every column once, in order');
+    for (const table of tables) assert.deepEqual(cellsOf(table, 'th')[0], '#');
+    const document = { title: 'not a table', items: [1, { deep: ['x'] }] };
+    const whole = await convert('json', 'html', await input('doc.json', JSON.stringify(document)));
+    assert.deepEqual(JSON.parse(/<pre>([\s\S]*)<\/pre>/.exec(whole)![1]!.replace(/&quot;/g, '"')), document);
+  });
 });
 
 describe('data options', () => {

@@ -53,19 +53,23 @@ export class FormatRegistry {
    * `intermediate` (a PDF, a docx, a CSV), on to what another engine makes of that, wherever no
    * engine converts the source to that target itself. Only direct pairs are composed, never more
    * than two steps; where several intermediates lead to a target, the first in CHAIN_VIA wins.
+   * A direct pair yields to a chain only where the chain's first step says it makes that target
+   * better (ConversionPair.preferredFor); the direct pair is still composed from (csv -> pdf -> png).
    */
   private composeChains(): void {
     const direct = this.allPairs();
     const composed: ConversionPair[] = [];
     for (const via of CHAIN_VIA) {
       for (const first of direct.filter((pair) => pair.target === via && pair.intermediate)) {
-        for (const second of direct.filter((pair) => pair.source === via && pair.engine !== first.engine)) {
-          if (second.target === first.source || this.pair(first.source, second.target) || composed.some((c) => c.source === first.source && c.target === second.target)) continue;
+        for (const second of direct.filter((pair) => pair.source === via && pair.engine !== first.engine && (first.intermediateFor?.includes(pair.target) ?? true))) {
+          const existing = this.pair(first.source, second.target);
+          const preferred = first.preferredFor?.includes(second.target) === true;
+          if (second.target === first.source || (existing && !preferred) || composed.some((c) => c.source === first.source && c.target === second.target)) continue;
           composed.push(composedPair(first, second, this.weights[second.kind] >= this.weights[first.kind] ? second.kind : first.kind));
         }
       }
     }
-    for (const pair of composed) this.addPair(pair);
+    for (const pair of composed) this.addPair(pair, pair.steps?.[0]?.preferredFor?.includes(pair.target) === true);
     if (composed.length > 0) {
       this.engines.set(CHAIN_ENGINE, createChainEngine({ engine: (name) => this.engines.get(name), pair: (source, target) => this.pair(source, target) }));
     }
@@ -78,11 +82,12 @@ export class FormatRegistry {
     }
   }
 
-  private addPair(pair: ConversionPair): void {
+  /** `replace`: a chain its first step prefers (ConversionPair.preferredFor) takes a direct pair's place. */
+  private addPair(pair: ConversionPair, replace = false): void {
     let targets = this.pairsBySource.get(pair.source);
     if (!targets) this.pairsBySource.set(pair.source, (targets = new Map()));
     // The first engine to declare a pair keeps it: engines are listed in order of preference.
-    if (!targets.has(pair.target)) targets.set(pair.target, pair);
+    if (replace || !targets.has(pair.target)) targets.set(pair.target, pair);
     this.kinds.add(pair.kind);
   }
 

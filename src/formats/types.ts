@@ -50,6 +50,14 @@ export interface ConversionPair {
    * document's PDF, Markdown's docx, a table's CSV): the registry may compose a chain through it.
    */
   intermediate?: boolean;
+  /**
+   * Targets that, from this intermediate, a chain makes better than another engine's direct pair:
+   * where the chain can be composed it takes the pair's place (csv -> html -> pdf, a table
+   * Chromium prints, over LibreOffice's sheet); where it cannot (no Chromium) the direct pair stays.
+   */
+  preferredFor?: string[];
+  /** The only targets chains make through this intermediate (unset: any the next engine makes). */
+  intermediateFor?: string[];
   /** A composed pair (engine `chain`): the direct pairs it runs, in order. */
   steps?: ConversionPair[];
 }

@@ -20,7 +20,7 @@ export interface DataEngineOptions {
   inputCaps?: InputCaps;
 }
 
-/** Data and text formats: csv, tsv, json, ndjson, yaml between each other, and markdown -> html. */
+/** Data and text formats: csv, tsv, json, ndjson, yaml between each other and to a page (html), and markdown -> html. */
 export function createDataEngine(settings: DataEngineOptions = {}): Engine {
   const caps = settings.inputCaps ?? DEFAULT_INPUT_CAPS;
   return {
@@ -40,6 +40,16 @@ export function createDataEngine(settings: DataEngineOptions = {}): Engine {
             pairs.push({ source, target, engine: 'data', kind: 'data', options: dataOptions(source, target), variants: [], ...(target === 'csv' ? { intermediate: true } : {}) });
           }
         }
+      }
+      for (const source of TABULAR) {
+        // The page Chromium prints data from (page.ts): a table whose cells wrap, nothing cut at
+        // the page's edge. A CSV prints so too, rather than as LibreOffice's sheet, whose cells
+        // are cut at the column's width (docs/formats.md, "Data to PDF"). Only to PDF: the page
+        // is made for paper.
+        pairs.push({
+          source, target: 'html', engine: 'data', kind: 'data', options: dataOptions(source, 'html'), variants: [],
+          intermediate: true, intermediateFor: ['pdf'], preferredFor: ['pdf'],
+        });
       }
       // A styled, sanitised page: the step Markdown takes to Chromium's PDF and images.
       pairs.push({ source: 'md', target: 'html', engine: 'data', kind: 'data', options: MARKDOWN_OPTIONS, variants: [], intermediate: true });
@@ -78,6 +88,8 @@ async function convertData(job: EngineJob, caps: InputCaps): Promise<void> {
     const html = markdownToHtml(text, job.options.full_document !== false);
     checkOutputSize(Buffer.byteLength(html), job.maxOutputBytes);
     await writeFile(job.outputPath, html);
+  } else if (isTabular(job.source) && job.target === 'html') {
+    await convertToPage(job, job.source);
   } else if (isTabular(job.source) && isTabular(job.target)) {
     await convertTabular(job, job.source, job.target);
   } else {
@@ -96,28 +108,15 @@ function option<T extends string | number | boolean>(job: EngineJob, name: strin
 }
 
 async function convertTabular(job: EngineJob, source: Tabular, target: Tabular): Promise<void> {
-  const [{ detectDelimiter, readCsv, readJson, readNdjson, readYaml, resolveEncoding }, write] = await Promise.all([import('./read.ts'), import('./write.ts')]);
+  const [{ readJson, readNdjson, readYaml }, write] = await Promise.all([import('./read.ts'), import('./write.ts')]);
   const { checkedRows, collectColumns, TextSink, writeCsv, writeJsonArray, writeNdjson, writeYamlSequence, yamlDocument } = write;
-  // Unset (null) for CSV/TSV input: the reader decides from the first rows.
-  const header = typeof job.options.header === 'boolean' ? job.options.header : 'auto';
+  const header = headerOption(job);
   let rows: RowSource | undefined;
   let document: unknown;
   let isDocument = false;
 
   if (source === 'csv' || source === 'tsv') {
-    const what = `${(job.origin ?? source).toUpperCase()} file`;
-    // A CSV that a chain's first step wrote (a spreadsheet's) is convd's own: comma-separated
-    // UTF-8, no comment lines. Detecting its delimiter could take a ; inside a cell for one.
-    const made = job.origin !== undefined && job.origin !== source;
-    const commentOption = made ? 'none' : option(job, 'comment', 'none');
-    const comment = commentOption === 'none' ? null : commentOption;
-    const named = made ? 'comma' : option(job, 'delimiter', 'auto');
-    const delimiter = source === 'tsv' ? '\t' : named === 'auto' ? await detectDelimiter(job.inputPath, comment) : delimiterOf(named);
-    const encoding = made ? 'utf-8' : await resolveEncoding(job.inputPath, option<TextEncoding>(job, 'encoding', 'auto'));
-    const relaxColumnCount = option(job, 'relax_column_count', true);
-    // TSV has no quoting convention: a quote character is part of its field.
-    const quoted = source !== 'tsv';
-    rows = () => readCsv(job.inputPath, { delimiter, header, what, relaxColumnCount, quoted, comment, encoding });
+    rows = await csvRows(job, source);
   } else if (source === 'ndjson') {
     rows = () => checkedRows(readNdjson(job.inputPath), target);
   } else {
@@ -152,6 +151,68 @@ async function convertTabular(job: EngineJob, source: Tabular, target: Tabular):
       } else {
         await writeNdjson(sink, aborting());
       }
+    }
+    await sink.close();
+  } catch (error) {
+    sink.destroy();
+    throw error;
+  }
+}
+
+/** Unset (null) for CSV/TSV input: the reader decides from the first rows. */
+function headerOption(job: EngineJob): boolean | 'auto' {
+  return typeof job.options.header === 'boolean' ? job.options.header : 'auto';
+}
+
+/** The records of a CSV or TSV file, read as the job's options say. */
+async function csvRows(job: EngineJob, source: 'csv' | 'tsv'): Promise<RowSource> {
+  const { detectDelimiter, readCsv, resolveEncoding } = await import('./read.ts');
+  const what = `${(job.origin ?? source).toUpperCase()} file`;
+  // A CSV that a chain's first step wrote (a spreadsheet's) is convd's own: comma-separated
+  // UTF-8, no comment lines. Detecting its delimiter could take a ; inside a cell for one.
+  const made = job.origin !== undefined && job.origin !== source;
+  const commentOption = made ? 'none' : option(job, 'comment', 'none');
+  const comment = commentOption === 'none' ? null : commentOption;
+  const named = made ? 'comma' : option(job, 'delimiter', 'auto');
+  const delimiter = source === 'tsv' ? '\t' : named === 'auto' ? await detectDelimiter(job.inputPath, comment) : delimiterOf(named);
+  const encoding = made ? 'utf-8' : await resolveEncoding(job.inputPath, option<TextEncoding>(job, 'encoding', 'auto'));
+  const relaxColumnCount = option(job, 'relax_column_count', true);
+  // TSV has no quoting convention: a quote character is part of its field.
+  const quoted = source !== 'tsv';
+  const header = headerOption(job);
+  return () => readCsv(job.inputPath, { delimiter, header, what, relaxColumnCount, quoted, comment, encoding });
+}
+
+/**
+ * Data as a page for Chromium to print (page.ts): records as a table, anything else pretty-printed
+ * in the source's notation (YAML for YAML, JSON for the others).
+ */
+async function convertToPage(job: EngineJob, source: Tabular): Promise<void> {
+  const [{ readJson, readNdjson, readYaml }, { TextSink, yamlDocument }, page] = await Promise.all([import('./read.ts'), import('./write.ts'), import('./page.ts')]);
+  const notation = source === 'yaml' ? (value: unknown) => yamlDocument(value, 2) : (value: unknown) => JSON.stringify(value, null, 2) ?? 'null';
+  let rows: RowSource;
+  let document: unknown;
+  if (source === 'csv' || source === 'tsv') {
+    rows = await csvRows(job, source);
+  } else if (source === 'ndjson') {
+    rows = () => readNdjson(job.inputPath) as AsyncIterable<Row>;
+  } else {
+    document = source === 'json' ? await readJson(job.inputPath) : await readYaml(job.inputPath);
+    const items = Array.isArray(document) && document.length > 0 ? (document as Row[]) : undefined;
+    rows = () => fromArray(items ?? [null]) as AsyncIterable<Row>;
+  }
+  job.signal.throwIfAborted();
+  const title = `${(job.origin ?? source).toUpperCase()} data`;
+  const sink = new TextSink(job.outputPath, job.maxOutputBytes);
+  try {
+    if (await page.isTable(rows)) {
+      await page.writeTablePage(sink, title, rows, notation, job.signal);
+    } else {
+      // NDJSON that is not a table is its records, one after the other.
+      const values: unknown[] = [];
+      if (source === 'ndjson') for await (const value of rows()) values.push(value);
+      const text = source === 'ndjson' ? values.map(notation).join('\n') : notation(document);
+      await page.writeTextPage(sink, title, text);
     }
     await sink.close();
   } catch (error) {

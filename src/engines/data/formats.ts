@@ -36,9 +36,10 @@ export const TEXT_ENCODINGS = ['auto', 'utf-8', 'windows-1252', 'latin1'] as con
  * Options of one pair. `delimiter` belongs to the CSV side (the input's for csv -> *, the
  * output's for * -> csv; csv -> csv has `output_delimiter` for its output); `header` says whether
  * the CSV/TSV side has a header row. CSV and TSV as they come out of real spreadsheets and
- * scripts: rows of uneven length, comment lines, Latin-1 text (a BOM is always dropped).
+ * scripts: rows of uneven length, comment lines, Latin-1 text (a BOM is always dropped). To html
+ * (a page of the data) only the input's options apply.
  */
-export function dataOptions(source: Tabular, target: Tabular): OptionDescriptor[] {
+export function dataOptions(source: Tabular, target: Tabular | 'html'): OptionDescriptor[] {
   const options: OptionDescriptor[] = [];
   if (source === 'csv') {
     options.push({
