@@ -196,13 +196,18 @@ function longestWord(text: string): number {
   return longest;
 }
 
-/** Escaped text whose words longer than LONGEST_WORD may break: <wbr> every LONGEST_WORD characters. */
+/**
+ * Escaped text whose words longer than LONGEST_WORD may break: after a URL's or a path's
+ * punctuation, and where a run without any is longer still, every LONGEST_WORD characters.
+ */
 function breakable(text: string): string {
   return text.split(/(\s+)/).map((part) => {
-    const chars = [...part];
-    if (chars.length <= LONGEST_WORD) return escapeHtml(part);
-    const pieces: string[] = [];
-    for (let at = 0; at < chars.length; at += LONGEST_WORD) pieces.push(escapeHtml(chars.slice(at, at + LONGEST_WORD).join('')));
-    return pieces.join('<wbr>');
+    if ([...part].length <= LONGEST_WORD) return escapeHtml(part);
+    return part.split(/(?<=[/.\-_?&=,;:])/).flatMap((piece) => {
+      const chars = [...piece];
+      const pieces: string[] = [];
+      for (let at = 0; at < chars.length; at += LONGEST_WORD) pieces.push(chars.slice(at, at + LONGEST_WORD).join(''));
+      return pieces;
+    }).map(escapeHtml).join('<wbr>');
   }).join('');
 }
