@@ -51,7 +51,7 @@ const PAGE_STYLE = [
 
 function pageStart(title: string): string {
   return [
-    '<!doctype html>',
+    '<!DOCTYPE html>',
     '<html>',
     '<head>',
     '<meta charset="utf-8">',
