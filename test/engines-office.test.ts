@@ -23,6 +23,8 @@ import type { ConversionPair } from '../src/formats/types.ts';
 import { waitFor } from './engines-proc.ts';
 import { billionLaughsDocx, docxOf, storedZip } from './helpers/hostile-files.ts';
 import { assertOfficeOutput, makeOfficeFixtures, OFFICE_CSV } from './helpers/office.ts';
+import { word6Doc, WORD6_TEXT } from './helpers/old-office.ts';
+import { pdfPageTexts } from './helpers/pdf-text.ts';
 
 const INSTANCES = 2;
 const office = await findOffice(process.env);
@@ -207,6 +209,21 @@ describe('office engine: hostile documents fail cleanly, read and fetch nothing'
     const xlsx = await readFile(join(dir, 'fixture.xlsx'));
     await expectInvalid('truncated.xlsx', xlsx.subarray(0, xlsx.length >> 1), 'xlsx');
     await expectInvalid('laughs.docx', billionLaughsDocx(), 'docx');
+  });
+
+  it("a Word 6 .doc, which the '97 filter refuses, converts with LibreOffice's own filter for it; a damaged .doc fails as damaged", async () => {
+    const word6 = join(dir, 'word6.doc');
+    await writeFile(word6, word6Doc());
+    assert.match((await pdfPageTexts(await convert(word6, 'doc', 'pdf'))).join('\n'), new RegExp(WORD6_TEXT));
+    const { randomBytes } = await import('node:crypto');
+    const doc = await readFile(join(dir, 'fixture.doc'));
+    for (const [name, bytes] of [['random.doc', randomBytes(8192)], ['truncated.doc', doc.subarray(0, 1024)]] as const) {
+      const path = join(dir, name);
+      await writeFile(path, bytes);
+      const error = await failure(convert(path, 'doc', 'pdf'));
+      assert.ok(error instanceof ConversionFailure && error.code === 'input_invalid', String(error));
+      assert.match(error.message, /damaged, not a doc file, or protected by a password/);
+    }
   });
 
   it('images linked to a local file and to a loopback URL are neither read nor fetched', async () => {

@@ -82,7 +82,22 @@ RESTART_REQUESTED = 81
 
 
 def start_office(soffice, profile, setpriv):
-    """Starts soffice.bin, not the `soffice` script and its launcher: a process started by the
+    """Starts soffice and connects to it: its process and its Desktop (see launch_office)."""
+    office, context = launch_office(soffice, profile, setpriv)
+    return office, desktop_of(context)
+
+
+def desktop_of(context):
+    return context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
+
+
+def type_detection_of(context):
+    return context.ServiceManager.createInstanceWithContext("com.sun.star.document.TypeDetection", context)
+
+
+def launch_office(soffice, profile, setpriv):
+    """Starts soffice.bin and returns it with the component context it accepted a connection for.
+    It starts soffice.bin, not the `soffice` script and its launcher: a process started by the
     launcher would lose the parent-death signal, so that a kill -9 of convd (which takes this
     bridge with it) could leave LibreOffice running. With setpriv it dies with this bridge."""
     os.makedirs(os.path.join(profile, "user"), exist_ok=True)
@@ -115,8 +130,7 @@ def start_office(soffice, profile, setpriv):
             if time.monotonic() > deadline:
                 raise RuntimeError("soffice did not accept a connection within %d s" % START_TIMEOUT_S)
             time.sleep(0.05)
-    desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
-    return office, desktop
+    return office, context
 
 
 def stop_office(office, desktop):
@@ -158,22 +172,48 @@ def without_page_numbers(document):
         styles.getByName(name).FooterIsOn = False
 
 
-def load(desktop, request):
+def load(desktop, request, detection=None):
     url = uno.systemPathToFileUrl(request["input"])
     options = {"Hidden": True, "ReadOnly": True, "MacroExecutionMode": NEVER_EXECUTE, "UpdateDocMode": NO_UPDATE}
     if request.get("password"):
         options["Password"] = request["password"]
-    if request.get("inputFilter"):
-        options["FilterName"] = request["inputFilter"]
     if request.get("inputFilterOptions"):
         options["FilterOptions"] = request["inputFilterOptions"]
     try:
-        document = desktop.loadComponentFromURL(url, "_blank", 0, props(options))
+        return load_with(desktop, url, options, request.get("inputFilter"))
     except Exception as error:  # com.sun.star.io.IOException, lang.IllegalArgumentException
-        raise unreadable(request, error)
+        refused = error
+    # The '97 filter refuses a Word 6 .doc or a PowerPoint 95 .ppt: where LibreOffice's detection
+    # names an older version of the same format, that filter reads it. Anything else (damaged,
+    # protected, some other format) fails as the '97 filter did.
+    older = older_filter(detection, url, request.get("olderFilters"))
+    if older is None:
+        raise unreadable(request, refused)
+    try:
+        return load_with(desktop, url, options, older)
+    except Exception:
+        raise unreadable(request, refused)
+
+
+def load_with(desktop, url, options, filter_name):
+    """The document opened with this filter (LibreOffice's detection where None)."""
+    document = desktop.loadComponentFromURL(url, "_blank", 0, props(dict(options, FilterName=filter_name) if filter_name else options))
     if document is None:
-        raise unreadable(request, None)
+        # LibreOffice answers some files a filter cannot read with no document and no error.
+        raise RuntimeError("")
     return document
+
+
+def older_filter(detection, url, allowed):
+    """The filter LibreOffice's type detection finds for the file, if it is one of `allowed`."""
+    if detection is None or not allowed:
+        return None
+    try:
+        _, descriptor = detection.queryTypeByDescriptor(props({"URL": url}), True)
+    except Exception:
+        return None
+    found = {p.Name: p.Value for p in descriptor}.get("FilterName")
+    return found if found in allowed else None
 
 
 def unreadable(request, error):
@@ -184,8 +224,8 @@ def unreadable(request, error):
     return Failure("input_invalid", "The document cannot be opened: it is damaged, not a %s file, or protected by a password (send `password`)%s." % (request["source"], ": " + reason if reason else ""), error)
 
 
-def convert(desktop, request):
-    document = load(desktop, request)
+def convert(desktop, request, detection=None):
+    document = load(desktop, request, detection)
     try:
         if request.get("landscape"):
             set_landscape(document)
@@ -282,7 +322,8 @@ def main():
     ANSWERS = os.fdopen(3, "w", buffering=1)
     soffice, profile = sys.argv[1], sys.argv[2]
     setpriv = sys.argv[3] if len(sys.argv) > 3 else None
-    office, desktop = start_office(soffice, profile, setpriv)
+    office, context = launch_office(soffice, profile, setpriv)
+    desktop, detection = desktop_of(context), type_detection_of(context)
     watch_office(office)
     send({"type": "ready"})
     for line in sys.stdin:
@@ -297,7 +338,7 @@ def main():
                 desktop.getComponents()
                 send({"type": "result", "ok": True, "value": {}})
             else:
-                send({"type": "result", "ok": True, "value": convert(desktop, request)})
+                send({"type": "result", "ok": True, "value": convert(desktop, request, detection)})
         except Failure as failure:
             end_if_office_died(office, failure.cause)
             send({"type": "result", "ok": False, "error": {"kind": "conversion", "code": failure.code, "message": failure.message}})

@@ -53,34 +53,46 @@ export const OFFICE_FORMATS: FormatInfo[] = [
 ];
 
 /**
+ * Filters of the older versions of the binary formats (Word 6/95 and WinWord 5, Excel 4 to 95,
+ * PowerPoint 95 which LibreOffice names "PowerPoint 3"), which the '97 filters refuse: taken only
+ * where the '97 filter could not open the file and LibreOffice's type detection names one of them.
+ */
+const OLD_WORD = ['MS Word 95', 'MS WinWord 6.0', 'MS WinWord 5', 'MS Word 95 Vorlage'];
+const OLD_EXCEL = ['MS Excel 95', 'MS Excel 5.0/95', 'MS Excel 4.0', 'MS Excel 95 Vorlage/Template', 'MS Excel 5.0/95 Vorlage/Template', 'MS Excel 4.0 Vorlage/Template'];
+const OLD_POWERPOINT = ['PowerPoint 3'];
+
+/**
  * LibreOffice's import filter for each source, always given: a file is read as what it claims to
  * be, or not at all. (Detected by content, a zip of random bytes named .docx was read as plain
- * text and "converted".) CSV is read as UTF-8, comma-separated, double-quoted.
+ * text and "converted".) `older`: the filters of the same format's older versions, the only ones
+ * LibreOffice's detection may choose instead when `filter` cannot open the file (a Word 6 .doc),
+ * so that a damaged .doc is never read as plain text. CSV is read as UTF-8, comma-separated,
+ * double-quoted.
  */
-export const INPUT_FILTERS: Record<string, { filter: string; options?: string }> = {
+export const INPUT_FILTERS: Record<string, { filter: string; options?: string; older?: string[] }> = {
   docx: { filter: 'MS Word 2007 XML' },
-  doc: { filter: 'MS Word 97' },
+  doc: { filter: 'MS Word 97', older: OLD_WORD },
   odt: { filter: 'writer8' },
   rtf: { filter: 'Rich Text Format' },
   xlsx: { filter: 'Calc MS Excel 2007 XML' },
-  xls: { filter: 'MS Excel 97' },
+  xls: { filter: 'MS Excel 97', older: OLD_EXCEL },
   ods: { filter: 'calc8' },
   csv: { filter: 'Text - txt - csv (StarCalc)', options: '44,34,76,1' },
   pptx: { filter: 'Impress MS PowerPoint 2007 XML' },
-  ppt: { filter: 'MS PowerPoint 97' },
+  ppt: { filter: 'MS PowerPoint 97', older: OLD_POWERPOINT },
   odp: { filter: 'impress8' },
   odg: { filter: 'draw8' },
   ott: { filter: 'writer8_template' },
   dotx: { filter: 'MS Word 2007 XML Template' },
-  dot: { filter: 'MS Word 97 Vorlage' },
+  dot: { filter: 'MS Word 97 Vorlage', older: OLD_WORD },
   fodt: { filter: 'OpenDocument Text Flat XML' },
   ots: { filter: 'calc8_template' },
   xltx: { filter: 'Calc MS Excel 2007 XML Template' },
-  xlt: { filter: 'MS Excel 97 Vorlage/Template' },
+  xlt: { filter: 'MS Excel 97 Vorlage/Template', older: OLD_EXCEL },
   fods: { filter: 'OpenDocument Spreadsheet Flat XML' },
   otp: { filter: 'impress8_template' },
   potx: { filter: 'Impress MS PowerPoint 2007 XML Template' },
-  pot: { filter: 'MS PowerPoint 97 Vorlage' },
+  pot: { filter: 'MS PowerPoint 97 Vorlage', older: OLD_POWERPOINT },
   fodp: { filter: 'OpenDocument Presentation Flat XML' },
   otg: { filter: 'draw8_template' },
   fodg: { filter: 'OpenDocument Drawing Flat XML' },

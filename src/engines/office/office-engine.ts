@@ -176,7 +176,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   /** One document through a LibreOffice instance of the pool, written to `output`. */
   async function convertIn(
     running: HelperPool, job: EngineJob, output: string,
-    input: { filter: string; options?: string }, filters: Partial<Record<OfficeDocumentKind, string>>, filterOptions: string | undefined,
+    input: { filter: string; options?: string; older?: string[] }, filters: Partial<Record<OfficeDocumentKind, string>>, filterOptions: string | undefined,
   ): Promise<void> {
     const request = {
       op: 'convert',
@@ -186,6 +186,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       target: job.target,
       inputFilter: input.filter,
       inputFilterOptions: input.options,
+      olderFilters: input.older,
       filters,
       filterOptions,
       filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
