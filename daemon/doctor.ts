@@ -1,7 +1,9 @@
 import { defaultEngines } from '../src/engines/catalog.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { EngineHost } from '../src/engines/host/engine-host.ts';
+import { MATH_PACKAGE, officeMath } from '../src/engines/office/find-office.ts';
 import type { EngineStatus } from '../src/engines/types.ts';
+import type { ConversionPair } from '../src/formats/types.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import { memoryAllocator, type Allocator } from './ops/allocator.ts';
@@ -14,6 +16,17 @@ export interface DoctorReport {
   chainExample?: string;
   /** The malloc of this process: the daemon's when run with the same environment (LD_PRELOAD). */
   allocator: Allocator;
+  /** Where LibreOffice runs: whether its Math module is there, without which formulas are lost. */
+  formulas?: FormulaSupport;
+}
+
+export interface FormulaSupport {
+  /** The file of LibreOffice Math found beside soffice, or null when it is not installed. */
+  math: string | null;
+  /** The pairs LibreOffice writes (the office engine's, and chains with a step on it). */
+  pairs: number;
+  /** Of them, the chains from pandoc's sources through its docx (`latex -> pdf`). */
+  chains: string[];
 }
 
 /** `convd doctor`: each engine, the binary it found, its version and whether it can run. */
@@ -37,7 +50,37 @@ export async function doctor(): Promise<DoctorReport> {
     chains: chains.length,
     ...(example ? { chainExample: example } : {}),
     allocator: memoryAllocator(),
+    ...(await formulaSupport(registry.statuses, pairs)),
   };
+}
+
+/**
+ * Whether LibreOffice can keep formulas (its Math module, Debian's libreoffice-math-nogui): without
+ * it LibreOffice drops every formula of a document it writes, silently, pandoc's (LaTeX, Org, rst,
+ * Markdown math in the docx it hands on) as much as a Word or OpenDocument file's own.
+ */
+export async function formulaSupport(statuses: readonly EngineStatus[], pairs: readonly ConversionPair[]): Promise<{ formulas?: FormulaSupport }> {
+  const office = statuses.find((status) => status.name === 'office');
+  if (!office?.available || !office.binary) return {};
+  const written = pairs.filter((pair) => pair.engine === 'office' || pair.steps?.some((step) => step.engine === 'office'));
+  const chains = written.filter((pair) => pair.steps?.[0]?.engine === 'markup').map((pair) => `${pair.source} -> ${pair.target}`);
+  return { formulas: { math: (await officeMath(office.binary)) ?? null, pairs: written.length, chains } };
+}
+
+/** `latex -> pdf`, `latex -> rtf`, `org -> pdf` as `latex, org -> pdf; latex -> rtf`. */
+function groupedChains(chains: readonly string[]): string {
+  const byTarget = new Map<string, string[]>();
+  for (const chain of chains) {
+    const [source, target] = chain.split(' -> ') as [string, string];
+    byTarget.set(target, [...(byTarget.get(target) ?? []), source]);
+  }
+  return [...byTarget].map(([target, sources]) => `${sources.join(', ')} -> ${target}`).join('; ');
+}
+
+function formulaLine(formulas: FormulaSupport): string {
+  if (formulas.math) return `formulas: LibreOffice Math found (${formulas.math}): formulas are kept in the ${formulas.pairs} pairs LibreOffice writes`;
+  const chains = formulas.chains.length > 0 ? `, and the math pandoc puts in the docx of ${groupedChains(formulas.chains)}` : '';
+  return `formulas: LOST: LibreOffice Math is not installed: the ${formulas.pairs} pairs LibreOffice writes drop every formula (a Word, OpenDocument or RTF document's own${chains}): install Debian's ${MATH_PACKAGE}`;
 }
 
 export function formatDoctor(report: DoctorReport): string {
@@ -51,5 +94,5 @@ export function formatDoctor(report: DoctorReport): string {
   const allocator = report.allocator === 'glibc'
     ? "memory allocator: glibc's malloc (a daemon on it keeps hundreds of MB after large images: preload jemalloc as deploy/convd.service does)"
     : `memory allocator: ${report.allocator}`;
-  return [...lines, `${report.pairs} conversion pairs offered${chains}`, allocator].join('\n');
+  return [...lines, `${report.pairs} conversion pairs offered${chains}`, ...(report.formulas ? [formulaLine(report.formulas)] : []), allocator].join('\n');
 }

@@ -30,6 +30,7 @@ const SANITIZE: sanitizeHtml.IOptions = {
     // GFM task lists render as disabled checkboxes.
     input: ['type', 'checked', 'disabled'],
     h1: ['id'], h2: ['id'], h3: ['id'], h4: ['id'], h5: ['id'], h6: ['id'],
+    details: ['open'],
   },
   allowedSchemes: ['http', 'https', 'mailto'],
   allowedSchemesAppliedToAttributes: ['href', 'src'],
@@ -38,6 +39,9 @@ const SANITIZE: sanitizeHtml.IOptions = {
   exclusiveFilter: (frame) => frame.tag === 'input' && frame.attribs.type !== 'checkbox',
   transformTags: {
     a: sanitizeHtml.simpleTransform('a', { rel: 'noopener noreferrer nofollow' }),
+    // Open, so that a page printed (md -> pdf, png) shows what a <details> holds, as pandoc's
+    // targets of the same Markdown do (docx, odt, txt: src/engines/markup/job-files.ts).
+    details: sanitizeHtml.simpleTransform('details', { open: '' }),
   },
 };
 

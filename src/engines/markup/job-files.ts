@@ -10,7 +10,9 @@
  * (`onclick`, `style`), any link scheme (`javascript:`), and metadata that standalone templates
  * insert raw (`header-includes`) or that writers read as files (`css`, `cover-image`). Measured
  * with pandoc 2.17: all of these reached HTML, EPUB and Markdown outputs. Here they go:
- * - raw blocks and inlines of every format are dropped;
+ * - raw blocks and inlines of every format are dropped (raw HTML has been read as HTML before,
+ *   by RAW_HTML_FILTER, where the document may hold some: what is left is scripts, styles,
+ *   frames, form fields, raw LaTeX or OOXML);
  * - attributes keep only a few harmless keys (ids and classes stay);
  * - a link to anything but http(s), mailto, a fragment or a relative address keeps its text
  *   only; an image keeps its alt text only unless it is http(s), relative or a PNG/JPEG/GIF/WebP
@@ -112,6 +114,192 @@ return {
       return meta
     end,
   },
+}
+`;
+
+/**
+ * A Lua filter that reads raw HTML as HTML, run before INERT_FILTER where the document may hold
+ * some (markup-engine.ts): Markdown's raw HTML above all (`<pre>`, `<div>`, `<table>`,
+ * `<details>`, `<b>`, `<br>`: CommonMark keeps it raw, and the inert filter would drop it with its
+ * text), rst's `raw:: html`, org's HTML export blocks, what pandoc's EPUB reader keeps raw. What it
+ * says becomes the document's own elements (a code block, a div, a table, bold, a line break),
+ * in every target alike, as a browser would show it: the HTML page the data engine makes of the
+ * same Markdown, the PDF printed from that page, docx, odt, rtf and text all hold the same words.
+ * - A run of raw pieces is read together until the elements its first piece opened are closed
+ *   ("<b>", "bold", "</b>"; "<details>", Markdown paragraphs, "</details>"); the Markdown between
+ *   the pieces goes to the reader as an empty div or span and is put back in its place unchanged
+ *   (after the run's HTML if the reader kept no place for it: never lost).
+ * - Markdown between a script's, a style's or a textarea's tags is code: it goes with them.
+ * - pandoc's HTML reader runs with `raw_html`: without it, it fetches an iframe's address and
+ *   reads the page into the document, and a filter's `pandoc.read` runs outside pandoc's sandbox.
+ *   With it, what the reader does not know (scripts, styles, frames, objects, form fields, media)
+ *   stays raw, for INERT_FILTER to drop, and attributes and addresses go to INERT_FILTER too.
+ * Measured with pandoc 2.17: as a separate pass it costs 30-60 % of a large document's
+ * conversion even without raw HTML, so the engine runs it only where it may apply.
+ */
+export const RAW_HTML_FILTER = String.raw`-- convd: raw HTML read as HTML (src/engines/markup/job-files.ts).
+local SLOT = 'convdrawhtmlslot'
+local VOID = {
+  area = true, base = true, br = true, col = true, embed = true, hr = true, img = true, input = true, link = true,
+  meta = true, param = true, source = true, track = true, wbr = true, keygen = true,
+}
+-- Elements whose content is code or form data, not text: Markdown between their tags goes with them.
+local RAW_TEXT = { script = true, style = true, textarea = true }
+local HTML_FORMATS = { html = true, html4 = true, html5 = true }
+
+local function is_raw_html(el)
+  return (el.t == 'RawBlock' or el.t == 'RawInline') and HTML_FORMATS[tostring(el.format):lower()] == true
+end
+
+-- How many elements a piece of HTML leaves open (negative: it closes more than it opens), and how
+-- many of them hold code. Comments, CDATA, declarations and a script's own text ("a<b") hold no
+-- tag. One pass from left to right, each search starting where the last one ended.
+local function balance(text)
+  local lower = text:lower()
+  local last_gt = 0
+  for at in lower:gmatch('()>') do last_gt = at end
+  local open, code, pos = 0, 0, 1
+  while true do
+    local s = lower:find('<', pos, true)
+    if s == nil or s > last_gt then break end
+    local stop
+    if lower:sub(s, s + 3) == '<!--' then
+      stop = select(2, lower:find('-->', s + 4, true))
+    elseif lower:sub(s, s + 8) == '<![cdata[' then
+      stop = select(2, lower:find(']]>', s + 9, true))
+    elseif lower:match('^<[!?]', s) then
+      stop = lower:find('>', s, true)
+    else
+      local _, e, slash, name, rest = lower:find('^<(/?)(%a[%w:-]*)([^>]*)>', s)
+      if e == nil then
+        stop = s
+      elseif slash == '/' then
+        open = open - 1
+        if RAW_TEXT[name] then code = code - 1 end
+        stop = e
+      elseif not VOID[name] and not rest:match('/%s*$') then
+        open = open + 1
+        stop = e
+        if RAW_TEXT[name] then
+          -- Its text is no markup: on to its end tag, or it holds the rest.
+          local close = select(2, lower:find('</' .. name, e + 1, true))
+          if close == nil then
+            code = code + 1
+            break
+          end
+          open = open - 1
+          stop = lower:find('>', close, true) or #lower
+        end
+      else
+        stop = e
+      end
+    end
+    if stop == nil then break end
+    pos = stop + 1
+  end
+  return open, code
+end
+
+-- pandoc's HTML reader, with raw_html: what it does not know (a script, a style, a frame, a form
+-- field) it keeps raw, for the next pass to drop, instead of acting on it. Without raw_html it
+-- fetches an iframe's address and reads the page in, and a filter's pandoc.read runs outside
+-- pandoc's sandbox.
+local function read_html(html, inline, slots)
+  local blocks = pandoc.read(html, 'html+raw_html').blocks
+  if #slots > 0 then
+    local used = {}
+    local function fill(el)
+      local id = el.identifier
+      if id:sub(1, #SLOT) ~= SLOT then return nil end
+      local k = tonumber(id:sub(#SLOT + 1))
+      if k == nil or slots[k] == nil or used[k] then return nil end
+      used[k] = true
+      return slots[k]
+    end
+    local filter, wrapper = inline and { Span = fill } or { Div = fill }, pandoc.Div(blocks)
+    -- Element:walk from pandoc 2.17 on (pandoc 3 deprecates walk_block); walk_block before.
+    blocks = (wrapper.walk and wrapper:walk(filter) or pandoc.walk_block(wrapper, filter)).content
+    -- Markdown the reader kept no place for (inside an svg, say) comes after the HTML, never lost.
+    for k, slot in ipairs(slots) do
+      if not used[k] then
+        if inline then blocks:insert(pandoc.Plain(slot)) else blocks:extend(slot) end
+      end
+    end
+  end
+  if not inline then return blocks end
+  -- In a line, a block the reader kept raw (an iframe's tag) goes now, not as a line break.
+  blocks = blocks:filter(function(block) return block.t ~= 'RawBlock' end)
+  if #blocks == 1 and (blocks[1].t == 'Para' or blocks[1].t == 'Plain') then return blocks[1].content end
+  return pandoc.utils.blocks_to_inlines(blocks, { pandoc.LineBreak() })
+end
+
+local read_before = {}
+
+-- A list of blocks or of inlines with each run of raw HTML read as HTML: a run starts at a piece of
+-- raw HTML and goes on until the elements it opened are closed (or the list ends), so that
+-- "<b>", "bold", "</b>" is read as one element. The Markdown between the pieces keeps its place:
+-- it goes to the reader as an empty div or span (a slot) and is put back there as it was.
+local function regroup(list, inline)
+  local found = false
+  for _, el in ipairs(list) do
+    if is_raw_html(el) then
+      found = true
+      break
+    end
+  end
+  if not found then return nil end
+  local out = pandoc.List()
+  local i, n = 1, #list
+  while i <= n do
+    local el = list[i]
+    if not is_raw_html(el) then
+      out:insert(el)
+      i = i + 1
+    else
+      local parts, slots = { el.text }, {}
+      local open, code = balance(el.text)
+      local j = i
+      while open > 0 and j < n do
+        if is_raw_html(list[j + 1]) then
+          j = j + 1
+          parts[#parts + 1] = list[j].text
+          local o, c = balance(list[j].text)
+          open, code = open + o, code + c
+        else
+          local slot = pandoc.List()
+          while j < n and not is_raw_html(list[j + 1]) do
+            j = j + 1
+            slot:insert(list[j])
+          end
+          -- Inside a script or a style it is code (browsers run it, show nothing): it goes too.
+          if code <= 0 then
+            slots[#slots + 1] = slot
+            parts[#parts + 1] = (inline and '<span id="%s%d"></span>' or '<div id="%s%d"></div>'):format(SLOT, #slots)
+          end
+        end
+      end
+      local html = table.concat(parts, inline and '' or '\n')
+      local result
+      if #slots > 0 then
+        result = read_html(html, inline, slots)
+      else
+        -- The same piece again (a <br> on every line) is read once.
+        local key = (inline and 'i' or 'b') .. html
+        result = read_before[key]
+        if result == nil then
+          result = read_html(html, inline, slots)
+          read_before[key] = result
+        end
+      end
+      out:extend(result)
+      i = j + 1
+    end
+  end
+  return out
+end
+
+return {
+  { Inlines = function(list) return regroup(list, true) end, Blocks = function(list) return regroup(list, false) end },
 }
 `;
 

@@ -11,11 +11,11 @@ import {
   MARKUP_FORMATS, MARKUP_SOURCES, MARKUP_TARGETS, PACKAGED_TARGETS, PAIRS_LEFT_TO_OTHERS, READERS, WRAP_ARGUMENTS, WRITERS,
   markupOptions, type MarkupSource, type MarkupTarget,
 } from './formats.ts';
-import { HTML_TEMPLATE, INERT_FILTER } from './job-files.ts';
+import { HTML_TEMPLATE, INERT_FILTER, RAW_HTML_FILTER } from './job-files.ts';
 import {
   findPandoc, INSTALL_HINT, MIN_VERSION, missingDataFile, pandocVersion, readDataFiles, versionAtLeast, WRITER_DATA_FILES,
 } from './pandoc.ts';
-import { writeTextAsHtml } from './text-source.ts';
+import { mayHoldHtml, writeTextAsHtml } from './text-source.ts';
 
 export interface MarkupEngineOptions {
   /** Where CONVD_PANDOC_PATH and PATH are read; process.env by default. */
@@ -44,6 +44,7 @@ export const DEFAULT_MEMORY_LIMIT_MB = 512;
 
 /** Names inside a job's working directory; pandoc gets only these on its command line. */
 const FILTER_FILE = 'inert.lua';
+const RAW_HTML_FILTER_FILE = 'raw-html.lua';
 const TEMPLATE_FILE = 'template.html';
 /**
  * pandoc's sandbox serves a file it was given on the command line (a directory: every file in
@@ -67,6 +68,14 @@ const OUT_OF_MEMORY = /Heap exhausted|Stack space overflow|out of memory/i;
 /** How often a running conversion's output is measured against EngineJob.maxOutputBytes. */
 const OUTPUT_POLL_MS = 200;
 const MAX_MESSAGE_CHARS = 600;
+
+/**
+ * Sources whose reader may keep raw HTML (Markdown's, rst's `raw:: html`, org's export blocks):
+ * RAW_HTML_FILTER runs for them when the text has something like a tag; for an EPUB always
+ * (its reader keeps what it does not know raw, and it is a zip). Plain text is written as HTML by
+ * the engine itself and read as HTML; pandoc's HTML reader keeps nothing raw.
+ */
+const RAW_HTML_SOURCES: ReadonlySet<MarkupSource> = new Set(['md', 'rst', 'org']);
 
 const SOURCE_NAMES: Record<MarkupSource, string> = {
   md: 'Markdown file', html: 'HTML file', docx: 'Word document', odt: 'OpenDocument text', epub: 'EPUB book',
@@ -141,7 +150,8 @@ async function checkTargets(pandoc: string, version: string, memoryLimitMb: numb
   const dir = await mkdtemp(join(tmpdir(), 'convd-markup-probe-'));
   try {
     const input = join(dir, 'probe.md');
-    await writeFile(input, '# Probe\n\nA paragraph of *text*.\n');
+    // Raw HTML too: the raw HTML filter must run on this pandoc, or the target is not offered.
+    await writeFile(input, '# Probe\n\nA paragraph of *text*, <b>bold</b><br>and more.\n\n<div>\n<p>A div.</p>\n</div>\n');
     await Promise.all(MARKUP_TARGETS.map(async (target) => {
       for (let attempt = 0; attempt <= WRITER_DATA_FILES.length; attempt++) {
         const job: EngineJob = {
@@ -211,10 +221,14 @@ async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits
       await symlink(resolve(job.inputPath), join(work, input));
     }
     await writeFile(join(work, FILTER_FILE), INERT_FILTER);
+    const rawHtml = source === 'epub' || (RAW_HTML_SOURCES.has(source) && await mayHoldHtml(job.inputPath, job.signal).catch((error: unknown) => {
+      throw job.signal.aborted ? job.signal.reason : error;
+    }));
+    if (rawHtml) await writeFile(join(work, RAW_HTML_FILTER_FILE), RAW_HTML_FILTER);
     if (target === 'html') await writeFile(join(work, TEMPLATE_FILE), HTML_TEMPLATE);
     if (PACKAGED_TARGETS.has(target)) await writeDataFiles(work, tools.dataFiles);
     const output = `output.${target}`;
-    await runPandoc(tools, job, work, pandocArguments(source, target, job, input, output, limits.memoryLimitMb), limits);
+    await runPandoc(tools, job, work, pandocArguments(source, target, job, input, output, limits.memoryLimitMb, rawHtml), limits);
     const outputPath = join(work, output);
     const size = await stat(outputPath).then((info) => info.size, () => null);
     if (size === null) throw new ConversionFailure('conversion_failed', 'pandoc ended without writing its output.');
@@ -231,12 +245,14 @@ async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits
  * The whole command line: fixed names in the working directory and fixed words; of the job, only
  * validated options, each mapped to an argument of our own.
  */
-function pandocArguments(source: MarkupSource, target: MarkupTarget, job: EngineJob, input: string, output: string, memoryLimitMb: number): string[] {
+function pandocArguments(source: MarkupSource, target: MarkupTarget, job: EngineJob, input: string, output: string, memoryLimitMb: number, rawHtml: boolean): string[] {
   const args = [
     // GHC's runtime options: the heap limit. (GHCRTS from the environment is not passed on.)
     '+RTS', `-M${memoryLimitMb}m`, '-RTS',
     '--sandbox', '--quiet', '--standalone',
     `--from=${READERS[source]}`, `--to=${WRITERS[target]}`,
+    // Filters run in this order: raw HTML read as HTML first, then everything made inert.
+    ...(rawHtml ? [`--lua-filter=${RAW_HTML_FILTER_FILE}`] : []),
     `--lua-filter=${FILTER_FILE}`,
     `--output=${output}`,
   ];

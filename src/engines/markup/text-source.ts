@@ -76,3 +76,20 @@ export async function writeTextAsHtml(inputPath: string, htmlPath: string, signa
     { signal },
   );
 }
+
+/** Something a reader may take for raw HTML: `<` and a tag's name, `/`, `!` (a comment) or `?`. */
+const TAG_START = /<[A-Za-z/!?]/;
+
+/**
+ * Whether a text file may hold raw HTML: it has a `<` followed by what starts a tag, somewhere
+ * (a quick look that only decides whether the raw HTML filter runs: an autolink counts too).
+ */
+export async function mayHoldHtml(inputPath: string, signal: AbortSignal): Promise<boolean> {
+  let last = '';
+  for await (const chunk of createReadStream(inputPath, { encoding: 'latin1', signal })) {
+    const text = last + (chunk as string);
+    if (TAG_START.test(text)) return true;
+    last = text.slice(-1);
+  }
+  return false;
+}

@@ -9,7 +9,9 @@ export type OfficeInstall =
   | { ready: true; soffice: string; sofficeBin: string; python: string; version: string }
   | { ready: false; soffice: string | null; problem: string };
 
-const INSTALL_HINT = 'install Debian\'s libreoffice-core-nogui, libreoffice-writer-nogui, libreoffice-calc-nogui, libreoffice-impress-nogui, libreoffice-draw-nogui and python3-uno';
+const INSTALL_HINT = 'install Debian\'s libreoffice-core-nogui, libreoffice-writer-nogui, libreoffice-calc-nogui, libreoffice-impress-nogui, libreoffice-draw-nogui, libreoffice-math-nogui and python3-uno';
+/** The package of LibreOffice Math in Debian (formulas: officeMath). */
+export const MATH_PACKAGE = 'libreoffice-math-nogui';
 const PROBE_TIME_LIMIT_MS = 30_000;
 
 /**
@@ -59,4 +61,29 @@ async function firstLine(binary: string, args: string[]): Promise<string> {
   });
   if (result.code !== 0 || !first) throw new Error(`${binary} ${args.join(' ')} exited with ${result.code ?? result.signal}`);
   return first;
+}
+
+/**
+ * LibreOffice Math's files, from the program directory (soffice.bin's): its library (Linux,
+ * macOS, Windows) and its configuration (TDF's builds, Debian's per-package registry).
+ */
+const MATH_FILES = [
+  'libsmlo.so', 'libsmlo.dylib', 'smlo.dll',
+  '../share/registry/math.xcd', '../share/.registry/math.xcd', '../Resources/registry/math.xcd',
+];
+
+/**
+ * The file that shows LibreOffice Math is installed beside `soffice`, or undefined. Without Math
+ * LibreOffice still opens and writes documents, but every formula in them (OMML in a docx, a
+ * formula object in an odt or rtf, pandoc's math in the docx it hands on) is lost in what it
+ * writes, without an error.
+ */
+export async function officeMath(soffice: string): Promise<string | undefined> {
+  let program: string;
+  try {
+    program = dirname(await realpath(soffice));
+  } catch {
+    return undefined;
+  }
+  return MATH_FILES.map((file) => join(program, file)).find((path) => existsSync(path));
 }
