@@ -23,6 +23,7 @@ import { api, startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 import { makeOfficeFixtures, OFFICE_MARKER } from './helpers/office.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
 import { fixtureXpm } from './helpers/xpm.ts';
+import { storedZip } from './helpers/hostile-files.ts';
 
 const office = await findOffice(process.env);
 const officeSkip = office.ready || process.env.CI === 'true' ? false : `LibreOffice is not installed here: ${office.ready ? '' : office.problem}`;
@@ -115,19 +116,58 @@ describe('content against name', () => {
     assert.deepEqual([...data.subarray(right, right + 3)], [0x46, 0x82, 0xb4], 'the right half: SteelBlue');
   });
 
-  it('a LibreOffice template (.ott, its content an OpenDocument text template) converts to pdf as ott', { skip: officeSkip }, async () => {
+  /** The office fixtures, made once (one start of LibreOffice) for the tests that need them. */
+  let fixtureDir: Promise<string> | undefined;
+  const officeFixtures = () => (fixtureDir ??= (async () => {
     assert.ok(office.ready);
     const fixtures = join(dir, 'office');
     await mkdir(fixtures);
     await makeOfficeFixtures(office, fixtures);
+    return fixtures;
+  })());
+
+  const pdfText = async (id: string, name: string) => {
+    const path = join(dir, name);
+    await writeFile(path, await output(id));
+    return (await pdfPageTexts(path)).join('\n');
+  };
+
+  it('a LibreOffice template (.ott, its content an OpenDocument text template) converts to pdf as ott', { skip: officeSkip }, async () => {
+    const fixtures = await officeFixtures();
     for (const kind of ['ott', 'dotx', 'fods', 'potx']) {
       const done = await submit(await readFile(join(fixtures, `fixture.${kind}`)), `template.${kind}`, 'pdf');
       assert.equal(done.body.status, 'succeeded', JSON.stringify(done.body));
       assert.equal(done.body.source, kind);
-      const pdfPath = join(dir, `template-${kind}.pdf`);
-      await writeFile(pdfPath, await output(done.body.id));
-      assert.match((await pdfPageTexts(pdfPath)).join('\n'), new RegExp(OFFICE_MARKER));
+      assert.match(await pdfText(done.body.id, `template-${kind}.pdf`), new RegExp(OFFICE_MARKER));
     }
+  });
+
+  it('a pptx and a docx whose large images come first and [Content_Types].xml last convert as what their names say; a plain zip named .docx stays a zip', { skip: officeSkip }, async () => {
+    assert.ok(office.ready);
+    const fixtures = await officeFixtures();
+    // Re-zipped as some real packages are: relationships, then 200 KB of images that do not
+    // compress (file-type reads no further than its first 64 KB), the content types last.
+    const rezip = [
+      'import os, sys, zipfile',
+      'source = zipfile.ZipFile(sys.argv[1])',
+      'names = source.namelist()',
+      'first = [n for n in names if n.endswith(".rels")]',
+      'rest = [n for n in names if n not in first and n != "[Content_Types].xml"]',
+      'with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as out:',
+      '    for n in first: out.writestr(n, source.read(n))',
+      '    for i in range(2): out.writestr(sys.argv[3] + "/media/image%d.png" % (i + 1), os.urandom(100000), zipfile.ZIP_STORED)',
+      '    for n in rest + ["[Content_Types].xml"]: out.writestr(n, source.read(n))',
+    ].join('\n');
+    for (const [kind, folder] of [['pptx', 'ppt'], ['docx', 'word']] as const) {
+      const rezipped = join(dir, `images-first.${kind}`);
+      await promisify(execFile)(office.python, ['-c', rezip, join(fixtures, `fixture.${kind}`), rezipped, folder]);
+      const done = await submit(await readFile(rezipped), `images-first.${kind}`, 'pdf');
+      assert.equal(done.body.status, 'succeeded', JSON.stringify(done.body));
+      assert.equal(done.body.source, kind);
+      assert.match(await pdfText(done.body.id, `images-first-${kind}.pdf`), new RegExp(OFFICE_MARKER));
+    }
+    const plain = await submit(storedZip('notes/readme.txt', Buffer.from('no document in here\n'.repeat(10))), 'report.docx', 'pdf');
+    assert.equal(plain.body.source, 'zip', JSON.stringify(plain.body));
   });
 
   it('a PNG named .jpg: source png', async () => {

@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import { zipHoldsDocument } from './zip-document.ts';
 
 /** What an upload's first bytes tell. */
 export interface SniffedContent {
@@ -21,9 +22,12 @@ const SVG = /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)
 
 /**
  * Guesses a file's format from its first bytes (one read): magic numbers through file-type, plus
- * SVG, which is text and has none.
+ * SVG, which is text and has none. `named`: the format the file's name says. Where the bytes say
+ * a plain zip and the name a zip-based document (docx, ods, epub...), the zip's central directory
+ * decides: a document whose first entries are large images is one (file-type looks only at the
+ * first entries); a zip without that format's entries stays a zip.
  */
-export async function sniffContent(path: string): Promise<SniffedContent> {
+export async function sniffContent(path: string, named?: string): Promise<SniffedContent> {
   const handle = await open(path, 'r');
   let bytes: Buffer;
   try {
@@ -37,6 +41,7 @@ export async function sniffContent(path: string): Promise<SniffedContent> {
   const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);
   const head = bytes.subarray(0, TEXT_BYTES).toString('utf8');
   // file-type calls any XML document `xml`, an SVG that opens with `<?xml ...?>` too: look closer.
+  if (detected?.ext === 'zip' && named && await zipHoldsDocument(path, named)) return { format: named, head };
   if (detected && detected.ext !== 'xml') return { format: detected.ext, head };
   return { format: SVG.test(head) ? 'svg' : detected?.ext, head };
 }

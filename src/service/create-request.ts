@@ -221,7 +221,7 @@ async function resolveSource(
   const extension = extensionOf(originalName)?.toLowerCase();
   const fromName = extension ? registry.normalize(extension) : undefined;
   if (file) {
-    const sniffed = await sniffContent(file.path);
+    const sniffed = await sniffContent(file.path, fromName);
     const sniffedFormat = sniffed.format ?? (fromName === 'json' && looksLikeTable(sniffed.head) ? 'csv' : undefined);
     const known = sniffedFormat ? registry.normalize(sniffedFormat) : undefined;
     const content = known ?? sniffedFormat;

@@ -1,0 +1,71 @@
+import { promisify } from 'node:util';
+import yauzl, { type Entry, type ZipFile } from 'yauzl';
+
+/**
+ * The entries that make a zip a document of each zip-based format: every one of a group must be
+ * in its central directory (a name ending in `/` is a folder some entry is in). OOXML packages
+ * hold `[Content_Types].xml` and their application's folder, OpenDocument files `mimetype` and
+ * `content.xml`, an EPUB `mimetype` and its container.
+ */
+const OOXML = (folder: string) => ['[Content_Types].xml', `${folder}/`];
+const ODF = ['mimetype', 'content.xml'];
+const MARKERS: Record<string, string[]> = {
+  docx: OOXML('word'), dotx: OOXML('word'),
+  xlsx: OOXML('xl'), xltx: OOXML('xl'),
+  pptx: OOXML('ppt'), potx: OOXML('ppt'),
+  odt: ODF, ott: ODF, ods: ODF, ots: ODF, odp: ODF, otp: ODF, odg: ODF, otg: ODF,
+  epub: ['mimetype', 'META-INF/container.xml'],
+};
+
+/** A document's central directory is read this far, no further: real ones hold a few hundred. */
+const MAX_ENTRIES = 20_000;
+
+const openZip = promisify(yauzl.open) as (path: string, options: yauzl.Options) => Promise<ZipFile>;
+
+/**
+ * Whether the zip at `path` holds the entries of a `format` document, wherever they are in it.
+ * file-type reads a zip's entries in order from the first bytes, and calls it a plain zip when a
+ * pptx puts large images before its `[Content_Types].xml`: the central directory, at the end,
+ * lists every entry's name. Entries are not unpacked. False for a zip that cannot be read.
+ */
+export async function zipHoldsDocument(path: string, format: string): Promise<boolean> {
+  const wanted = MARKERS[format];
+  if (!wanted) return false;
+  let zip: ZipFile;
+  try {
+    zip = await openZip(path, { lazyEntries: true, autoClose: false, decodeStrings: true, validateEntrySizes: false, strictFileNames: false });
+  } catch {
+    return false;
+  }
+  const missing = new Set(wanted);
+  const seen = (name: string) => {
+    for (const marker of missing) {
+      if (marker.endsWith('/') ? name.startsWith(marker) : name === marker) missing.delete(marker);
+    }
+  };
+  try {
+    for (let count = 0; missing.size > 0 && count < MAX_ENTRIES; count++) {
+      const entry = await nextEntry(zip);
+      if (!entry) break;
+      seen(entry.fileName);
+    }
+  } catch {
+    return false;
+  } finally {
+    zip.close();
+  }
+  return missing.size === 0;
+}
+
+function nextEntry(zip: ZipFile): Promise<Entry | null> {
+  return new Promise((resolve, reject) => {
+    const cleanup = () => {
+      zip.off('entry', onEntry).off('end', onEnd).off('error', onError);
+    };
+    const onEntry = (entry: Entry) => { cleanup(); resolve(entry); };
+    const onEnd = () => { cleanup(); resolve(null); };
+    const onError = (error: Error) => { cleanup(); reject(error); };
+    zip.on('entry', onEntry).on('end', onEnd).on('error', onError);
+    zip.readEntry();
+  });
+}
