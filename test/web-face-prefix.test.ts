@@ -99,8 +99,8 @@ describe('the web pages under a path of a proxy', () => {
     await page.getByRole('link', { name: 'Convert' }).click();
     await page.waitForURL(`${front}/convert`);
     // A kind convd does not convert (a LibreOffice template) is named as the file has it.
-    await page.setInputFiles('#files', { name: 'letter.ott', mimeType: 'application/octet-stream', buffer: Buffer.from('PK') });
-    await page.getByText('Files of kind .ott cannot be converted here.').waitFor();
+    await page.setInputFiles('#files', { name: 'letter.lwp', mimeType: 'application/octet-stream', buffer: Buffer.from('PK') });
+    await page.getByText('Files of kind .lwp cannot be converted here.').waitFor();
     await page.setInputFiles('#files', { name: 'prefixed.png', mimeType: 'image/png', buffer: await png(120, 80) });
     await page.locator('#target option[value=webp]').waitFor({ state: 'attached' });
     await page.getByLabel('Convert to').selectOption('webp');
@@ -118,8 +118,8 @@ describe('the web pages under a path of a proxy', () => {
     await page.waitForURL(`${front}/conversions?lang=de`);
     await page.getByRole('button', { name: 'Abmelden' }).click();
     await page.waitForURL(`${front}/signin`);
-    // The one error asked for: the formats of .ott, which convd does not know.
-    assert.deepEqual(failed, [`404 ${front}/web/api/formats/ott`], 'no other address of the pages answered an error');
+    // The one error asked for: the formats of .lwp (Lotus Word Pro), which convd does not know.
+    assert.deepEqual(failed, [`404 ${front}/web/api/formats/lwp`], 'no other address of the pages answered an error');
     assert.deepEqual(proxy.strays, [], 'nothing asked for outside the path');
     await context.close();
   });
