@@ -182,6 +182,24 @@ describe('office engine: pdf options', { skip }, () => {
   });
 });
 
+describe('office engine: html', { skip }, () => {
+  it('an xlsx of two sheets -> html: one page, every sheet a table with its cells; presentations have no html', async () => {
+    const cell = (text: string) => `<table:table-cell office:value-type="string"><text:p>${text}</text:p></table:table-cell>`;
+    const sheet = (name: string, text: string) => `<table:table table:name="${name}"><table:table-row>${cell(text)}${cell('&lt;b&gt;not bold&lt;/b&gt;')}</table:table-row></table:table>`;
+    const fods = join(dir, 'two-sheets.fods');
+    await writeFile(fods, `<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet">
+<office:body><office:spreadsheet>${sheet('First', 'FIRST-SHEET-CELL')}${sheet('Second', 'SECOND-SHEET-CELL')}</office:spreadsheet></office:body></office:document>`);
+    const xlsx = await convert(fods, 'fods', 'xlsx');
+    const html = (await readFile(await convert(xlsx, 'xlsx', 'html'))).toString('utf8');
+    assert.match(html, /^<!DOCTYPE html>/i);
+    assert.equal(html.match(/<table[\s>]/g)?.length, 2, 'a table per sheet');
+    assert.ok(html.indexOf('FIRST-SHEET-CELL') >= 0 && html.indexOf('FIRST-SHEET-CELL') < html.indexOf('SECOND-SHEET-CELL'), 'both sheets, in order');
+    assert.match(html, /&lt;b&gt;not bold&lt;\/b&gt;/, 'a cell\'s text is escaped');
+    for (const source of ['pptx', 'ppt', 'odp']) assert.ok(!pairs.some((p) => p.source === source && p.target === 'html'), `no ${source} -> html`);
+  });
+});
+
 describe('office engine: hostile documents fail cleanly, read and fetch nothing', { skip }, () => {
   let server: Server;
   let requests = 0;

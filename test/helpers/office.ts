@@ -64,7 +64,7 @@ export async function assertOfficeOutput(office: ReadyOffice, source: string, ta
   } else if (ZIP_TEXT[target]) {
     assert.match(await zipMember(office.python, output, ZIP_TEXT[target]!), new RegExp(OFFICE_MARKER));
   } else {
-    assert.ok(['rtf', 'txt', 'csv'].includes(target), `no expectation for office target ${target}: add one`);
+    assert.ok(['rtf', 'txt', 'csv', 'html'].includes(target), `no expectation for office target ${target}: add one`);
     const text = bytes.toString('utf8');
     assert.notEqual(text.charCodeAt(0), 0xfeff, 'no byte-order mark');
     assert.match(text, new RegExp(OFFICE_MARKER));

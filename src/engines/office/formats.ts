@@ -14,6 +14,12 @@ export const DRAWING_SOURCES = ['odg', 'otg', 'fodg'] as const;
 export const TEXT_TARGETS = ['pdf', 'docx', 'odt', 'rtf', 'txt'] as const;
 export const SHEET_TARGETS = ['pdf', 'xlsx', 'ods', 'csv'] as const;
 export const SLIDE_TARGETS = ['pdf', 'pptx', 'odp'] as const;
+/**
+ * A spreadsheet's cells as one HTML page (LibreOffice's "HTML (StarCalc)": every sheet a table,
+ * with its column widths, alignment and number formats); not csv's, which the data engine's page
+ * shows. Presentations have no html: Impress writes the slides' text alone, or a file per slide.
+ */
+export const SHEET_HTML_SOURCES = SHEET_SOURCES.filter((source) => source !== 'csv');
 /** What LibreOffice Draw exports; png and svg are of the first page. */
 export const DRAWING_TARGETS = ['pdf', 'png', 'svg', 'odg'] as const;
 
@@ -48,6 +54,7 @@ export const OFFICE_FORMATS: FormatInfo[] = [
   { key: 'pdf', extensions: ['pdf'], mime: 'application/pdf' },
   { key: 'txt', extensions: ['txt', 'text'], mime: 'text/plain' },
   { key: 'csv', extensions: ['csv'], mime: 'text/csv' },
+  { key: 'html', extensions: ['html', 'htm'], mime: 'text/html' },
   { key: 'png', extensions: ['png'], mime: 'image/png' },
   { key: 'svg', extensions: ['svg'], mime: 'image/svg+xml' },
 ];
@@ -113,6 +120,7 @@ export const OUTPUT_FILTERS: Record<string, Partial<Record<OfficeDocumentKind, s
   ods: { calc: 'calc8' },
   // Comma, double quotes only where needed (the seventh token), UTF-8, from the first line.
   csv: { calc: 'Text - txt - csv (StarCalc)', options: '44,34,76,1,,0,false,true,true' },
+  html: { calc: 'HTML (StarCalc)' },
   pptx: { impress: 'Impress MS PowerPoint 2007 XML' },
   odp: { impress: 'impress8' },
   odg: { draw: 'draw8' },

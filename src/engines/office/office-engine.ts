@@ -13,7 +13,7 @@ import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 import { lastLines } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import {
-  DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
+  DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
   TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind, type OfficeFamily,
 } from './formats.ts';
 import { findOffice, type OfficeInstall } from './find-office.ts';
@@ -67,6 +67,7 @@ function officePairs(): ConversionPair[] {
   };
   add(TEXT_SOURCES, TEXT_TARGETS, 'text');
   add(SHEET_SOURCES, SHEET_TARGETS, 'sheet');
+  add(SHEET_HTML_SOURCES, ['html'], 'sheet');
   add(SLIDE_SOURCES, SLIDE_TARGETS, 'slides');
   add(DRAWING_SOURCES, DRAWING_TARGETS, 'drawing');
   return pairs;
