@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { officeRetries } from '../src/engines/office/retries.ts';
 import { BYTES_PER_MB } from '../src/model/plan.ts';
 import { defaultServiceConfig, type ServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
@@ -153,6 +154,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       return records.filter((r): r is NonNullable<typeof r> => r !== undefined && ACTIVE_STATUSES.has(r.status)).map((r) => engineOf(r));
     },
     diskFreeBytes: () => disk.free,
+    officeRetries,
   });
   metrics.setResultsBytes(await running.store.resultBytes());
   // On a cluster other nodes' results come and go in the bucket too: this node's transitions alone drift.

@@ -15,6 +15,8 @@ export interface MetricsSources {
   /** Engine name of each running conversion. */
   runningEngines(): Promise<string[]>;
   diskFreeBytes(): number | null;
+  /** Documents the office engine tried a second way after LibreOffice crashed opening them, by outcome, since start. */
+  officeRetries?(): Readonly<Record<'succeeded' | 'failed', number>>;
 }
 
 // Request latency: from a cached GET (~0.1 ms) to a `wait=30` that ran out.
@@ -76,6 +78,22 @@ export class DaemonMetrics {
         for (const [engine, count] of Object.entries(counts)) this.set({ engine }, count);
       },
     });
+    const retries = sources.officeRetries;
+    if (retries) {
+      // Counted in the engine (src/engines/office/retries.ts); brought over at each scrape.
+      const seen = { succeeded: 0, failed: 0 };
+      const retried = new Counter({
+        name: 'convd_office_retries_total', help: 'Office documents tried a second way (a LibreOffice of their own) after LibreOffice crashed opening them, by outcome: succeeded, failed.', labelNames: ['outcome'], registers,
+        collect() {
+          const now = retries();
+          for (const outcome of ['succeeded', 'failed'] as const) {
+            this.inc({ outcome }, now[outcome] - seen[outcome]);
+            seen[outcome] = now[outcome];
+          }
+        },
+      });
+      for (const outcome of ['succeeded', 'failed']) retried.inc({ outcome }, 0);
+    }
     const results = () => this.resultsBytes;
     new Gauge({ name: 'convd_results_bytes', help: 'Disk used by result files that can still be downloaded.', registers, collect() { this.set(results()); } });
     new Gauge({

@@ -11,11 +11,19 @@ with python3-uno), started by convd in a process group of its own with soffice i
 time limit or a cancel kills both at once.
 
 Usage: bridge.py SOFFICE_BIN PROFILE_DIR [SETPRIV]
+
+A bridge whose soffice crashes (a signal such as SIGABRT or SIGSEGV, not a kill) while opening
+the document exits with CRASHED_ON_LOAD, and convd tries the document once more another way: a
+one-off `soffice --convert-to` in a profile of its own (src/engines/office/second-way.ts), which
+this script runs too:
+
+Usage: bridge.py --convert-to SOFFICE_BIN PROFILE_DIR INPUT OUTDIR CONVERT_TO INFILTER [SETPRIV]
 """
 
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +37,24 @@ from com.sun.star.connection import NoConnectException
 START_TIMEOUT_S = 60
 # Opened by main(): the test suites import this module to make fixtures with start_office.
 ANSWERS = None
+# The instance's soffice (main() sets it) and what the bridge is doing with it: "loading" from a
+# request until its document is open, so that a crash there can be told from one while storing.
+OFFICE = None
+PHASE = "idle"
+
+# The bridge's exit status when its soffice crashed while opening a document, and the one-off
+# conversion's when its soffice crashed (office-engine.ts and second-way.ts read them).
+CRASHED_ON_LOAD = 3
+# How soffice ends when it crashes: its own handler re-raises the signal after printing a stack
+# (SIGSEGV ends as SIGABRT). SIGKILL is not one: that is the OOM killer or someone's kill -9.
+CRASH_SIGNALS = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS}
+
+# Tests only: the office engine's `faultsForTests` setting puts these in the bridge's environment
+# (never the daemon's: engineEnvironment passes no CONVD_ variable on). A document whose file name
+# holds the first crashes its instance as it is opened; one holding the second crashes the one-off
+# conversion's soffice too.
+CRASH_ON_LOAD = os.environ.get("CONVD_TEST_CRASH_ON_LOAD") or None
+CRASH_ONE_OFF = os.environ.get("CONVD_TEST_CRASH_ONE_OFF") or None
 
 # The profile's settings: linked images and other links of an untrusted document are not loaded
 # (LibreOffice would read file:///etc/passwd or fetch a loopback URL named in a docx), and xlsx
@@ -100,9 +126,7 @@ def launch_office(soffice, profile, setpriv):
     It starts soffice.bin, not the `soffice` script and its launcher: a process started by the
     launcher would lose the parent-death signal, so that a kill -9 of convd (which takes this
     bridge with it) could leave LibreOffice running. With setpriv it dies with this bridge."""
-    os.makedirs(os.path.join(profile, "user"), exist_ok=True)
-    with open(os.path.join(profile, "user", "registrymodifications.xcu"), "w") as settings:
-        settings.write(PROFILE_SETTINGS)
+    write_profile(profile)
     # Named after the profile (src/engines/office/profiles.ts computes the same name), so that
     # convd can remove the pipe's file in /tmp when this instance is killed.
     pipe = "convd_" + hashlib.sha1(profile.encode()).hexdigest()[:16]
@@ -131,6 +155,12 @@ def launch_office(soffice, profile, setpriv):
                 raise RuntimeError("soffice did not accept a connection within %d s" % START_TIMEOUT_S)
             time.sleep(0.05)
     return office, context
+
+
+def write_profile(profile):
+    os.makedirs(os.path.join(profile, "user"), exist_ok=True)
+    with open(os.path.join(profile, "user", "registrymodifications.xcu"), "w") as settings:
+        settings.write(PROFILE_SETTINGS)
 
 
 def stop_office(office, desktop):
@@ -224,8 +254,22 @@ def unreadable(request, error):
     return Failure("input_invalid", "The document cannot be opened: it is damaged, not a %s file, or protected by a password (send `password`)%s." % (request["source"], ": " + reason if reason else ""), error)
 
 
-def convert(desktop, request, detection=None):
+def opened(desktop, request, detection):
+    """The document, loaded. PHASE stays "loading" if soffice dies here: the bridge then ends with
+    CRASHED_ON_LOAD (office_gone) before main() answers or resets it."""
+    global PHASE
+    PHASE = "loading"
+    if CRASH_ON_LOAD and CRASH_ON_LOAD in os.path.basename(request["input"]):
+        os.kill(OFFICE.pid, signal.SIGABRT)
+        while True:  # watch_office ends this bridge once soffice is gone
+            time.sleep(1)
     document = load(desktop, request, detection)
+    PHASE = "converting"
+    return document
+
+
+def convert(desktop, request, detection=None):
+    document = opened(desktop, request, detection)
     try:
         if request.get("landscape"):
             set_landscape(document)
@@ -301,28 +345,71 @@ def end_if_office_died(office, error):
         office.wait(timeout=2)
     except subprocess.TimeoutExpired:
         pass
-    sys.stderr.write("soffice exited (%s) while converting\n" % office.returncode)
-    sys.stderr.flush()
-    os._exit(1)
+    office_gone(office.returncode, " while converting")
 
 
 def watch_office(office):
     """Ends this bridge as soon as its soffice ends, whenever that is: an instance whose office
     died while idle (the kernel's OOM killer, say) must not be given the next document."""
     def wait():
-        code = office.wait()
-        sys.stderr.write("soffice exited (%s)\n" % code)
-        sys.stderr.flush()
-        os._exit(1)
+        office_gone(office.wait(), "")
     threading.Thread(target=wait, daemon=True).start()
 
 
+def crashed(code):
+    return code is not None and code < 0 and -code in CRASH_SIGNALS
+
+
+def office_gone(code, during):
+    """Ends this bridge after its soffice ended with `code` (None: not reaped yet). Both threads
+    come here (whichever sees the end first): a crash while a document was being opened is told
+    by the exit status, as no answer can be sent."""
+    if PHASE == "loading" and crashed(code):
+        sys.stderr.write("soffice crashed (signal %d) while opening the document\n" % -code)
+        sys.stderr.flush()
+        os._exit(CRASHED_ON_LOAD)
+    sys.stderr.write("soffice exited (%s)%s\n" % (code, during))
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv):
+    """The second way: one document through `soffice.bin --convert-to` in a fresh profile with the
+    instances' settings (no links, no macros, no recalculation), its output in `outdir` named
+    after the input. soffice.bin rather than the `soffice` script for the parent-death signal, as
+    launch_office; its messages go to stderr, where convd reads them. Exits 0 once soffice did
+    (the output is convd's to check), CRASHED_ON_LOAD if soffice crashed, else 1."""
+    write_profile(profile)
+    command = [
+        soffice, "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
+        "--nofirststartwizard", "-env:UserInstallation=" + uno.systemPathToFileUrl(profile),
+        "--infilter=" + infilter, "--convert-to", convert_to, "--outdir", outdir, source,
+    ]
+    if setpriv:
+        command = [setpriv, "--pdeathsig", "KILL", "--"] + command
+    # A fresh profile: the first start makes it and asks to be started again.
+    for _ in range(3):
+        office = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr)
+        if CRASH_ONE_OFF and CRASH_ONE_OFF in os.path.basename(source):
+            os.kill(office.pid, signal.SIGABRT)
+        code = office.wait()
+        if code != RESTART_REQUESTED:
+            break
+    if crashed(code):
+        sys.stderr.write("soffice crashed (signal %d)\n" % -code)
+        sys.exit(CRASHED_ON_LOAD)
+    if code != 0:
+        sys.stderr.write("soffice exited (%s)\n" % code)
+    sys.exit(0 if code == 0 else 1)
+
+
 def main():
-    global ANSWERS
+    global ANSWERS, OFFICE, PHASE
     ANSWERS = os.fdopen(3, "w", buffering=1)
     soffice, profile = sys.argv[1], sys.argv[2]
     setpriv = sys.argv[3] if len(sys.argv) > 3 else None
     office, context = launch_office(soffice, profile, setpriv)
+    OFFICE = office
     desktop, detection = desktop_of(context), type_detection_of(context)
     watch_office(office)
     send({"type": "ready"})
@@ -345,9 +432,13 @@ def main():
         except Exception as error:
             end_if_office_died(office, error)
             send({"type": "result", "ok": False, "error": {"kind": "internal", "message": traceback.format_exc(limit=3)}})
+        PHASE = "idle"
     # stdin closed: convd wants this instance to end.
     stop_office(office, desktop)
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--convert-to"]:
+        convert_once(*sys.argv[2:8], sys.argv[8] if len(sys.argv) > 8 else None)
+    else:
+        main()

@@ -108,6 +108,15 @@ export const INPUT_FILTERS: Record<string, { filter: string; options?: string; o
 /** The kind of document LibreOffice opened, as the bridge names it. */
 export type OfficeDocumentKind = 'writer' | 'calc' | 'impress' | 'draw';
 
+/**
+ * The kind of document a source opens as, told by its input filter before it is opened: for the
+ * second way (second-way.ts), which names its export filter up front.
+ */
+export function kindOfSource(source: string): OfficeDocumentKind | undefined {
+  const among = (sources: readonly string[]) => sources.includes(source);
+  return among(TEXT_SOURCES) ? 'writer' : among(SHEET_SOURCES) ? 'calc' : among(SLIDE_SOURCES) ? 'impress' : among(DRAWING_SOURCES) ? 'draw' : undefined;
+}
+
 /** LibreOffice's export filter for each target, by the kind of document being written. */
 export const OUTPUT_FILTERS: Record<string, Partial<Record<OfficeDocumentKind, string>> & { options?: string }> = {
   pdf: { writer: 'writer_pdf_Export', calc: 'calc_pdf_Export', impress: 'impress_pdf_Export', draw: 'draw_pdf_Export' },

@@ -13,7 +13,7 @@ import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 import { lastLines } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import {
-  DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
+  DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, kindOfSource, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
   TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind, type OfficeFamily,
 } from './formats.ts';
 import { findOffice, type OfficeInstall } from './find-office.ts';
@@ -21,6 +21,8 @@ import { findOffice, type OfficeInstall } from './find-office.ts';
 type ReadyOffice = Extract<OfficeInstall, { ready: true }>;
 import { pdfFilterData } from './pdf-options.ts';
 import { makeProfile, removeOrphanedProfiles, removeProfile } from './profiles.ts';
+import { countRetry } from './retries.ts';
+import { convertOnce, CRASHED, SecondWayFailed } from './second-way.ts';
 
 export interface OfficeEngineOptions {
   /** LibreOffice instances kept running, each converting one document at a time; default the cores. */
@@ -33,6 +35,12 @@ export interface OfficeEngineOptions {
   warmAtStart?: boolean;
   env?: NodeJS.ProcessEnv;
   onLifecycle?: (event: HelperLifecycle) => void;
+  /**
+   * Tests only (no configuration reaches it): LibreOffice is made to crash (SIGABRT) for documents
+   * whose file name holds `crashOnLoad` as a warm instance opens them, and `crashSecondWay` in the
+   * second way as well (bridge.py's CONVD_TEST_CRASH_*).
+   */
+  faultsForTests?: { crashOnLoad?: string; crashSecondWay?: string };
 }
 
 const DEFAULT_RECYCLE_AFTER = 200;
@@ -78,7 +86,8 @@ function officePairs(): ConversionPair[] {
  * and drawings) with LibreOffice, kept warm: a pool of instances, each a bridge (bridge.py, under
  * the Python that has LibreOffice's `uno`) and its soffice in a process group of their own, one
  * conversion at a time, talked to over UNO. A time limit or a cancel kills the instance's group
- * and the next document gets a new one.
+ * and the next document gets a new one. A document whose opening crashes its instance is tried
+ * once more a second way (second-way.ts), counted in retries.ts.
  */
 export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   const instances = settings.instances ?? availableParallelism();
@@ -86,6 +95,13 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   /** One pool, made by the first conversion (or the warm start); later ones wait for the same. */
   let pool: Promise<HelperPool> | null = null;
   const memoryLimitMb = settings.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB;
+  const faults = settings.faultsForTests;
+  /** What LibreOffice runs with, in an instance and in the second way alike. */
+  const officeEnv = engineEnvironment({
+    SAL_USE_VCLPLUGIN: 'svp',
+    ...(faults?.crashOnLoad ? { CONVD_TEST_CRASH_ON_LOAD: faults.crashOnLoad } : {}),
+    ...(faults?.crashSecondWay ? { CONVD_TEST_CRASH_ONE_OFF: faults.crashSecondWay } : {}),
+  }, settings.env ?? process.env);
 
   const poolOf = (install: ReadyOffice): Promise<HelperPool> => (pool ??= makePool(install));
 
@@ -108,7 +124,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
           command: {
             command: install.python,
             args: ['-u', BRIDGE, install.sofficeBin, profile, ...(setpriv ? [setpriv] : [])],
-            env: engineEnvironment({ SAL_USE_VCLPLUGIN: 'svp' }, settings.env ?? process.env),
+            env: officeEnv,
           },
           startTimeoutMs: START_TIMEOUT_MS,
           memoryLimitBytes: memoryLimitMb * 1024 * 1024,
@@ -159,7 +175,12 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       try {
         await linkOrCopy(job.inputPath, opened);
         await mkdir(join(work, 'out'));
-        await convertIn(running, { ...job, inputPath: opened }, written, input, filters, filterOptions);
+        try {
+          await convertIn(running, { ...job, inputPath: opened }, written, input, filters, filterOptions);
+        } catch (error) {
+          if (!(error instanceof CrashedOnLoad)) throw error;
+          await secondWay(office, { ...job, inputPath: opened }, join(work, 'second'), written, error.failure);
+        }
         await moveFile(written, job.outputPath);
       } finally {
         await rm(work, { recursive: true, force: true });
@@ -198,8 +219,54 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       await running.run(request, { signal: job.signal, onStart: job.startClock });
     } catch (error) {
       if (job.signal.aborted) throw job.signal.reason;
-      throw failureOf(error, memoryLimitMb);
+      const failure = failureOf(error, memoryLimitMb);
+      // Only a crash while opening (bridge.py tells it by its exit status): not one while storing,
+      // a kill (memory, the OOM killer), a time limit, or a document LibreOffice calls damaged.
+      if (error instanceof HelperDied && error.exit.end === 'exited' && error.exit.code === CRASHED) throw new CrashedOnLoad(failure);
+      throw failure;
     }
+  }
+
+  /**
+   * A document whose opening crashed a warm instance (some real .doc and .docx files abort
+   * LibreOffice 7.4 under loadComponentFromURL that `soffice --convert-to` converts), once more
+   * through a LibreOffice of its own, written to `output`. Where the second way cannot do what
+   * the job asks (landscape, a password, a CSV's page without Calc's footer), or fails, the
+   * document fails as the crash did, saying so.
+   */
+  async function secondWay(install: ReadyOffice, job: EngineJob, outDir: string, output: string, crash: Error): Promise<void> {
+    const input = INPUT_FILTERS[job.source]!;
+    const exportFilters = OUTPUT_FILTERS[job.target]!;
+    const kind = kindOfSource(job.source);
+    const outputFilter = kind ? exportFilters[kind] : undefined;
+    if (!outputFilter || job.options.landscape === true || typeof job.options.password === 'string' || job.source === 'csv') throw crash;
+    await mkdir(outDir);
+    try {
+      const written = await convertOnce({
+        python: install.python, bridge: BRIDGE, sofficeBin: install.sofficeBin, setpriv: await findParentDeathWrapper(),
+        input: job.inputPath, outDir, target: job.target,
+        inputFilter: input.filter, inputFilterOptions: input.options,
+        outputFilter, outputFilterOptions: exportFilters.options,
+        filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
+        signal: job.signal, memoryLimitMb, env: officeEnv,
+      });
+      await moveFile(written, output);
+    } catch (error) {
+      countRetry('failed');
+      if (job.signal.aborted) throw job.signal.reason;
+      // Not the error's own words otherwise: a spawn error names server paths.
+      const why = error instanceof SecondWayFailed ? error.reason : 'it could not be run';
+      throw new ConversionFailure('conversion_failed', `LibreOffice crashed opening the document, and a second try in a LibreOffice of its own (soffice --convert-to) failed too: ${why}.`);
+    }
+    countRetry('succeeded');
+  }
+}
+
+/** A warm instance's soffice crashed opening the document: `failure` is how it fails if nothing else works. */
+class CrashedOnLoad extends Error {
+  constructor(readonly failure: Error) {
+    super(failure.message);
+    this.name = 'CrashedOnLoad';
   }
 }
 
