@@ -17,12 +17,13 @@ import { PDFDict, PDFDocument, PDFName } from 'pdf-lib';
 import { ConversionFailure } from '../src/errors/api-error.ts';
 import { findOffice } from '../src/engines/office/find-office.ts';
 import { createOfficeEngine } from '../src/engines/office/office-engine.ts';
+import { officeRetries } from '../src/engines/office/retries.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
 import { waitFor } from './engines-proc.ts';
 import { billionLaughsDocx, docxOf, storedZip } from './helpers/hostile-files.ts';
-import { assertOfficeOutput, makeOfficeFixtures, OFFICE_CSV } from './helpers/office.ts';
+import { assertOfficeOutput, makeOfficeFixtures, OFFICE_CSV, OFFICE_MARKER } from './helpers/office.ts';
 import { word6Doc, WORD6_TEXT } from './helpers/old-office.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
 
@@ -358,6 +359,90 @@ describe('office engine: the pool', { skip }, () => {
     } finally {
       await single.close?.();
     }
+  });
+
+  it('a document whose opening crashes its instance converts a second way, counted; a damaged file is not retried; a second crash fails clearly', async () => {
+    // LibreOffice aborts (SIGABRT, as 7.4 does on some real .doc and .docx) as the instance opens
+    // a name holding `crash-on-load`, and in the second way too for `crash-twice`.
+    const faulty = createOfficeEngine({ instances: 1, faultsForTests: { crashOnLoad: 'crash-on-load', crashSecondWay: 'crash-twice' } });
+    await faulty.probe();
+    let requests = 0;
+    const server = createServer((req, res) => {
+      requests++;
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const profiles = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-office-${process.pid}-`)).sort();
+    const profilesBefore = profiles();
+    const others = new Set(sofficePids());
+    const instance = () => sofficePids().filter((pid) => !others.has(pid));
+    const retried = (before: ReturnType<typeof officeRetries>) => {
+      const now = officeRetries();
+      return { succeeded: now.succeeded - before.succeeded, failed: now.failed - before.failed };
+    };
+    try {
+      await convertOn(faulty, job(join(dir, 'fixture.docx'), 'docx', 'pdf'));
+      const [warm] = instance();
+      assert.ok(warm, 'a warm instance');
+
+      // PDF/A-2b: the export's settings reach the second way too.
+      let counts = officeRetries();
+      const crashing = join(dir, 'crash-on-load.docx');
+      await writeFile(crashing, await readFile(join(dir, 'fixture.docx')));
+      const output = await convertOn(faulty, { ...job(crashing, 'docx', 'pdf'), variant: 'pdfa-2b' });
+      assert.match((await pdfPageTexts(output)).join('\n'), new RegExp(OFFICE_MARKER));
+      assert.match((await readFile(output)).toString('latin1'), /pdfaid:part>2<|pdfaid:part="2"/);
+      assert.deepEqual(retried(counts), { succeeded: 1, failed: 0 });
+
+      // The crashed instance is gone; the next document gets a new one, which stays (warm).
+      assert.ok(!instance().includes(warm), 'the crashed instance is gone');
+      await convertOn(faulty, job(join(dir, 'fixture.odt'), 'odt', 'pdf'));
+      const [replaced] = instance();
+      assert.ok(replaced !== undefined && replaced !== warm, 'a new instance converted the next document');
+
+      // The second way's LibreOffice has the instances' settings: linked images neither read nor fetched.
+      const linked = join(dir, 'crash-on-load-linked.docx');
+      const port = (server.address() as AddressInfo).port;
+      const secret = join(dir, 'secret-second-way.png');
+      const sharp = (await import('sharp')).default;
+      await sharp({ create: { width: 400, height: 300, channels: 3, background: '#ff0000' } }).png().toFile(secret);
+      await writeFile(linked, docxOf(linkedImages(), [`file://${secret}`, `http://127.0.0.1:${port}/x.png`]));
+      counts = officeRetries();
+      const linkedPdf = await convertOn(faulty, job(linked, 'docx', 'pdf'));
+      assert.match((await pdfPageTexts(linkedPdf)).join('\n'), /Linked images/);
+      assert.deepEqual(retried(counts), { succeeded: 1, failed: 0 });
+      assert.equal(requests, 0, 'nothing fetched');
+      const resources = (await PDFDocument.load(await readFile(linkedPdf))).getPage(0).node.Resources();
+      assert.equal(resources?.lookupMaybe(PDFName.of('XObject'), PDFDict)?.keys().length ?? 0, 0, 'no image of the local file in the PDF');
+
+      // A damaged file is damaged, not a crash: input_invalid, no second way.
+      counts = officeRetries();
+      const damaged = join(dir, 'damaged.docx');
+      await writeFile(damaged, storedZip('word/document.xml', Buffer.alloc(4096, 7)));
+      const invalid = await failure(convertOn(faulty, job(damaged, 'docx', 'pdf')));
+      assert.ok(invalid instanceof ConversionFailure && invalid.code === 'input_invalid', String(invalid));
+      assert.deepEqual(retried(counts), { succeeded: 0, failed: 0 });
+
+      // landscape: the second way cannot turn pages, so the crash fails the document as before, without a path.
+      const turned = await failure(convertOn(faulty, { ...job(crashing, 'docx', 'pdf'), options: defaults(pairOf('docx', 'pdf'), { landscape: true }) }));
+      assert.ok(turned instanceof ConversionFailure && turned.code === 'conversion_failed', String(turned));
+      assert.equal(turned.message, 'LibreOffice stopped unexpectedly: soffice crashed (signal 6) while opening the document.');
+      assert.deepEqual(retried(counts), { succeeded: 0, failed: 0 });
+
+      // Crashing the second way as well: conversion_failed that says both.
+      const twice = join(dir, 'crash-on-load-crash-twice.docx');
+      await writeFile(twice, await readFile(join(dir, 'fixture.docx')));
+      const error = await failure(convertOn(faulty, job(twice, 'docx', 'pdf')));
+      assert.ok(error instanceof ConversionFailure && error.code === 'conversion_failed', String(error));
+      assert.match(error.message, /crashed opening the document, and a second try .* failed too: it crashed as well/);
+      assert.doesNotMatch(error.message, /\//, 'no path in the message');
+      assert.deepEqual(retried(counts), { succeeded: 0, failed: 1 });
+    } finally {
+      await faulty.close?.();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    await waitFor(() => instance().length === 0, 5000, 'no soffice of the faulty engine left');
+    await waitFor(() => profiles().join() === profilesBefore.join(), 5000, "no profile of the faulty engine's instances or of its second way left");
   });
 
   it('close() leaves no soffice and no profile behind', async () => {

@@ -282,7 +282,8 @@ function failureOf(error: unknown, memoryLimitMb: number): Error {
     if (error.exit.end === 'memory') {
       return new ConversionFailure('memory_limit', `LibreOffice needed more memory than its limit of ${memoryLimitMb} MB.`);
     }
-    const said = lastLines(error.exit.stderrTail, 2);
+    // The bridge's own last word where it has one: soffice's crash handler prints its stack (paths) before it.
+    const said = error.exit.stderrTail.match(/^soffice (?:crashed|exited) .*$/gm)?.pop() ?? lastLines(error.exit.stderrTail, 2);
     return new ConversionFailure('conversion_failed', `LibreOffice stopped unexpectedly${said ? `: ${said}` : ''}.`);
   }
   return error instanceof Error ? error : new Error(String(error));
