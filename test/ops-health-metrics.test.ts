@@ -227,6 +227,8 @@ describe('/metrics and the log lines move with traffic', () => {
     assert.equal(sample(now, 'convd_queue_depth'), 0);
     assert.equal(sample(now, 'convd_conversions_running', { engine: 'image' }), 0);
     assert.equal(delta('convd_results_bytes'), done.body.result.size + first.body.result.size);
+    // Counted in the office engine, brought over at each scrape (engines-office shows it counting).
+    for (const outcome of ['succeeded', 'failed']) assert.ok(now.has(`convd_office_retries_total{outcome="${outcome}"}`), `convd_office_retries_total{outcome="${outcome}"} is served`);
 
     // DELETE of a result frees its bytes.
     assert.equal((await call(daemon, `/v1/conversions/${first.body.id}`, { method: 'DELETE' })).status, 200);
