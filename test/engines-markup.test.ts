@@ -35,7 +35,9 @@ const skip = unavailable !== undefined && process.env.CI !== 'true' ? unavailabl
 if (skip) console.log(`engines-markup: skipped: ${skip}`);
 
 const SOURCES = ['md', 'html', 'docx', 'odt', 'epub', 'rst', 'org', 'latex', 'txt'];
-const TARGETS = ['html', 'docx', 'odt', 'epub', 'md', 'rst', 'txt'];
+const TARGETS = ['html', 'docx', 'odt', 'epub', 'md', 'rst', 'txt', 'rtf'];
+/** The sources pandoc writes RTF from (no formulas in them: the others keep LibreOffice's RTF). */
+const RTF_SOURCES = new Set(['md', 'txt']);
 
 let dir: string;
 let counter = 0;
@@ -121,14 +123,17 @@ describe('markup engine', { skip }, () => {
     assert.match(status.detail ?? '', /sandboxed, heap limit 512 MB; all targets/);
   });
 
-  it('offers every source to every other target, except md -> html (the data engine\'s) and what LibreOffice does between word processors', () => {
+  it('offers every source to every other target, except md -> html (the data engine\'s), what LibreOffice does between word processors, and rtf but from md and txt', () => {
     const leftToOthers = new Set(['md->html', 'docx->odt', 'odt->docx', 'docx->txt', 'odt->txt']);
     const expected: string[] = [];
     for (const source of SOURCES) {
-      for (const target of TARGETS) if (source !== target && !leftToOthers.has(`${source}->${target}`)) expected.push(`${source}->${target}`);
+      for (const target of TARGETS) {
+        if (target === 'rtf' && !RTF_SOURCES.has(source)) continue;
+        if (source !== target && !leftToOthers.has(`${source}->${target}`)) expected.push(`${source}->${target}`);
+      }
     }
     assert.deepEqual(pairs.map((p) => `${p.source}->${p.target}`).sort(), expected.sort());
-    assert.equal(pairs.length, 51);
+    assert.equal(pairs.length, 53);
     for (const pair of pairs) {
       assert.equal(pair.engine, 'markup');
       assert.equal(pair.kind, 'document');
@@ -244,6 +249,15 @@ describe('options, each checked in the output', { skip, concurrency: 2 }, () => 
     const spine = async (zip: Awaited<ReturnType<typeof openZip>>) => (await zip.text('EPUB/content.opf')).match(/<itemref [^>]*>/g) ?? [];
     assert.ok((await spine(withToc)).some((item) => item.includes('idref="nav"')), 'contents page in the spine');
     assert.ok(!(await spine(without)).some((item) => item.includes('idref="nav"')));
+  });
+
+  it('number_sections: rtf headings are numbered 1, 1.1 as well (by the engine\'s filter: pandoc\'s RTF writer ignores --number-sections), unnumbered ones not', async () => {
+    const source = await input('numbered.md', '# One\n\nA\n\n## Sub\n\nB\n\n# Two\n\nC\n');
+    const lines = async (raw: Record<string, unknown>) => (await assertMarkupOutput('rtf', await convert('md', 'rtf', source, raw), 'Two')).split('\n').filter(Boolean);
+    assert.deepEqual(await lines({ number_sections: true }), ['1 One', 'A', '1.1 Sub', 'B', '2 Two', 'C']);
+    assert.deepEqual(await lines({}), ['One', 'A', 'Sub', 'B', 'Two', 'C']);
+    const toc = await lines({ number_sections: true, toc: true });
+    assert.ok(toc.findIndex((line) => line.endsWith(' 1.1 Sub')) < toc.indexOf('A'), `the table of contents shows the numbers: ${toc.join('|')}`);
   });
 
   it('number_sections: html, docx and epub headings are numbered 1, 1.1', async () => {

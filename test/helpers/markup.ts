@@ -123,6 +123,15 @@ export async function assertMarkupOutput(target: string, outputPath: string, mar
     return text;
   }
   const bytes = await readFile(outputPath);
+  if (target === 'rtf') {
+    assert.equal(bytes.subarray(0, 6).toString('latin1'), '{\\rtf1', 'rtf: an RTF document');
+    const pandoc = await pandocPath();
+    assert.ok(pandoc, 'reading an RTF result needs pandoc');
+    // Its text through pandoc's RTF reader: words split by RTF's escapes and groups are whole there.
+    const text = (await run(pandoc, ['--quiet', '--from=rtf', '--to=plain', '--wrap=none', outputPath], { maxBuffer: 64 * 1024 * 1024 })).stdout;
+    assert.ok(text.includes(marker), `rtf: holds ${marker}`);
+    return text;
+  }
   assert.ok(['html', 'md', 'rst', 'txt'].includes(target), `no expectation for markup target ${target}: add one`);
   const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   assert.ok(!text.includes('\u0000'), `${target}: text`);

@@ -3,7 +3,7 @@ import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
 /** Markup and word-processor documents pandoc reads. */
 export const MARKUP_SOURCES = ['md', 'html', 'docx', 'odt', 'epub', 'rst', 'org', 'latex', 'txt'] as const;
 /** What it writes. No pdf: that needs a typesetter, and comes through LibreOffice in a chain. */
-export const MARKUP_TARGETS = ['html', 'docx', 'odt', 'epub', 'md', 'rst', 'txt'] as const;
+export const MARKUP_TARGETS = ['html', 'docx', 'odt', 'epub', 'md', 'rst', 'txt', 'rtf'] as const;
 
 export type MarkupSource = (typeof MARKUP_SOURCES)[number];
 export type MarkupTarget = (typeof MARKUP_TARGETS)[number];
@@ -16,17 +16,28 @@ export type MarkupTarget = (typeof MARKUP_TARGETS)[number];
 export const PAIRS_LEFT_TO_OTHERS: ReadonlySet<string> = new Set(['md->html', 'docx->odt', 'odt->docx', 'docx->txt', 'odt->txt']);
 
 /**
+ * The only sources pandoc writes RTF from: those that hold no formulas (GitHub's Markdown has no
+ * math, plain text none). pandoc's RTF writer prints TeX math as its source, so LaTeX, Org, rst,
+ * HTML and the word processors' formats keep the chain through a docx and LibreOffice, whose Math
+ * module writes formulas as formulas. For the two here the chain cost 10-30 times pandoc's own
+ * RTF (a 1 MB Markdown: LibreOffice spent 9-14 s of CPU opening the intermediate docx, pandoc's
+ * RTF writer 2 s in all) for the same words.
+ */
+export const RTF_SOURCES: ReadonlySet<MarkupSource> = new Set(['md', 'txt']);
+
+/**
  * pandoc's reader for each source. Markdown is read as GitHub's (CommonMark with GitHub's
  * extensions: what `md` means everywhere in convd, and a parser without pathological cases).
- * Plain text has no pandoc reader: the engine writes it as HTML paragraphs first (text-source.ts).
+ * Plain text has no pandoc reader: the engine writes it as pandoc's own document (JSON) first
+ * (text-source.ts), which pandoc reads without parsing anything.
  */
 export const READERS: Record<MarkupSource, string> = {
-  md: 'gfm', html: 'html', docx: 'docx', odt: 'odt', epub: 'epub', rst: 'rst', org: 'org', latex: 'latex', txt: 'html',
+  md: 'gfm', html: 'html', docx: 'docx', odt: 'odt', epub: 'epub', rst: 'rst', org: 'org', latex: 'latex', txt: 'json',
 };
 
 /** pandoc's writer for each target: md is written GitHub-flavoured, txt as plain text. */
 export const WRITERS: Record<MarkupTarget, string> = {
-  html: 'html5', docx: 'docx', odt: 'odt', epub: 'epub3', md: 'gfm', rst: 'rst', txt: 'plain',
+  html: 'html5', docx: 'docx', odt: 'odt', epub: 'epub3', md: 'gfm', rst: 'rst', txt: 'plain', rtf: 'rtf',
 };
 
 /**
@@ -45,12 +56,19 @@ export const MARKUP_FORMATS: FormatInfo[] = [
   { key: 'org', extensions: ['org'], mime: 'text/x-org' },
   { key: 'latex', extensions: ['tex', 'latex', 'ltx'], mime: 'application/x-tex' },
   { key: 'txt', extensions: ['txt', 'text'], mime: 'text/plain' },
+  // A target only (RTF_SOURCES), named here too so that it is known where LibreOffice is not.
+  { key: 'rtf', extensions: ['rtf'], mime: 'application/rtf' },
 ];
 
 /** Targets whose text pandoc lays out in lines (`wrap`). */
 const TEXT_TARGETS: ReadonlySet<MarkupTarget> = new Set(['md', 'rst', 'txt']);
 /** Targets pandoc numbers headings in (its --number-sections: HTML, EPUB, Word). */
-const NUMBERED_TARGETS: ReadonlySet<MarkupTarget> = new Set(['html', 'docx', 'epub']);
+const NUMBERED_TARGETS: ReadonlySet<MarkupTarget> = new Set(['html', 'docx', 'epub', 'rtf']);
+/**
+ * Of those, the ones whose writer ignores --number-sections (RTF): the engine numbers their
+ * headings itself with a filter (job-files.ts NUMBER_FILTER), as the other writers would.
+ */
+export const NUMBERED_BY_FILTER: ReadonlySet<MarkupTarget> = new Set(['rtf']);
 
 /** pandoc's --wrap for each value of the `wrap` option (the command line gets these, never the value as sent). */
 export const WRAP_ARGUMENTS: Record<string, string> = { auto: '--wrap=auto', none: '--wrap=none', preserve: '--wrap=preserve' };

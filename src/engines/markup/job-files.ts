@@ -118,6 +118,30 @@ return {
 `;
 
 /**
+ * A Lua filter that numbers the headings (1, 1.1, 1.2, 2, ...) for writers that ignore pandoc's
+ * --number-sections (RTF), the way the others number them: a heading of class `unnumbered` keeps
+ * no number and counts for none, a level without a heading above it counts as 0 ("0.1"). It runs
+ * after INERT_FILTER, so a table of contents (--toc, made by the writer) shows the numbers too.
+ */
+export const NUMBER_FILTER = String.raw`-- convd: numbered headings (src/engines/markup/job-files.ts).
+local counts = {}
+return {
+  {
+    Header = function(el)
+      if el.classes:includes('unnumbered') then return nil end
+      counts[el.level] = (counts[el.level] or 0) + 1
+      for level = el.level + 1, 6 do counts[level] = nil end
+      local parts = {}
+      for level = 1, el.level do parts[level] = tostring(counts[level] or 0) end
+      el.content:insert(1, pandoc.Space())
+      el.content:insert(1, pandoc.Str(table.concat(parts, '.')))
+      return el
+    end,
+  },
+}
+`;
+
+/**
  * A Lua filter that reads raw HTML as HTML, run before INERT_FILTER where the document may hold
  * some (markup-engine.ts): Markdown's raw HTML above all (`<pre>`, `<div>`, `<table>`,
  * `<details>`, `<b>`, `<br>`: CommonMark keeps it raw, and the inert filter would drop it with its

@@ -8,14 +8,14 @@ import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess, type RunResult } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import {
-  MARKUP_FORMATS, MARKUP_SOURCES, MARKUP_TARGETS, PACKAGED_TARGETS, PAIRS_LEFT_TO_OTHERS, READERS, WRAP_ARGUMENTS, WRITERS,
-  markupOptions, type MarkupSource, type MarkupTarget,
+  MARKUP_FORMATS, MARKUP_SOURCES, MARKUP_TARGETS, NUMBERED_BY_FILTER, PACKAGED_TARGETS, PAIRS_LEFT_TO_OTHERS, READERS, RTF_SOURCES,
+  WRAP_ARGUMENTS, WRITERS, markupOptions, type MarkupSource, type MarkupTarget,
 } from './formats.ts';
-import { HTML_TEMPLATE, INERT_FILTER, RAW_HTML_FILTER } from './job-files.ts';
+import { HTML_TEMPLATE, INERT_FILTER, NUMBER_FILTER, RAW_HTML_FILTER } from './job-files.ts';
 import {
-  findPandoc, INSTALL_HINT, MIN_VERSION, missingDataFile, pandocVersion, readDataFiles, versionAtLeast, WRITER_DATA_FILES,
+  findPandoc, INSTALL_HINT, MIN_VERSION, missingDataFile, pandocApiVersion, pandocVersion, readDataFiles, versionAtLeast, WRITER_DATA_FILES,
 } from './pandoc.ts';
-import { mayHoldHtml, writeTextAsHtml } from './text-source.ts';
+import { mayHoldHtml, writeTextAsPandocJson } from './text-source.ts';
 
 export interface MarkupEngineOptions {
   /** Where CONVD_PANDOC_PATH and PATH are read; process.env by default. */
@@ -34,6 +34,8 @@ export interface MarkupEngineOptions {
 interface Toolchain {
   pandoc: string;
   version: string;
+  /** The version of its document types as JSON (pandoc.ts pandocApiVersion): how text is handed to it. */
+  apiVersion: number[];
   /** pandoc's own data files the docx, odt and epub writers read, by name (pandoc.ts). */
   dataFiles: Map<string, Buffer>;
   /** Targets this pandoc was seen to write in the sandbox. */
@@ -45,6 +47,7 @@ export const DEFAULT_MEMORY_LIMIT_MB = 512;
 /** Names inside a job's working directory; pandoc gets only these on its command line. */
 const FILTER_FILE = 'inert.lua';
 const RAW_HTML_FILTER_FILE = 'raw-html.lua';
+const NUMBER_FILTER_FILE = 'number.lua';
 const TEMPLATE_FILE = 'template.html';
 /**
  * pandoc's sandbox serves a file it was given on the command line (a directory: every file in
@@ -72,8 +75,8 @@ const MAX_MESSAGE_CHARS = 600;
 /**
  * Sources whose reader may keep raw HTML (Markdown's, rst's `raw:: html`, org's export blocks):
  * RAW_HTML_FILTER runs for them when the text has something like a tag; for an EPUB always
- * (its reader keeps what it does not know raw, and it is a zip). Plain text is written as HTML by
- * the engine itself and read as HTML; pandoc's HTML reader keeps nothing raw.
+ * (its reader keeps what it does not know raw, and it is a zip). Plain text is written as pandoc's
+ * own document (JSON) by the engine itself: nothing in it is raw.
  */
 const RAW_HTML_SOURCES: ReadonlySet<MarkupSource> = new Set(['md', 'rst', 'org']);
 
@@ -107,7 +110,13 @@ export function createMarkupEngine(settings: MarkupEngineOptions = {}): Engine {
           detail: `pandoc ${version} has no --sandbox (2.15 and later have it), and documents must not read files or URLs: install a newer pandoc`,
         };
       }
-      const checked = await checkTargets(found.path, version, memoryLimitMb);
+      let apiVersion: number[];
+      try {
+        apiVersion = await pandocApiVersion(found.path);
+      } catch (error) {
+        return { name: 'markup', available: false, binary, version, detail: `pandoc does not write its JSON: ${messageOf(error)}` };
+      }
+      const checked = await checkTargets(found.path, version, apiVersion, memoryLimitMb);
       const missing = MARKUP_TARGETS.filter((target) => !checked.tools.targets.has(target));
       const notes = [
         `sandboxed, heap limit ${memoryLimitMb} MB`,
@@ -131,6 +140,7 @@ function markupPairs(targets: ReadonlySet<MarkupTarget>): ConversionPair[] {
   for (const source of MARKUP_SOURCES) {
     for (const target of MARKUP_TARGETS) {
       if ((source as string) === target || !targets.has(target) || PAIRS_LEFT_TO_OTHERS.has(`${source}->${target}`)) continue;
+      if (target === 'rtf' && !RTF_SOURCES.has(source)) continue;
       // A Word document is where chains go on to LibreOffice (md -> docx -> pdf).
       pairs.push({ source, target, engine: 'markup', kind: 'document', options: markupOptions(target), variants: [], ...(target === 'docx' ? { intermediate: true } : {}) });
     }
@@ -143,9 +153,9 @@ function markupPairs(targets: ReadonlySet<MarkupTarget>): ConversionPair[] {
  * template), so that only targets this pandoc really writes are offered. A sandboxed writer that
  * misses one of pandoc's data files names it; the file is fetched and the target tried again.
  */
-async function checkTargets(pandoc: string, version: string, memoryLimitMb: number): Promise<{ tools: Toolchain; problems: Map<string, string> }> {
+async function checkTargets(pandoc: string, version: string, apiVersion: number[], memoryLimitMb: number): Promise<{ tools: Toolchain; problems: Map<string, string> }> {
   const dataFiles = await readDataFiles(pandoc, WRITER_DATA_FILES);
-  const tools: Toolchain = { pandoc, version, dataFiles, targets: new Set(MARKUP_TARGETS) };
+  const tools: Toolchain = { pandoc, version, apiVersion, dataFiles, targets: new Set(MARKUP_TARGETS) };
   const problems = new Map<string, string>();
   const dir = await mkdtemp(join(tmpdir(), 'convd-markup-probe-'));
   try {
@@ -211,21 +221,22 @@ async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits
   job.signal.throwIfAborted();
   const work = await mkdtemp(join(dirname(job.outputPath), `.${basename(job.outputPath)}.pandoc-`));
   try {
-    const input = source === 'txt' ? 'document.html' : `document.${source}`;
+    const input = source === 'txt' ? 'document.json' : `document.${source}`;
     if (source === 'txt') {
       // A stream stopped by the signal rejects with an AbortError: the job rejects with the reason.
-      await writeTextAsHtml(job.inputPath, join(work, input), job.signal).catch((error: unknown) => {
+      await writeTextAsPandocJson(job.inputPath, join(work, input), tools.apiVersion, job.signal).catch((error: unknown) => {
         throw job.signal.aborted ? job.signal.reason : error;
       });
     } else {
       await symlink(resolve(job.inputPath), join(work, input));
     }
-    await writeFile(join(work, FILTER_FILE), INERT_FILTER);
+    if (needsInertFilter(source)) await writeFile(join(work, FILTER_FILE), INERT_FILTER);
     const rawHtml = source === 'epub' || (RAW_HTML_SOURCES.has(source) && await mayHoldHtml(job.inputPath, job.signal).catch((error: unknown) => {
       throw job.signal.aborted ? job.signal.reason : error;
     }));
     if (rawHtml) await writeFile(join(work, RAW_HTML_FILTER_FILE), RAW_HTML_FILTER);
     if (target === 'html') await writeFile(join(work, TEMPLATE_FILE), HTML_TEMPLATE);
+    if (numberedByFilter(target, job)) await writeFile(join(work, NUMBER_FILTER_FILE), NUMBER_FILTER);
     if (PACKAGED_TARGETS.has(target)) await writeDataFiles(work, tools.dataFiles);
     const output = `output.${target}`;
     await runPandoc(tools, job, work, pandocArguments(source, target, job, input, output, limits.memoryLimitMb, rawHtml), limits);
@@ -253,17 +264,31 @@ function pandocArguments(source: MarkupSource, target: MarkupTarget, job: Engine
     `--from=${READERS[source]}`, `--to=${WRITERS[target]}`,
     // Filters run in this order: raw HTML read as HTML first, then everything made inert.
     ...(rawHtml ? [`--lua-filter=${RAW_HTML_FILTER_FILE}`] : []),
-    `--lua-filter=${FILTER_FILE}`,
+    ...(needsInertFilter(source) ? [`--lua-filter=${FILTER_FILE}`] : []),
+    ...(numberedByFilter(target, job) ? [`--lua-filter=${NUMBER_FILTER_FILE}`] : []),
     `--output=${output}`,
   ];
   if (target === 'html') args.push(`--template=${TEMPLATE_FILE}`);
   if (PACKAGED_TARGETS.has(target)) args.push(`--epub-embed-font=${DATA_ROOT}`);
   if (job.options.toc === true) args.push('--toc');
-  if (job.options.number_sections === true) args.push('--number-sections');
+  if (job.options.number_sections === true && !NUMBERED_BY_FILTER.has(target)) args.push('--number-sections');
   const wrap = typeof job.options.wrap === 'string' ? WRAP_ARGUMENTS[job.options.wrap] : undefined;
   if (wrap) args.push(wrap);
   args.push(input);
   return args;
+}
+
+/**
+ * Plain text reaches pandoc as the document the engine wrote itself (text-source.ts): words,
+ * spaces, line breaks and paragraphs, no link, attribute, raw block or metadata for INERT_FILTER
+ * to take out, and the filter's pass over a large text cost a quarter of its conversion.
+ */
+function needsInertFilter(source: MarkupSource): boolean {
+  return source !== 'txt';
+}
+
+function numberedByFilter(target: MarkupTarget, job: EngineJob): boolean {
+  return job.options.number_sections === true && NUMBERED_BY_FILTER.has(target);
 }
 
 async function writeDataFiles(work: string, files: ReadonlyMap<string, Buffer>): Promise<void> {

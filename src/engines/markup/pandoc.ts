@@ -53,6 +53,26 @@ export async function pandocVersion(pandoc: string): Promise<string> {
   return version;
 }
 
+/**
+ * The version of pandoc's document types this pandoc reads and writes as JSON (`[1, 22, 1]` for
+ * pandoc 2.17): the text source is handed to it in that form (text-source.ts), and its JSON
+ * reader refuses another major version. Read from what it writes for an empty document.
+ */
+export async function pandocApiVersion(pandoc: string): Promise<number[]> {
+  let output = '';
+  const result = await runProcess(pandoc, ['--from=html', '--to=json', '/dev/null'], {
+    timeoutMs: PROBE_TIME_LIMIT_MS,
+    onStdoutLine: (line) => {
+      output += line;
+    },
+  });
+  const match = /"pandoc-api-version":\[([\d,]+)\]/.exec(output);
+  if (result.code !== 0 || !match) {
+    throw new Error(`pandoc --to=json exited with ${result.code ?? result.signal} without its API version: ${lastLines(result.stderrTail)}`);
+  }
+  return match[1]!.split(',').map(Number);
+}
+
 /** True when `version` (dotted numbers) is at least `minimum`. */
 export function versionAtLeast(version: string, minimum: readonly number[]): boolean {
   const parts = version.split('.').map(Number);

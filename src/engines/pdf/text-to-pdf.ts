@@ -67,6 +67,7 @@ export async function textToPdf(job: EngineJob): Promise<void> {
   // Subset: only the glyphs used go into the file.
   const font = await pdf.embedFont(face.bytes, { subset: true });
 
+  const width = measurer(font, fontSize);
   const sourceLines = text.split('\n');
   // A final newline ends the last line; it does not start an empty one.
   if (sourceLines.length > 1 && sourceLines.at(-1) === '') sourceLines.pop();
@@ -80,7 +81,7 @@ export async function textToPdf(job: EngineJob): Promise<void> {
     const segments = sourceLines[index]!.split('\f');
     for (let s = 0; s < segments.length; s++) {
       if (s > 0) page = newPage();
-      const wrapped = wrap(expandTabs(segments[s]!), font, fontSize, usableWidth);
+      const wrapped = wrap(expandTabs(segments[s]!), width, usableWidth);
       for (const line of wrapped) {
         if (!page || lineOnPage >= linesPerPage) page = newPage();
         if (line.length > 0) {
@@ -149,10 +150,38 @@ function expandTabs(line: string): string {
   return out;
 }
 
+/**
+ * Characters whose width in a line is their own width, whatever is around them: Latin, its
+ * accented letters and the spacing modifiers, up to U+02FF (the combining marks start at U+0300
+ * and take no width of their own once the font's layout places them).
+ */
+const SPACING_ONLY = /^[\u0020-\u007E\u00A0-\u02FF]*$/;
+
+/**
+ * Width of text at `size`: for text of SPACING_ONLY characters the sum of each character's own
+ * width (measured once), since this monospace font has no kerning or ligatures; for any other
+ * text the font's full layout. pdf-lib lays a string out glyph by glyph with fontkit's shaper on
+ * each call, and measuring every line that way cost as much as drawing it: a third of a 1 MB
+ * text's conversion.
+ */
+function measurer(font: PDFFont, size: number): (text: string) => number {
+  const widths = new Map<string, number>();
+  return (text) => {
+    if (!SPACING_ONLY.test(text)) return font.widthOfTextAtSize(text, size);
+    let total = 0;
+    for (let i = 0; i < text.length; i++) {
+      const char = text[i]!;
+      let width = widths.get(char);
+      if (width === undefined) widths.set(char, (width = font.widthOfTextAtSize(char, size)));
+      total += width;
+    }
+    return total;
+  };
+}
+
 /** Greedy wrap at spaces; a word longer than the line is broken where it overflows. */
-function wrap(line: string, font: PDFFont, size: number, maxWidth: number): string[] {
+function wrap(line: string, width: (text: string) => number, maxWidth: number): string[] {
   if (line.length === 0) return [''];
-  const width = (s: string): number => font.widthOfTextAtSize(s, size);
   if (width(line) <= maxWidth) return [line];
   const out: string[] = [];
   let rest = line;
