@@ -12,7 +12,11 @@
  * Every PDF of every side is decoded: one page, its invoice's number in its text.
  */
 import { availableParallelism } from 'node:os';
-import { writeFile } from 'node:fs/promises';
+import { chmod, writeFile } from 'node:fs/promises';
+import type { Browser } from 'playwright-core';
+import { BROWSER_PREFERENCES, wrapperScript } from '../src/engines/html/launch.ts';
+import { DEFAULT_SANDBOX_UID, describeSandbox, planSandbox, type SandboxPlan } from '../src/engines/html/sandbox.ts';
+import { findParentDeathWrapper } from '../src/engines/process/group.ts';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { findChromium } from '../src/engines/html/find-chromium.ts';
@@ -29,7 +33,30 @@ const ROUNDS = 3;
 const DIRECT_TARGET = 1.1;
 const COLD_TARGET = 4;
 /** The flags convd launches Chromium with (src/engines/html/browser.ts), less the proxy. */
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = ['--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/**
+ * The direct side's Chromium, launched with the isolation convd's has: its own sandbox where
+ * convd's would be on (as root, as the same unprivileged uid through the same wrapper), else
+ * --no-sandbox as convd's. Only the launch is shared; everything after it is the bench's own.
+ */
+async function launchDirect(executable: string, dir: string): Promise<{ browser: Browser; sandbox: SandboxPlan }> {
+  const { chromium } = await import('playwright-core');
+  const sandbox = await planSandbox({ mode: 'auto', uid: DEFAULT_SANDBOX_UID });
+  const home = join(dir, 'direct-home');
+  await freshDir(home);
+  const preferences = join(dir, 'direct-preferences');
+  await writeFile(preferences, BROWSER_PREFERENCES);
+  const wrapper = join(dir, 'direct-chromium');
+  const paths = { executable, pidFile: join(dir, 'direct-pid'), preferences, ownDirs: [home] };
+  await writeFile(wrapper, wrapperScript(paths, await findParentDeathWrapper(), sandbox), { mode: 0o700 });
+  if (sandbox.on && sandbox.runAs !== undefined) await chmod(dir, 0o711);
+  const browser = await chromium.launch({
+    executablePath: wrapper, args: [...FLAGS, ...(sandbox.on ? [] : ['--no-sandbox'])], chromiumSandbox: sandbox.on,
+    env: { ...process.env, HOME: home },
+  });
+  return { browser, sandbox };
+}
 
 interface Invoice {
   name: string;
@@ -138,8 +165,8 @@ export async function benchHtml(): Promise<BenchResult> {
     const reuse = await throughConvd(dir, list, ['--html-reuse', 'account'], notes, { parallel: false, single: true });
 
     // Direct: the same library and browser, in this process.
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({ executablePath: install.path, args: FLAGS });
+    const { browser, sandbox } = await launchDirect(install.path, dir);
+    notes.push(`both sides' Chromium: ${describeSandbox(sandbox)}`);
     const directTimes: number[] = [];
     const reusedTimes: number[] = [];
     try {
@@ -210,7 +237,7 @@ export async function benchHtml(): Promise<BenchResult> {
     await freshDir(sources);
     for (const invoice of list) await writeFile(join(sources, `${invoice.name}.html`), invoice.html);
     const coldMs = await timed(list, 1, async (invoice) => {
-      const child = spawnTracked(install.path, [...FLAGS, '--headless', `--user-data-dir=${join(dir, 'cold-profile')}`, '--no-pdf-header-footer', `--print-to-pdf=${join(coldDir, `${invoice.name}.pdf`)}`, pathToFileURL(join(sources, `${invoice.name}.html`)).href], { stdio: 'ignore' });
+      const child = spawnTracked(install.path, [...FLAGS, '--no-sandbox', '--headless', `--user-data-dir=${join(dir, 'cold-profile')}`, '--no-pdf-header-footer', `--print-to-pdf=${join(coldDir, `${invoice.name}.pdf`)}`, pathToFileURL(join(sources, `${invoice.name}.html`)).href], { stdio: 'ignore' });
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
       if (code !== 0) throw new Error(`chromium --print-to-pdf exited with ${code}`);
     });
