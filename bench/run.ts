@@ -1,7 +1,8 @@
 /**
- * `npm run bench [-- a b c d e f g h i j k l m n o p q r]`: runs the benches of issue 2 (a-d), issue 3 (e),
+ * `npm run bench [-- a b c d e f g h i j k l m n o p q r s]`: runs the benches of issue 2 (a-d), issue 3 (e),
  * issue 5 (f-h, conv: bench/cli.ts), issue 6 (i, the mixed load test: bench/load.ts), issue 17 (r,
- * the event-loop delay under attack: bench/event-loop-under-attack.ts), the Documents issue (j
+ * the event-loop delay under attack: bench/event-loop-under-attack.ts), issue 24 (s, 1 MiB of text and of
+ * Markdown to five document formats against the fastest direct tool: bench/large-text.ts), the Documents issue (j
  * and k, Word documents -> PDF through the daemon against cold `soffice --convert-to` runs and
  * against a warm LibreOffice over UNO: bench/office.ts; l, PDF page -> PNG through the daemon
  * against PDFium called directly: bench/pdf-pages.ts), issue 13 (q, the daemon's RSS over 300
@@ -29,6 +30,7 @@ import { benchConvBatch, benchConvFormats, benchConvVersion } from './cli.ts';
 import { benchClusterNodes } from './cluster-nodes.ts';
 import { benchGetThroughput } from './get-throughput.ts';
 import { benchHtml } from './html.ts';
+import { benchLargeText } from './large-text.ts';
 import { benchLoad } from './load.ts';
 import { benchMemorySoak } from './memory-soak.ts';
 import { benchOfficeCold, benchOfficeWarm } from './office.ts';
@@ -61,6 +63,7 @@ const BENCHES: Record<string, () => Promise<BenchResult>> = {
   p: benchHtml,
   q: benchMemorySoak,
   r: benchEventLoopUnderAttack,
+  s: benchLargeText,
 };
 
 function line(result: BenchResult): string {
