@@ -232,16 +232,34 @@ async function screenshot(page: Page, target: HtmlTarget, options: EngineJob['op
   const clip = fullPage && pageHeight > maxHeight ? { x: 0, y: 0, width, height: maxHeight } : undefined;
   const omitBackground = options.omit_background === true && target !== 'jpg';
   const quality = numberOption(options.quality, 80);
-  const shot = await page.screenshot({
+  const shoot = (window: boolean) => page.screenshot({
     type: target === 'jpg' ? 'jpeg' : 'png',
     ...(target === 'jpg' ? { quality } : {}),
-    fullPage,
-    ...(clip ? { clip } : {}),
+    fullPage: fullPage && !window,
+    ...(clip && !window ? { clip } : {}),
     omitBackground,
     animations: 'disabled',
     caret: 'hide',
     timeout: 0,
   });
+  let shot: Buffer;
+  if (clip) {
+    // (#24, item 9; the large-text helper's change.) A full-page shot makes Chromium lay out and
+    // paint the whole document at its full height (captureBeyondViewport), even where only the
+    // top `maxHeight` pixels are kept: 30 s for a page of 150,000 px (340 KB of Markdown), against
+    // 1.2 s for the same picture taken as a window of the kept height. So a page taller than the
+    // limit is shot as a window that tall, and the window is put back for whatever runs next. As
+    // in Chromium's own full-page shots, `vh` units follow the taller window.
+    const viewport = page.viewportSize();
+    await page.setViewportSize({ width, height: maxHeight });
+    try {
+      shot = await shoot(true);
+    } finally {
+      if (viewport) await page.setViewportSize(viewport);
+    }
+  } else {
+    shot = await shoot(false);
+  }
   if (target !== 'webp') return shot;
   try {
     return await sharp(shot).webp({ quality }).toBuffer();
