@@ -1,5 +1,6 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { descendantsOf, residentBytes } from '../process/resident-memory.ts';
+import { descendantsOf } from '../process/resident-memory.ts';
 
 /** How often the renderers' memory is read while a conversion runs. */
 export const RENDERER_POLL_MS = 100;
@@ -19,6 +20,10 @@ export class RendererWatch {
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
   private lastKill = Number.NEGATIVE_INFINITY;
+  /** The browser's zygotes, whose children are the renderers. */
+  private readonly zygotes = new Set<number>();
+  /** Children of the zygotes known to be renderers. */
+  private readonly known = new Set<number>();
 
   constructor(private readonly browserPid: number, private readonly limitBytes: number) {}
 
@@ -48,8 +53,8 @@ export class RendererWatch {
     if (this.checking) return;
     this.checking = true;
     try {
-      for (const pid of await renderersOf(this.browserPid)) {
-        if (await residentBytes(pid) <= this.limitBytes) continue;
+      for (const pid of await this.renderers()) {
+        if (residentSync(pid) <= this.limitBytes) continue;
         try {
           process.kill(pid, 'SIGKILL');
           this.lastKill = performance.now();
@@ -61,14 +66,86 @@ export class RendererWatch {
       this.checking = false;
     }
   }
+
+  /**
+   * The renderers now: the children of the browser's zygotes (the zygotes found once by walking
+   * the whole tree, which reads every thread's children of every process: 20 ms of CPU, too much
+   * ten times a second). A child known to be a renderer is not read again; any other is read each
+   * time (a renderer just forked may not carry its title yet), and a zygote among them is watched
+   * too (the sandboxed zygote forks the renderers).
+   */
+  private async renderers(): Promise<number[]> {
+    if (this.zygotes.size === 0) {
+      const pids = await descendantsOf(this.browserPid, 3);
+      const titles = await Promise.all(pids.map(titleOf));
+      pids.forEach((pid, index) => {
+        if (ZYGOTE.test(titles[index]!)) this.zygotes.add(pid);
+      });
+      if (this.zygotes.size === 0) return [];
+    }
+    const children = [...this.zygotes].flatMap(childrenSync);
+    const live = new Set(children);
+    for (const pid of this.known) if (!live.has(pid)) this.known.delete(pid);
+    const found: number[] = [];
+    for (const pid of children) {
+      if (this.known.has(pid)) {
+        found.push(pid);
+        continue;
+      }
+      if (this.zygotes.has(pid)) continue;
+      const title = titleSync(pid);
+      if (RENDERER.test(title)) {
+        this.known.add(pid);
+        found.push(pid);
+      } else if (ZYGOTE.test(title)) {
+        this.zygotes.add(pid);
+      }
+    }
+    return found;
+  }
+}
+
+const titleOf = (pid: number): Promise<string> => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+
+/*
+ * What the watch reads ten times a second is read synchronously: /proc files are made in memory
+ * at the read, in microseconds, while each asynchronous read is four calls through libuv's
+ * threads (open, stat, read, close): 6 ms of the daemon's CPU a round against well under one.
+ */
+function readSync(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+const titleSync = (pid: number): string => readSync(`/proc/${pid}/cmdline`);
+
+/** Resident memory in bytes (VmRSS of /proc/<pid>/status, which is in kB whatever the page size). */
+function residentSync(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(readSync(`/proc/${pid}/status`))?.[1];
+  return kb ? Number(kb) * 1024 : 0;
+}
+
+/** Children of every thread of `pid` (any thread may fork). */
+function childrenSync(pid: number): number[] {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  return tasks.flatMap((tid) => readSync(`/proc/${pid}/task/${tid}/children`).split(' ').filter(Boolean).map(Number));
 }
 
 const RENDERER = /(?:^|[\s\0])--type=renderer(?:[\s\0]|$)/;
+const ZYGOTE = /(?:^|[\s\0])--type=zygote(?:[\s\0]|$)/;
 
 /** The browser's renderer processes (the zygote's children with --type=renderer). */
 export async function renderersOf(browserPid: number): Promise<number[]> {
   const pids = await descendantsOf(browserPid, 4);
-  const kinds = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+  const kinds = await Promise.all(pids.map(titleOf));
   // Chromium rewrites its processes' titles: the arguments are one string, split by spaces.
   return pids.filter((_, index) => RENDERER.test(kinds[index]!));
 }

@@ -12,7 +12,7 @@ export async function residentBytes(pid: number): Promise<number> {
 }
 
 /** Pids of the direct children of `pid`, from every one of its threads (any thread may fork). */
-async function childrenOf(pid: number): Promise<number[]> {
+export async function childrenOf(pid: number): Promise<number[]> {
   let tasks: string[];
   try {
     tasks = await readdir(`/proc/${pid}/task`);
