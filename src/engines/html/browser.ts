@@ -261,7 +261,9 @@ export class WarmBrowser {
       const keep = this.settings.reuse === 'account' && page.tenant !== undefined && returned.reusable && !this.closed
         && !launched.retired && page.uses < this.settings.pageUses && !page.page.isClosed();
       if (!keep) {
-        await this.discard(page);
+        // Not awaited: the conversion's result is written, and closing its context (10-25 ms of
+        // the browser's time) need not stand between it and its end.
+        void this.discard(page);
         return;
       }
       page.ready = withinTime(resetForNextConversion(page, returned.touched), RESET_TIME_LIMIT_MS);
