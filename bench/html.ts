@@ -1,5 +1,5 @@
 /**
- * (p) 20 one-page HTML invoices -> PDF, in both of the HTML engine's modes (#23):
+ * (p) 20 one-page HTML invoices -> PDF, in both of the HTML engine's modes:
  *   - default (`html_reuse none`, a fresh context per conversion): through convd (multipart
  *     submission with `wait`, then the download; the compiled daemon, its Chromium kept warm) with
  *     as many in flight as convd renders pages at once, against the same 20 rendered by the same

@@ -1,5 +1,5 @@
 /**
- * (s) Large text (#24, item 9): 1 MiB of plain text and 1 MiB of Markdown (bench/lib/text-fixtures.ts)
+ * (s) Large text: 1 MiB of plain text and 1 MiB of Markdown (bench/lib/text-fixtures.ts)
  * to pdf, docx, odt, rtf and html, each once through the daemon (multipart submission with
  * `wait`, then download; the compiled daemon) against the fastest direct tool for that pair, run
  * once by hand the way a user would:

@@ -1,19 +1,18 @@
 /**
- * `npm run bench [-- a b c d e f g h i j k l m n o p q r s]`: runs the benches of issue 2 (a-d), issue 3 (e),
- * issue 5 (f-h, conv: bench/cli.ts), issue 6 (i, the mixed load test: bench/load.ts), issue 17 (r,
- * the event-loop delay under attack: bench/event-loop-under-attack.ts), issue 24 (s, 1 MiB of text and of
- * Markdown to five document formats against the fastest direct tool: bench/large-text.ts), the Documents issue (j
- * and k, Word documents -> PDF through the daemon against cold `soffice --convert-to` runs and
- * against a warm LibreOffice over UNO: bench/office.ts; l, PDF page -> PNG through the daemon
- * against PDFium called directly: bench/pdf-pages.ts), issue 13 (q, the daemon's RSS over 300
- * large images with the allocator of deploy/convd.service against glibc's malloc:
- * bench/memory-soak.ts), the HTML issue (p, invoices -> PDF through the daemon against
- * Chromium driven directly and against a cold chromium per file: bench/html.ts) and issue 15 (the
- * PostgreSQL store: m, submission latency with 1,000,000 conversions in PostgreSQL against the
- * same on lowdb: bench/postgres-submit.ts; n, 200 png -> webp over two nodes on one database and
- * one S3 bucket (s3rver, bench/lib/s3.ts) against one node: bench/cluster-nodes.ts; o, bench (a)'s
- * GET throughput on PostgreSQL against lowdb: bench/postgres-get-throughput.ts; all three need a
- * PostgreSQL server, see bench/lib/postgres.ts), each against its baseline in the same run,
+ * `npm run bench [-- a b c d e f g h i j k l m n o p q r s]`: runs the benches, each against its
+ * baseline in the same run: a-d the API (GET throughput, PNG -> WebP end to end, submission
+ * latency, RSS while uploading), e video, f-h conv (bench/cli.ts), i the mixed load test
+ * (bench/load.ts), j and k Word documents -> PDF against cold `soffice --convert-to` runs and a
+ * warm LibreOffice over UNO (bench/office.ts), l PDF page -> PNG against PDFium called directly
+ * (bench/pdf-pages.ts), m-o the PostgreSQL store (m submission latency with 1,000,000
+ * conversions: bench/postgres-submit.ts; n 200 png -> webp over two nodes on one database and one
+ * S3 bucket (s3rver, bench/lib/s3.ts): bench/cluster-nodes.ts; o bench (a)'s GET throughput on
+ * PostgreSQL against lowdb: bench/postgres-get-throughput.ts; all three need a PostgreSQL server,
+ * see bench/lib/postgres.ts), p invoices -> PDF in both HTML modes against Chromium driven
+ * directly and a cold chromium per file (bench/html.ts), q the daemon's RSS over 300 large images
+ * with deploy/convd.service's allocator against glibc's malloc (bench/memory-soak.ts), r the
+ * event-loop delay under attack (bench/event-loop-under-attack.ts), s 1 MiB of text and of
+ * Markdown to five document formats against the fastest direct tool (bench/large-text.ts). It
  * prints one line per bench as it ends and a table at the end. Exits 1 when a target is missed
  * (or a figure is invalid), so a script can gate on it.
  *

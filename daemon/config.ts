@@ -71,7 +71,7 @@ export interface DaemonConfig {
   outputCapFloorMb: number;
 }
 
-/** DESIGN.md: `--data-dir`, else `$CONVD_DATA_DIR`, else `$XDG_DATA_HOME/convd` (`~/.local/share/convd`). */
+/** `--data-dir`, else `$CONVD_DATA_DIR`, else `$XDG_DATA_HOME/convd` (`~/.local/share/convd`). */
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.CONVD_DATA_DIR) return resolve(env.CONVD_DATA_DIR);
   const xdg = env.XDG_DATA_HOME || join(homedir(), '.local', 'share');

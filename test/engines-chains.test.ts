@@ -1,5 +1,5 @@
 /**
- * Chains (DESIGN.md): the registry composes two steps through a result an engine declares a
+ * Chains: the registry composes two steps through a result an engine declares a
  * faithful intermediate (an office document's PDF, a table's CSV), wherever no engine converts
  * the source to the target itself. Generated tests for a set of chains that covers every source
  * and every second step the registry offers, each output decoded as its last step's engine's own

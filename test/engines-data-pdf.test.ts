@@ -1,5 +1,5 @@
 /**
- * Data to PDF keeps every word (issue #24, item 5): JSON, YAML, TSV and CSV go to PDF through the
+ * Data to PDF keeps every word: JSON, YAML, TSV and CSV go to PDF through the
  * data engine's page (page.ts) and Chromium, not LibreOffice's sheet, whose cells cut their text
  * at the column's width (354 of 406 words of a nested JSON were lost). Each PDF's text must hold
  * every word of the source's values, whole (a word cut at a cell's edge or broken over two lines

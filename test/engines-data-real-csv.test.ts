@@ -1,5 +1,5 @@
 /**
- * CSV as real files have it (issue 13, item 15), through the daemon: rows of uneven length
+ * CSV as real files have it, through the daemon: rows of uneven length
  * (`relax_column_count`), comment lines (`comment`), a BOM, a `;` delimiter found by itself,
  * Windows-1252 text (`encoding`, auto by default), and csv -> csv, json -> json to reformat. Every
  * output is parsed back.

@@ -1,5 +1,5 @@
 /**
- * Spreadsheets as data (issue 31 item 1, issue 24 items 7 and 10), through the chains the registry
+ * Spreadsheets as data (headers as real sheets have them, cached values kept), through the chains the registry
  * composes (office -> csv -> data) with the real LibreOffice: a sheet whose first row has blank
  * and repeated cells -> json and yaml with every row under unique keys; a one-row sheet -> json
  * holding that row; and an xlsx whose cached formula result differs from what the formula

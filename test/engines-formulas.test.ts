@@ -1,5 +1,5 @@
 /**
- * Formulas on the LibreOffice route (issue 24, item 4): LaTeX and Org math reached pandoc's docx
+ * Formulas on the LibreOffice route: LaTeX and Org math reached pandoc's docx
  * as Word equations, but the PDF and RTF LibreOffice wrote from it had none: without its Math
  * module (Debian's libreoffice-math-nogui) LibreOffice drops every formula, silently. .ci/run and
  * the README install it; `convd doctor` says whether it is there. Here a formula goes through
@@ -113,7 +113,7 @@ describe('LibreOffice Math is there, and convd doctor says so', { skip }, () => 
     assert.ok(formulas);
     assert.ok(formulas.math);
     for (const chain of ['latex -> pdf', 'latex -> rtf', 'org -> pdf', 'rst -> rtf']) assert.ok(formulas.chains.includes(chain), `${chain} goes through LibreOffice`);
-    // GitHub's Markdown has no math: pandoc writes its RTF itself (#24, item 9), no formula to lose.
+    // GitHub's Markdown has no math: pandoc writes its RTF itself, no formula to lose.
     assert.ok(!formulas.chains.includes('md -> rtf'), 'md -> rtf is pandoc\'s own RTF');
     const report: DoctorReport = { engines: [], pairs: 0, chains: 0, allocator: 'jemalloc', formulas };
     assert.match(formatDoctor(report), new RegExp(`^formulas: LibreOffice Math found \\(${formulas.math}\\): formulas are kept in the ${formulas.pairs} pairs LibreOffice writes$`, 'm'));

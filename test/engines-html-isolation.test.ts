@@ -1,5 +1,5 @@
 /**
- * The HTML engine held to its limits (#23), with real Chromium:
+ * The HTML engine held to its limits, with real Chromium:
  * - `account` reuse: a page serves later conversions of its one account, and what a conversion
  *   wrote (localStorage, sessionStorage, IndexedDB, a cookie, Cache Storage, a BroadcastChannel)
  *   is gone for the next, at the same URL too; another account never gets the page; a timeout or

@@ -1,5 +1,5 @@
 /**
- * SVG -> PDF as vectors through Chromium (issue #23, item 5): the drawing on a page of its own
+ * SVG -> PDF as vectors through Chromium: the drawing on a page of its own
  * size (px -> pt: 0.75; from its viewBox where its size is missing or in %), its text in the
  * PDF's text, no picture on the page; svgz unpacked first; the variants and margin of the pdf
  * engine's pair; nothing but the drawing itself loads (a loopback canary sees no connection, and

@@ -1,7 +1,7 @@
 /**
- * Markdown's raw HTML (issue 24, item 3): a `<pre>`, a `<div>`, a `<table>`, a `<details>`, inline
+ * Markdown's raw HTML: a `<pre>`, a `<div>`, a `<table>`, a `<details>`, inline
  * `<b>` and `<br>` kept their text in the data engine's HTML and the PDF printed from it, but
- * vanished from every target pandoc writes (docx, odt, epub, rst, txt, and rtf (pandoc's own since #24 item 9)):
+ * vanished from every target pandoc writes (docx, odt, epub, rst, txt, and rtf (pandoc's own writer)):
  * the markup engine's filter dropped raw blocks. Now one Markdown file gives the same words in
  * every target md has, each result read back independently (docs/formats.md, "pandoc"); what HTML
  * runs rather than says (a script, a style) is in none of them, not even as text; and reading the

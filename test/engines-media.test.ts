@@ -135,7 +135,7 @@ after(async () => {
 });
 
 describe('media engine', () => {
-  it('finds ffmpeg and offers the audio and video pairs of issue 3', () => {
+  it('finds ffmpeg and offers the audio and video pairs', () => {
     assert.ok(status.available, status.detail);
     assert.ok(status.version && status.binary);
     const has = (source: string, target: string) => pairs.some((p) => p.source === source && p.target === target);

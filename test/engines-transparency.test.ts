@@ -1,5 +1,5 @@
 /**
- * Transparent images to targets without transparency (issue 24, item 2): black artwork on a
+ * Transparent images to targets without transparency: black artwork on a
  * transparent ground, converted to jpg (sharp), bmp, ppm, pgm, pbm (ffmpeg) and through a chain
  * (svg -> png -> bmp), each output decoded by hand or by libvips: the ground is white, or the
  * `background` asked for, and the artwork still black. The option (one of CSS's sixteen basic

@@ -1,8 +1,8 @@
 /**
- * No failure message shows a server path (issue 13, item 7): damaged files of every engine's
+ * No failure message shows a server path: damaged files of every engine's
  * formats through a real daemon end `failed` with a message about the user's file, never one
  * naming the data dir, the temp dir, a blob's name (`cnv_…`) or any other absolute path.
- * Nor does a result (issue 24, item 6): a document that prints its own file name or path
+ * Nor does a result: a document that prints its own file name or path
  * (a FILENAME field, CELL("filename"), a sheet named after its file) prints the user's name.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Hostile documents through a real daemon (issue 12): each ends `failed` with a stable code,
+ * Hostile documents through a real daemon: each ends `failed` with a stable code,
  * costs nothing, leaves nothing in the daemon's scratch directories, and the next document
  * converts on a pool of the same size. Then the pool's end: no soffice outlives the daemon,
  * stopped (SIGTERM) or killed (kill -9); the profiles a killed daemon left are removed by the

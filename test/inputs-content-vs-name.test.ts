@@ -1,5 +1,5 @@
 /**
- * A file whose name lies about its format (issue 13, item 9), through the daemon: where the
+ * A file whose name lies about its format, through the daemon: where the
  * content has a signature of a format convd knows, the content decides, and the conversion's
  * `source` says what it was; where that format cannot go to the target, the 422 names both what
  * the content is and what the name says, and where both say the same, names it once. A .json that

@@ -48,7 +48,7 @@ const imagePairs = pairs.filter((pair) => pair.engine === 'image');
 const tools = await mediaTools();
 const key = (pair: Pick<ConversionPair, 'source' | 'target'>) => `${pair.source}->${pair.target}`;
 
-/** DESIGN.md's credit weights, written out here rather than read from the code under test. */
+/** The default credit weights, written out here rather than read from the code under test. */
 const WEIGHTS: Record<ConversionKind, number> = { image: 1, pdf: 1, data: 1, audio: 2, document: 2, video: 4 };
 
 let dir: string;

@@ -24,7 +24,7 @@ function optionsFor(step: ConversionPair, options: ConversionOptions): Conversio
 }
 
 /**
- * Runs a composed pair (DESIGN.md, "Chains"): each step on its own engine, into a directory of
+ * Runs a composed pair: each step on its own engine, into a directory of
  * its own beside the output, the file named as the input (the user's name, where the runner gave
  * it: a sheet made of an intermediate CSV is named after it), with the progress split over the steps, so the runner still makes one engine call and
  * the conversion stays one conversion with one time limit and one charge. The intermediate file

@@ -49,7 +49,7 @@ export class FormatRegistry {
   }
 
   /**
-   * Two-step chains (DESIGN.md, "Chains"): from a source, through a result its engine declares
+   * Two-step chains: from a source, through a result its engine declares
    * `intermediate` (a PDF, a docx, a CSV), on to what another engine makes of that, wherever no
    * engine converts the source to that target itself. Only direct pairs are composed, never more
    * than two steps; where several intermediates lead to a target, the first in CHAIN_VIA wins.

@@ -30,7 +30,7 @@ export interface VariantDescriptor {
 }
 
 /**
- * Kinds of conversion; each has a credit weight (DESIGN.md: image 1, pdf 1, data 1, audio 2,
+ * Kinds of conversion; each has a credit weight (by default: image 1, pdf 1, data 1, audio 2,
  * document 2 (office, markup, PDF pages), video 4).
  */
 export type ConversionKind = 'image' | 'pdf' | 'data' | 'audio' | 'document' | 'video';

@@ -1,4 +1,4 @@
-/** Plans of spec section 8 plus the self-host `unmetered` plan; values the spec leaves open come from DESIGN.md. */
+/** The interface's plans plus the self-host `unmetered` plan, with defaults for the values the interface leaves open. */
 export const PLAN_IDS = ['free', 'lite', 'standard', 'pro', 'unmetered'] as const;
 export type PlanId = (typeof PLAN_IDS)[number];
 
@@ -54,5 +54,5 @@ export function isPlanId(value: unknown): value is PlanId {
   return typeof value === 'string' && (PLAN_IDS as readonly string[]).includes(value);
 }
 
-/** MB in plan limits is 2^20 bytes, as proxies count it (DESIGN.md). */
+/** MB in plan limits is 2^20 bytes, as proxies count it. */
 export const BYTES_PER_MB = 1024 * 1024;

@@ -1,4 +1,4 @@
-/** Status values of a conversion (spec section 3) and the transitions DESIGN.md allows. */
+/** Status values of a conversion and the transitions between them that the service allows. */
 export const STATUSES = ['queued', 'fetching', 'processing', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
 export type ConversionStatus = (typeof STATUSES)[number];
 

@@ -55,7 +55,7 @@ export interface HtmlEngine extends Engine {
 
 /**
  * HTML (a file, or a zip of a page and its files) to PDF and images, and SVG to PDF as vectors
- * (svg.ts), with Chromium (DESIGN.md, "HTML engine"): one warm browser, a fresh context per
+ * (svg.ts), with Chromium: one warm browser, a fresh context per
  * conversion (or, opted in, pages reused within one account), only the conversion's own files
  * loadable, JavaScript on and bounded by the job's time limit, the renderers' memory by a limit.
  */

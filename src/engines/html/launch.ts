@@ -2,7 +2,7 @@ import { ENGINE_NICENESS } from '../process/group.ts';
 import type { SandboxPlan } from './sandbox.ts';
 
 /**
- * Flags of every launch (DESIGN.md): no GPU, no background traffic of its own. Every request the
+ * Flags of every launch: no GPU, no background traffic of its own. Every request the
  * page makes goes to a proxy that is a black hole of convd's own (browser.ts): what convd does
  * not answer itself (request interception) reaches nothing, WebSockets and IP literals included.
  * WebRTC's UDP does not go through a proxy: the profile's preferences (BROWSER_PREFERENCES) keep

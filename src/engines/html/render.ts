@@ -244,7 +244,7 @@ async function screenshot(page: Page, target: HtmlTarget, options: EngineJob['op
   });
   let shot: Buffer;
   if (clip) {
-    // (#24, item 9; the large-text helper's change.) A full-page shot makes Chromium lay out and
+    // A full-page shot makes Chromium lay out and
     // paint the whole document at its full height (captureBeyondViewport), even where only the
     // top `maxHeight` pixels are kept: 30 s for a page of 150,000 px (340 KB of Markdown), against
     // 1.2 s for the same picture taken as a window of the kept height. So a page taller than the

@@ -19,7 +19,7 @@ const PART_SIZE = 8 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
 
 /**
- * Inputs and results in an S3-compatible bucket (DESIGN.md, "Scale-out"), under
+ * Inputs and results in an S3-compatible bucket (several nodes share it), under
  * `<prefix>inputs/<id>` and `<prefix>results/<id>`: every node that shares the bucket reads the
  * same files. Spooled uploads and engine outputs stay on this node's disk only while they are
  * in progress (`<root>/spool`, `<root>/work`); a file goes up in parts (a bounded buffer, never
