@@ -83,12 +83,7 @@ export interface TextFixture {
 
 /** About `bytes` of plain text: sections of wrapped paragraphs, each section opened by a numbered heading line. */
 export function plainText(bytes: number, seed = 1): TextFixture {
-  const prose = new Prose(seed);
-  const parts: string[] = [];
-  const markers: string[] = [];
-  let size = 0;
-  for (let section = 1; size < bytes; section++) {
-    markers.push(marker(section));
+  return sections(bytes, new Prose(seed), (prose, section) => {
     const block: string[] = [`${section}. ${prose.words(3 + prose.int(4)).toUpperCase()} ${marker(section)}`, ''];
     for (let p = 0, count = 3 + prose.int(4); p < count; p++) {
       if (prose.int(6) === 0) {
@@ -97,21 +92,13 @@ export function plainText(bytes: number, seed = 1): TextFixture {
       } else block.push(...wrap(prose.paragraph(3 + prose.int(5))));
       block.push('');
     }
-    const text = `${block.join('\n')}\n`;
-    parts.push(text);
-    size += Buffer.byteLength(text);
-  }
-  return { text: parts.join(''), markers };
+    return block;
+  });
 }
 
 /** About `bytes` of Markdown with headings, emphasis, links, lists, code, tables and quotes. */
 export function markdown(bytes: number, seed = 2): TextFixture {
-  const prose = new Prose(seed);
-  const parts: string[] = [];
-  const markers: string[] = [];
-  let size = 0;
-  for (let section = 1; size < bytes; section++) {
-    markers.push(marker(section));
+  return sections(bytes, new Prose(seed), (prose, section) => {
     const level = section % 10 === 1 ? '#' : section % 3 === 0 ? '###' : '##';
     const block: string[] = [`${level} ${prose.words(2 + prose.int(4))} ${marker(section)}`, ''];
     const inline = () => {
@@ -144,7 +131,18 @@ export function markdown(bytes: number, seed = 2): TextFixture {
         block.push(...wrap(prose.paragraph(2), 70).map((line) => `> ${line}`));
     }
     block.push('', inline(), '');
-    const text = `${block.join('\n')}\n`;
+    return block;
+  });
+}
+
+/** Sections made by `section` (its lines; each holds its marker) until about `bytes`. */
+function sections(bytes: number, prose: Prose, section: (prose: Prose, index: number) => string[]): TextFixture {
+  const parts: string[] = [];
+  const markers: string[] = [];
+  let size = 0;
+  for (let index = 1; size < bytes; index++) {
+    markers.push(marker(index));
+    const text = `${section(prose, index).join('\n')}\n`;
     parts.push(text);
     size += Buffer.byteLength(text);
   }
