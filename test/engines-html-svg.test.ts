@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -26,6 +25,7 @@ import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
+import { startCanary, type Canary } from './helpers/canary.ts';
 import { rejectsWith } from './helpers/failure.ts';
 import { pdfPageTexts } from './helpers/pdf-text.ts';
 import { assertPageSize, assertVectorPdf, drawingSvg, imagesOnPage } from './helpers/svg.ts';
@@ -39,18 +39,11 @@ await pdfEngine.probe();
 let dir: string;
 let counter = 0;
 /** A loopback server that counts every connection made to it: a drawing must make none. */
-let canary: Server;
-let canaryPort = 0;
-let canaryHits = 0;
+let canary: Canary;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'convd-html-svg-'));
-  canary = createServer((socket) => {
-    canaryHits++;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', () => resolve()));
-  canaryPort = (canary.address() as { port: number }).port;
+  canary = await startCanary();
 });
 after(async () => {
   await engine.close?.();
@@ -163,8 +156,8 @@ describe('svg -> pdf as vectors through Chromium', { skip }, () => {
   });
 
   it('nothing outside the drawing loads (images, feImage, use, fonts, styles, scripts): the canary sees no connection, nothing is drawn for the refused image; its own script runs', async () => {
-    const url = `http://127.0.0.1:${canaryPort}`;
-    const hits = canaryHits;
+    const url = `http://127.0.0.1:${canary.port}`;
+    const hits = canary.hits();
     const path = await drawn(drawingSvg(`
   <style>@import url("${url}/style.css"); @font-face { font-family: Far; src: url("${url}/font.woff2"); } .far { font-family: Far; }</style>
   <image href="${url}/picture.png" x="10" y="200" width="100" height="100"/>
@@ -179,7 +172,7 @@ describe('svg -> pdf as vectors through Chromium', { skip }, () => {
     document.documentElement.appendChild(mark);
     fetch('${url}/fetch').catch(() => {});
     new Image().src = '${url}/new-image.png';
-    try { new WebSocket('ws://127.0.0.1:${canaryPort}/ws'); } catch {}
+    try { new WebSocket('ws://127.0.0.1:${canary.port}/ws'); } catch {}
   ]]></script>`));
     await assertVectorPdf(path);
     const [text] = await pdfPageTexts(path);
@@ -188,7 +181,7 @@ describe('svg -> pdf as vectors through Chromium', { skip }, () => {
     // that the drawing above is seen to hold none.
     await drawn(drawingSvg(`<filter id="f"><feImage href="${url}/filter.png"/></filter><rect width="10" height="10" filter="url(#f)"/>`));
     await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(canaryHits - hits, 0, 'no connection reached the canary');
+    assert.equal(canary.hits() - hits, 0, 'no connection reached the canary');
   });
 
   it('a script that never ends fails timeout at the job\'s limit; the next drawing converts', async () => {

@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -20,6 +19,7 @@ import { createHtmlEngine } from '../src/engines/html/html-engine.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
+import { startCanary, type Canary } from './helpers/canary.ts';
 import { browserGroupsOf, liveMembers } from './helpers/chromium.ts';
 import { htmlSiteZip, printCssDocument, PRINT_CSS_PAGES } from './helpers/html.ts';
 import { storedZipOf } from './helpers/hostile-files.ts';
@@ -38,18 +38,11 @@ const skip = !status.available && process.env.CI !== 'true' ? `Chromium is not i
 let dir: string;
 let counter = 0;
 /** A loopback server that counts every connection made to it: the pages must make none. */
-let canary: Server;
-let canaryPort = 0;
-let canaryHits = 0;
+let canary: Canary;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'convd-html-'));
-  canary = createServer((socket) => {
-    canaryHits++;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', () => resolve()));
-  canaryPort = (canary.address() as { port: number }).port;
+  canary = await startCanary();
 });
 after(async () => {
   await engine.close?.();
@@ -208,23 +201,23 @@ describe('options', { skip }, () => {
 
 describe('safety: nothing outside the conversion\'s own files', { skip }, () => {
   const attacks = () => ({
-    'img to loopback': `<img src="http://127.0.0.1:${canaryPort}/x.png">`,
+    'img to loopback': `<img src="http://127.0.0.1:${canary.port}/x.png">`,
     'iframe file:': '<iframe src="file:///etc/passwd" width="600" height="400"></iframe>',
     'iframe FILE:': '<iframe src="FILE:///etc/passwd" width="600" height="400"></iframe>',
-    'fetch to an IPv4-mapped loopback': `<script>fetch('http://[::ffff:127.0.0.1]:${canaryPort}/').catch(() => {})</script>`,
-    'WebSocket to loopback': `<script>try { new WebSocket('ws://127.0.0.1:${canaryPort}/') } catch (e) {}</script>`,
+    'fetch to an IPv4-mapped loopback': `<script>fetch('http://[::ffff:127.0.0.1]:${canary.port}/').catch(() => {})</script>`,
+    'WebSocket to loopback': `<script>try { new WebSocket('ws://127.0.0.1:${canary.port}/') } catch (e) {}</script>`,
     'stylesheet from the metadata address': '<link rel="stylesheet" href="http://169.254.169.254/latest/meta-data/">',
     'navigation to chrome:': '<script>location = "chrome://settings"</script>',
-    'navigation to loopback': `<script>setTimeout(() => { location = 'http://127.0.0.1:${canaryPort}/' }, 10)</script>`,
+    'navigation to loopback': `<script>setTimeout(() => { location = 'http://127.0.0.1:${canary.port}/' }, 10)</script>`,
     'a sibling conversion\'s spool file': `<iframe src="file://${dir}/secret.txt"></iframe><img src="file://${dir}/secret.txt">`,
-    'popup': `<script>window.open('http://127.0.0.1:${canaryPort}/popup')</script>`,
-    'beacon': `<script>navigator.sendBeacon('http://127.0.0.1:${canaryPort}/b', 'x')</script>`,
+    'popup': `<script>window.open('http://127.0.0.1:${canary.port}/popup')</script>`,
+    'beacon': `<script>navigator.sendBeacon('http://127.0.0.1:${canary.port}/b', 'x')</script>`,
     'service worker': `<script>navigator.serviceWorker && navigator.serviceWorker.register('/sw.js').catch(() => {})</script>`,
   });
 
   it('each attack converts (or fails cleanly), the canary sees no connection, and no secret or passwd text is in the PDF', async () => {
     await writeFile(join(dir, 'secret.txt'), 'SIBLING-SECRET-7');
-    const before = canaryHits;
+    const before = canary.hits();
     for (const [name, body] of Object.entries(attacks())) {
       const input = await write(`attack-${counter}.html`, `<!doctype html><html><body><p>${name}</p>${body}<p>${OFFICE_MARKER}</p></body></html>`);
       const made = job('html', 'pdf', input, { wait_delay: 0.5 });
@@ -234,7 +227,7 @@ describe('safety: nothing outside the conversion\'s own files', { skip }, () => 
     }
     // Anything still in flight has had its chance.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    assert.equal(canaryHits - before, 0, 'no connection reached the canary');
+    assert.equal(canary.hits() - before, 0, 'no connection reached the canary');
   });
 
   it('window.print and alert do not hang the conversion', async () => {
@@ -259,16 +252,16 @@ describe('remote resources: only where the daemon allows them and the conversion
       const pair = remote.pairs().find((p) => p.source === 'html' && p.target === 'pdf')!;
       const checked = validateOptions(pair, { allow_remote_resources: true, wait_delay: 0.5 });
       assert.ok(checked.ok);
-      const before = canaryHits;
+      const before = canary.hits();
       const input = await write('remote-attacks.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p>
-<img src="http://127.0.0.1:${canaryPort}/a.png"><img src="http://localhost:${canaryPort}/b.png">
+<img src="http://127.0.0.1:${canary.port}/a.png"><img src="http://localhost:${canary.port}/b.png">
 <link rel="stylesheet" href="http://169.254.169.254/latest/meta-data/">
-<script>fetch('http://[::ffff:127.0.0.1]:${canaryPort}/').catch(() => {}); fetch('http://0x7f000001:${canaryPort}/').catch(() => {});</script></body></html>`);
+<script>fetch('http://[::ffff:127.0.0.1]:${canary.port}/').catch(() => {}); fetch('http://0x7f000001:${canary.port}/').catch(() => {});</script></body></html>`);
       const made: EngineJob = { ...job('html', 'pdf', input), options: checked.options as ConversionOptions };
       await remote.convert(made);
       assert.match((await pdfPageTexts(made.outputPath)).join('\n'), new RegExp(OFFICE_MARKER));
       await new Promise((resolve) => setTimeout(resolve, 300));
-      assert.equal(canaryHits - before, 0, 'the canary saw no connection');
+      assert.equal(canary.hits() - before, 0, 'the canary saw no connection');
     } finally {
       await remote.close?.();
     }
@@ -279,8 +272,8 @@ describe('remote resources: only where the daemon allows them and the conversion
     const red = await sharp({ create: { width: 50, height: 50, channels: 3, background: '#ff0000' } }).png().toBuffer();
     const { createServer: createHttpServer } = await import('node:http');
     const redirects: Record<string, string> = {
-      '/to-canary.png': `http://127.0.0.1:${canaryPort}/x.png`,
-      '/to-canary-by-name.css': `http://localhost:${canaryPort}/x.css`,
+      '/to-canary.png': `http://127.0.0.1:${canary.port}/x.png`,
+      '/to-canary-by-name.css': `http://localhost:${canary.port}/x.css`,
       '/to-metadata.css': 'http://169.254.169.254/latest/meta-data/',
     };
     const testHost = createHttpServer((request, response) => {
@@ -297,7 +290,7 @@ describe('remote resources: only where the daemon allows them and the conversion
       const pair = remote.pairs().find((p) => p.source === 'html' && p.target === 'png')!;
       const checked = validateOptions(pair, { allow_remote_resources: true, width: 100, height: 100, full_page: false, wait_delay: 0.5 });
       assert.ok(checked.ok);
-      const before = canaryHits;
+      const before = canary.hits();
       const input = await write('allowed-host.html', `<!doctype html><html><head>
 <link rel="stylesheet" href="${host}/to-canary-by-name.css"><link rel="stylesheet" href="${host}/to-metadata.css"></head>
 <body style="margin:0"><img src="${host}/red.png" style="width:100px;height:100px;display:block"><img src="${host}/to-canary.png">
@@ -307,7 +300,7 @@ describe('remote resources: only where the daemon allows them and the conversion
       const { channels } = await sharp(made.outputPath).stats();
       assert.ok(channels[0]!.mean > 200 && channels[1]!.mean < 50, 'the allowed host\'s picture is drawn');
       await new Promise((resolve) => setTimeout(resolve, 300));
-      assert.equal(canaryHits - before, 0, 'no redirect reached the canary');
+      assert.equal(canary.hits() - before, 0, 'no redirect reached the canary');
     } finally {
       await remote.close?.();
       testHost.close();

@@ -7,12 +7,12 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { findChromium } from '../src/engines/html/find-chromium.ts';
 import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
+import { startCanary, type Canary } from './helpers/canary.ts';
 import { browserGroupsOf, liveMembers } from './helpers/chromium.ts';
 import { htmlSiteZip } from './helpers/html.ts';
 import { markersIn, READER, WRITER } from './helpers/html-markers.ts';
@@ -28,19 +28,12 @@ const skip = chromium.ready || process.env.CI === 'true' ? false : `Chromium is 
 let dir: string;
 let daemon: DaemonHandle;
 let client: Client;
-let canary: Server;
-let canaryPort = 0;
-let canaryHits = 0;
+let canary: Canary;
 
 before(async () => {
   if (skip) return;
   dir = await mkdtemp(join(tmpdir(), 'convd-hostile-html-'));
-  canary = createServer((socket) => {
-    canaryHits++;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', () => resolve()));
-  canaryPort = (canary.address() as { port: number }).port;
+  canary = await startCanary();
   daemon = await startDaemon({ args: ['--html-pages', '4', '--engine-timeout-ms', 'html=4s', '--workers', '4'] });
   client = await meteredClient(daemon, 'pro');
 });
@@ -82,7 +75,7 @@ describe('HTML through the daemon', { skip }, () => {
   });
 
   it('a hung page fails with timeout at the html limit while three sent with it succeed; the canary sees nothing', async () => {
-    const hung = `<!doctype html><html><body><img src="http://127.0.0.1:${canaryPort}/x"><script>fetch('http://127.0.0.1:${canaryPort}/'); while (true) {}</script></body></html>`;
+    const hung = `<!doctype html><html><body><img src="http://127.0.0.1:${canary.port}/x"><script>fetch('http://127.0.0.1:${canary.port}/'); while (true) {}</script></body></html>`;
     const began = Date.now();
     const [stuck, ...fine] = await Promise.all([
       convert('hung.html', hung, { target: 'pdf' }),
@@ -94,7 +87,7 @@ describe('HTML through the daemon', { skip }, () => {
     assert.ok(Date.now() - began < 20_000);
     for (const done of fine) assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     await expectPage('after-hung.html', page, 'jpg');
-    assert.equal(canaryHits, 0, 'no connection reached the canary');
+    assert.equal(canary.hits(), 0, 'no connection reached the canary');
   });
 });
 
