@@ -202,6 +202,52 @@ def without_page_numbers(document):
         styles.getByName(name).FooterIsOn = False
 
 
+# com.sun.star.text.FilenameDisplayFormat: FULL and PATH print the directory, NAME_AND_EXT not.
+FILE_NAME_FULL, FILE_NAME_PATH, FILE_NAME_AND_EXT = 0, 1, 2
+SEARCH_VALUES = 1  # a Calc search descriptor's SearchType: in results, not formulas
+
+
+def without_server_paths(document, kind, path):
+    """The document opens from a directory of the server's; what it prints of where it is (a
+    FILENAME field, CELL("filename"), INFO("directory")) shows the user's file name instead."""
+    directory = os.path.dirname(path) + "/"
+    name = os.path.basename(path)
+    url = uno.systemPathToFileUrl(path)
+    directory_url = url[: url.rindex("/") + 1]
+
+    def scrubbed(text):
+        return text.replace(url, name).replace(directory_url, "").replace(path, name).replace(directory, "")
+
+    if kind == "writer":
+        fields = document.getTextFields().createEnumeration()
+        while fields.hasMoreElements():
+            field = fields.nextElement()
+            if not field.supportsService("com.sun.star.text.TextField.FileName"):
+                continue
+            if field.FileFormat == FILE_NAME_FULL:
+                field.FileFormat = FILE_NAME_AND_EXT
+            elif field.FileFormat == FILE_NAME_PATH:
+                field.IsFixed = True
+                field.CurrentPresentation = ""
+        document.getTextFields().refresh()
+    elif kind == "calc":
+        # A search of the values, not a walk over every formula cell (a round trip each).
+        sheets = document.getSheets()
+        for index in range(sheets.getCount()):
+            sheet = sheets.getByIndex(index)
+            search = sheet.createSearchDescriptor()
+            search.SearchString = directory
+            search.SearchType = SEARCH_VALUES
+            found = sheet.findAll(search)
+            if found is None:
+                continue
+            cells = found.getCells().createEnumeration()
+            while cells.hasMoreElements():
+                cell = cells.nextElement()
+                # The value in place of the formula: later formulas that read it see the name.
+                cell.setString(scrubbed(cell.getString()))
+
+
 def load(desktop, request, detection=None):
     url = uno.systemPathToFileUrl(request["input"])
     options = {"Hidden": True, "ReadOnly": True, "MacroExecutionMode": NEVER_EXECUTE, "UpdateDocMode": NO_UPDATE}
@@ -281,6 +327,7 @@ def convert(desktop, request, detection=None):
             "draw" if document.supportsService("com.sun.star.drawing.DrawingDocument") else None
         if kind is None:
             raise Failure("input_invalid", "The document is of a kind that cannot be converted here.")
+        without_server_paths(document, kind, request["input"])
         target_filter = request["filters"].get(kind)
         if target_filter is None:
             raise Failure("conversion_failed", "A %s document cannot be converted to %s." % (kind, request["target"]))
