@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { PDFDict, PDFDocument, PDFName, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
-import { ConversionFailure } from '../src/errors/api-error.ts';
+import { ConversionFailure, HandOver } from '../src/errors/api-error.ts';
 import { createPdfEngine } from '../src/engines/pdf/pdf-engine.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
@@ -218,9 +218,14 @@ describe('txt -> pdf', () => {
     assert.equal((await load(j.outputPath)).getPageCount(), 1);
   });
 
-  it('text outside the font fails with a clear message, never garbled output', async () => {
-    await fails(engine.convert(job('txt', await write('cjk.txt', 'fine\nthen 漢字\n'))), 'input_invalid', /Line 2, column 6: "漢" \(U\+6F22\) is not in the embedded font/);
-    await fails(engine.convert(job('txt', await write('hebrew.txt', 'שלום\n'))), 'input_invalid', /right-to-left/);
+  it('text outside the font, or written right to left, is handed over (to Chromium) with a clear message, never garbled output', async () => {
+    const handedOver = async (promise: Promise<unknown>, pattern: RegExp) => {
+      const caught = await promise.then(() => undefined, (error: unknown) => error);
+      assert.ok(caught instanceof HandOver, `expected HandOver, got ${String(caught)}`);
+      assert.match(caught.message, pattern);
+    };
+    await handedOver(engine.convert(job('txt', await write('cjk.txt', 'fine\nthen 漢字\n'))), /Line 2, column 6: "漢" \(U\+6F22\) is not in DejaVu Sans Mono/);
+    await handedOver(engine.convert(job('txt', await write('hebrew.txt', 'שלום\n'))), /right-to-left/);
   });
 
   it('binary data and bytes that are not UTF-8 are input_invalid with the line', async () => {

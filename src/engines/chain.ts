@@ -1,5 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
+import { ConversionFailure, HandOver } from '../errors/api-error.ts';
 import type { ConversionOptions } from '../model/conversion.ts';
 import type { ConversionPair, FormatInfo } from '../formats/types.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
@@ -66,7 +67,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
           if (!engine.startsClock) startClock();
           job.signal.throwIfAborted();
           const share = 100 / steps.length;
-          produced = await engine.convert({
+          const stepJob: EngineJob = {
             inputPath: input, outputPath: output, source: step.source, target: step.target,
             // The variant chosen is the last step's; the others run their default.
             variant: last ? job.variant : step.variants[0]?.key ?? null,
@@ -80,6 +81,13 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             // The URL a file came from belongs to the file, not to what the first step made of it.
             ...(index === 0 && job.sourceUrl !== undefined ? { sourceUrl: job.sourceUrl } : {}),
             ...(index > 0 ? { origin: job.origin ?? job.source } : {}),
+          };
+          produced = await engine.convert(stepJob).catch((error: unknown) => {
+            // A step's engine may hand its file to the step's fallback, as the runner does for a pair.
+            if (!(error instanceof HandOver)) throw error;
+            const fallback = step.fallback ? lookup.engine(step.fallback.engine) : undefined;
+            if (!fallback) throw new ConversionFailure('input_invalid', error.message);
+            return fallback.convert(stepJob);
           });
           input = output;
         }

@@ -28,6 +28,18 @@ export class ApiError extends Error {
 }
 
 /** A conversion that ended in failure carries one of these (DESIGN.md), never an ApiError. */
+/**
+ * An engine cannot make this file faithfully, and says so before it writes anything: where another
+ * engine serves the pair as its fallback (ConversionPair.fallback), that one converts it; where
+ * none does, the conversion fails `input_invalid` with this message.
+ */
+export class HandOver extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HandOver';
+  }
+}
+
 export class ConversionFailure extends Error {
   /** `details`: figures a client can act on (e.g. an image's size and the pixel limit), beside the words. */
   constructor(readonly code: import('./codes.ts').ConversionErrorCode, message: string, readonly details?: Readonly<Record<string, number | string>>) {

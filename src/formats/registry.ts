@@ -38,12 +38,17 @@ export class FormatRegistry {
       ),
     );
     const registry = new FormatRegistry(statuses, weights, engines);
+    const fallbacks: ConversionPair[] = [];
     engines.forEach((engine, index) => {
       for (const info of engine.formats()) registry.addFormat(info);
       if (!statuses[index]?.available) return;
       registry.engines.set(engine.name, engine);
-      for (const pair of engine.pairs()) registry.addPair(pair);
+      for (const pair of engine.pairs()) {
+        if (pair.fallbackOnly) fallbacks.push(pair);
+        else registry.addPair(pair);
+      }
     });
+    registry.attachFallbacks(fallbacks);
     registry.composeChains();
     return registry;
   }
@@ -72,6 +77,15 @@ export class FormatRegistry {
     for (const pair of composed) this.addPair(pair, pair.steps?.[0]?.preferredFor?.includes(pair.target) === true);
     if (composed.length > 0) {
       this.engines.set(CHAIN_ENGINE, createChainEngine({ engine: (name) => this.engines.get(name), pair: (source, target) => this.pair(source, target) }));
+    }
+  }
+
+  /** Each fallback serves the pair another engine declares for its source and target; alone, none is offered. */
+  private attachFallbacks(fallbacks: readonly ConversionPair[]): void {
+    for (const fallback of fallbacks) {
+      const served = this.pair(fallback.source, fallback.target);
+      if (!served || served.engine === fallback.engine) continue;
+      this.pairsBySource.get(fallback.source)!.set(fallback.target, { ...served, fallback });
     }
   }
 

@@ -60,6 +60,13 @@ export interface ConversionPair {
   intermediateFor?: string[];
   /** A composed pair (engine `chain`): the direct pairs it runs, in order. */
   steps?: ConversionPair[];
+  /**
+   * Declared by an engine: not offered on its own, only as the fallback of another engine's pair
+   * of the same source and target (Chromium setting text that the PDF engine's font lacks).
+   */
+  fallbackOnly?: boolean;
+  /** Set by the registry: the pair that converts a file this pair's engine hands over (HandOver). */
+  fallback?: ConversionPair;
 }
 
 /** What is known of one format: its file extensions (first is canonical) and MIME type. */

@@ -1,7 +1,8 @@
 import { stat } from 'node:fs/promises';
-import { ConversionFailure } from '../errors/api-error.ts';
+import { ConversionFailure, HandOver } from '../errors/api-error.ts';
 import { formatSeconds } from '../engines/units.ts';
 import type { Engine, EngineOutput } from '../engines/types.ts';
+import type { ConversionPair } from '../formats/types.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
@@ -101,7 +102,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       pendingOutput = outputPath;
       const limitOf = (name: string) => config.engineTimeoutMs[name] ?? config.defaultEngineTimeoutMs;
       // A chain has the time of its steps together.
-      const timeoutMs = pair.steps ? pair.steps.reduce((sum, step) => sum + limitOf(step.engine), 0) : limitOf(engine.name);
+      const timeLimitOf = (chosen: ConversionPair) => chosen.steps ? chosen.steps.reduce((sum, step) => sum + limitOf(step.engine), 0) : limitOf(chosen.engine);
       const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
       const maxOutput = withinRoom(outputLimit(plan, record.input_size, config.outputCapRatio, config.outputCapFloorMb), service.diskRoom.headroom());
 
@@ -121,7 +122,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
           writing = false;
         });
       };
-      const convertWithinLimit = async (): Promise<EngineOutput | void> => {
+      const convertWithinLimit = async (chosen: ConversionPair, engine: Engine): Promise<EngineOutput | void> => {
+        const timeoutMs = timeLimitOf(chosen);
         const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);
         try {
           return await engine.convert({
@@ -141,10 +143,16 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
           limited.dispose();
         }
       };
-      const gate = gateOf(engine);
+      const convertOn = (chosen: ConversionPair, engine: Engine): Promise<EngineOutput | void> => {
+        const gate = gateOf(engine);
+        return gate ? gate.run(signal, () => convertWithinLimit(chosen, engine)) : convertWithinLimit(chosen, engine);
+      };
       let produced: EngineOutput | void;
       try {
-        produced = gate ? await gate.run(signal, convertWithinLimit) : await convertWithinLimit();
+        produced = await convertOn(pair, engine).catch((error: unknown) => {
+          const handedTo = handedOver(error, pair, registry);
+          return convertOn(handedTo.pair, handedTo.engine);
+        });
       } finally {
         releaseSlot();
       }
@@ -247,4 +255,15 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       return (await tx.updateConversion(id, { status: 'queued', progress: null, started_at: null }))!;
     });
   }
+}
+
+/**
+ * Where the engine handed the file over: the pair's fallback and its engine. Any other error, or
+ * a hand-over with no fallback available (no Chromium), is the conversion's failure.
+ */
+function handedOver(error: unknown, pair: ConversionPair, registry: { engine(name: string): Engine | undefined }): { pair: ConversionPair; engine: Engine } {
+  if (!(error instanceof HandOver)) throw error;
+  const engine = pair.fallback ? registry.engine(pair.fallback.engine) : undefined;
+  if (!pair.fallback || !engine) throw new ConversionFailure('input_invalid', error.message);
+  return { pair: pair.fallback, engine };
 }

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { ConversionFailure } from '../../errors/api-error.ts';
+import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
 import { CONVERSION_ERROR_CODES, type ConversionErrorCode } from '../../errors/codes.ts';
 import type { EngineSettings } from '../catalog.ts';
 import type { HelperLifecycle, HelperPool, PoolStatus } from '../process/helper-pool.ts';
@@ -114,6 +114,7 @@ export class EngineHost {
   private failureOf(error: unknown, { HelperDied, HelperTaskError }: Machinery): Error {
     if (error instanceof HelperTaskError) {
       const failure = error.error as HostFailure;
+      if (failure.kind === 'hand_over') return new HandOver(failure.message);
       if (failure.kind === 'conversion' && (CONVERSION_ERROR_CODES as readonly string[]).includes(failure.code)) {
         return new ConversionFailure(failure.code as ConversionErrorCode, failure.message, failure.details);
       }

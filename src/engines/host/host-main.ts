@@ -8,7 +8,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { ConversionFailure } from '../../errors/api-error.ts';
+import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
 import { engineLoaders, type EngineSettings } from '../catalog.ts';
 import type { Engine } from '../types.ts';
 import type { HelperMessage } from '../process/helper-process.ts';
@@ -55,6 +55,7 @@ async function handle(request: HostRequest): Promise<HostDone> {
 }
 
 function describe(error: unknown): HostFailure {
+  if (error instanceof HandOver) return { kind: 'hand_over', message: error.message };
   if (error instanceof ConversionFailure) return { kind: 'conversion', code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) };
   return { kind: 'internal', message: error instanceof Error ? (error.stack ?? error.message) : String(error) };
 }

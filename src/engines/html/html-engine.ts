@@ -9,6 +9,7 @@ import { HTML_FORMATS, HTML_SOURCES, HTML_TARGETS, imageOptions, PDF_OPTIONS, PD
 import { render } from './render.ts';
 import { DEFAULT_SANDBOX_UID, describeSandbox, planSandbox, type SandboxPlan } from './sandbox.ts';
 import { loadSite, SITE_ORIGIN } from './site.ts';
+import { textPrintOptions, textSite } from './text-page.ts';
 import { isSvgSource, loadSvgSite, SVG_FORMATS, svgPairs, svgPlan } from './svg.ts';
 
 export interface HtmlEngineOptions {
@@ -83,13 +84,14 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
           + `only the conversion's own files load; renderers held to ${memoryLimitMb} MB; ${describeSandbox(sandbox)}`,
       };
     },
-    pairs: (): ConversionPair[] => (install?.ready ? [...htmlPairs(settings.remoteResources === true), ...svgPairs()] : []),
+    pairs: (): ConversionPair[] => (install?.ready ? [...htmlPairs(settings.remoteResources === true), ...svgPairs(), TEXT_FALLBACK] : []),
     formats: () => [...HTML_FORMATS, ...SVG_FORMATS],
     async convert(job: EngineJob): Promise<EngineOutput> {
       if (!install?.ready) throw new ConversionFailure('internal_error', 'The HTML engine was not probed or Chromium is unavailable.');
       job.onProgress(0);
       const svg = isSvgSource(job.source);
-      const site = svg ? await loadSvgSite(job.source, job.inputPath) : await loadSite(job.source, job.inputPath);
+      const text = job.source === 'txt';
+      const site = svg ? await loadSvgSite(job.source, job.inputPath) : text ? await textSite(job) : await loadSite(job.source, job.inputPath);
       browser ??= new WarmBrowser({
         executable: install.path,
         recycleAfter: settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
@@ -115,7 +117,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
         killedForMemory: (since: number) => warm.killedForMemory(page, since),
       };
       const limits = { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote, rendererMemoryMb: memoryLimitMb };
-      const outcome = render(target, site, job, limits, svg ? svgPlan(job) : undefined);
+      const outcome = render(target, site, text ? { ...job, options: textPrintOptions(job) } : job, limits, svg ? svgPlan(job) : undefined);
       // A browser that does not let go of an aborted page within the grace is killed (the next
       // conversion gets a new one); the abort itself already failed this conversion.
       let killTimer: NodeJS.Timeout | undefined;
@@ -142,6 +144,9 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
     sandbox: () => browser?.sandboxInUse() ?? sandbox,
   };
 }
+
+/** Text the PDF engine's font cannot set; its options and variants are those of the pair it serves. */
+const TEXT_FALLBACK: ConversionPair = { source: 'txt', target: 'pdf', engine: 'html', kind: 'pdf', options: [], variants: [], fallbackOnly: true };
 
 function htmlPairs(remote: boolean): ConversionPair[] {
   return HTML_SOURCES.flatMap((source) => HTML_TARGETS.map((target): ConversionPair => ({

@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import fontkit from '@pdf-lib/fontkit';
 import { PDFDocument, rgb, type PDFFont, type PDFPage } from 'pdf-lib';
-import { ConversionFailure } from '../../errors/api-error.ts';
+import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
 import { decodeUtf8, lineAndColumn } from '../data/utf8.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { EngineJob } from '../types.ts';
@@ -35,7 +35,7 @@ export function loadTextFont(): Promise<FontFace> {
 /**
  * Scripts written right to left (Hebrew, Arabic, Syriac, Thaana, N'Ko, and their presentation
  * forms) need bidi reordering and shaping that pdf-lib does not do: drawn as-is they come out
- * garbled, so they are refused even where the font has glyphs.
+ * garbled, so such text goes to Chromium even where the font has glyphs (as does text the font lacks).
  */
 const RIGHT_TO_LEFT = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFF]/u;
 /** Control characters other than tab, newline and form feed mean this is not a text file. */
@@ -120,16 +120,15 @@ function checkCharacters(text: string, face: FontFace): void {
   const rtl = RIGHT_TO_LEFT.exec(text);
   if (rtl) {
     const { line, column } = lineAndColumn(text, rtl.index);
-    throw new ConversionFailure('input_invalid', `Line ${line}, column ${column}: "${rtl[0]}" (U+${hex(rtl[0].codePointAt(0)!)}) is right-to-left script, which text to PDF does not support.`);
+    throw new HandOver(`Line ${line}, column ${column}: "${rtl[0]}" (U+${hex(rtl[0].codePointAt(0)!)}) is right-to-left script, which text to PDF sets only where Chromium is installed.`);
   }
   let offset = 0;
   for (const char of text) {
     const codePoint = char.codePointAt(0)!;
     if (codePoint !== 10 && codePoint !== 9 && codePoint !== 12 && !face.hasGlyph(codePoint)) {
       const { line, column } = lineAndColumn(text, offset);
-      throw new ConversionFailure(
-        'input_invalid',
-        `Line ${line}, column ${column}: "${char}" (U+${hex(codePoint)}) is not in the embedded font ${TEXT_FONT_NAME}, which covers Latin, Greek, Cyrillic and common symbols.`,
+      throw new HandOver(
+        `Line ${line}, column ${column}: "${char}" (U+${hex(codePoint)}) is not in ${TEXT_FONT_NAME}, which covers Latin, Greek, Cyrillic and common symbols; other scripts are set only where Chromium is installed.`,
       );
     }
     offset += char.length;
