@@ -1,6 +1,7 @@
 import { defaultEngines } from '../src/engines/catalog.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { EngineHost } from '../src/engines/host/engine-host.ts';
+import { systemFonts, type SystemFonts } from '../src/engines/fonts/system-fonts.ts';
 import { MATH_PACKAGE, officeMath } from '../src/engines/office/find-office.ts';
 import type { EngineStatus } from '../src/engines/types.ts';
 import type { ConversionPair } from '../src/formats/types.ts';
@@ -18,6 +19,8 @@ export interface DoctorReport {
   allocator: Allocator;
   /** Where LibreOffice runs: whether its Math module is there, without which formulas are lost. */
   formulas?: FormulaSupport;
+  /** The fonts LibreOffice and Chromium find: scripts, Word's fonts' stand-ins, emoji, hyphenation. */
+  fonts: SystemFonts;
 }
 
 export interface FormulaSupport {
@@ -51,6 +54,7 @@ export async function doctor(): Promise<DoctorReport> {
     ...(example ? { chainExample: example } : {}),
     allocator: memoryAllocator(),
     ...(await formulaSupport(registry.statuses, pairs)),
+    fonts: await systemFonts(),
   };
 }
 
@@ -83,6 +87,23 @@ function formulaLine(formulas: FormulaSupport): string {
   return `formulas: LOST: LibreOffice Math is not installed: the ${formulas.pairs} pairs LibreOffice writes drop every formula (a Word, OpenDocument or RTF document's own${chains}): install Debian's ${MATH_PACKAGE}`;
 }
 
+/** Lines that say what documents will look like: the scripts drawn, Word's fonts, emoji, hyphenation. */
+export function fontLines(fonts: SystemFonts): string[] {
+  if (fonts.fonts === 0) return ['fonts: NONE FOUND: fontconfig (fc-list) is missing or lists no font: documents and HTML print without text'];
+  const packages = (missing: { package: string }[]) => [...new Set(missing.map((entry) => entry.package))].join(' ');
+  const scripts = fonts.missing.length === 0
+    ? `fonts: ${fonts.fonts} fonts; every script checked is drawn: ${fonts.covered.join(', ')}`
+    : `fonts: ${fonts.fonts} fonts; drawn: ${fonts.covered.join(', ')}; NOT DRAWN (empty boxes or refused): ${fonts.missing.map((entry) => entry.script).join(', ')}: install ${packages(fonts.missing)}`;
+  const wrong = fonts.standIns.filter((entry) => !entry.compatible);
+  const standIns = `Word's fonts: ${fonts.standIns.map((entry) => `${entry.font} -> ${entry.used}`).join(', ')}`
+    + (wrong.length === 0 ? ' (metric-compatible: lines and pages break as in Word)' : `; NOT METRIC-COMPATIBLE: ${wrong.map((entry) => entry.font).join(', ')}: lines and pages break elsewhere than in Word: install ${packages(wrong)}`);
+  const emoji = fonts.colourEmoji ? 'emoji: in colour' : 'emoji: NO COLOUR FONT: emoji print as outlines or boxes: install fonts-noto-color-emoji';
+  const hyphenation = fonts.hyphenation.length > 0
+    ? `hyphenation (LibreOffice): ${fonts.hyphenation.join(', ')}`
+    : 'hyphenation (LibreOffice): none: hyphenated documents break lines without hyphens: install hyphen-en-us, hyphen-de, ...';
+  return [scripts, standIns, emoji, hyphenation];
+}
+
 export function formatDoctor(report: DoctorReport): string {
   const nameWidth = Math.max(6, ...report.engines.map((engine) => engine.name.length));
   const lines = report.engines.map((engine) => {
@@ -94,5 +115,5 @@ export function formatDoctor(report: DoctorReport): string {
   const allocator = report.allocator === 'glibc'
     ? "memory allocator: glibc's malloc (a daemon on it keeps hundreds of MB after large images: preload jemalloc as deploy/convd.service does)"
     : `memory allocator: ${report.allocator}`;
-  return [...lines, `${report.pairs} conversion pairs offered${chains}`, ...(report.formulas ? [formulaLine(report.formulas)] : []), allocator].join('\n');
+  return [...lines, `${report.pairs} conversion pairs offered${chains}`, ...(report.formulas ? [formulaLine(report.formulas)] : []), ...fontLines(report.fonts), allocator].join('\n');
 }

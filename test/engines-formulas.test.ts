@@ -115,7 +115,8 @@ describe('LibreOffice Math is there, and convd doctor says so', { skip }, () => 
     for (const chain of ['latex -> pdf', 'latex -> rtf', 'org -> pdf', 'rst -> rtf']) assert.ok(formulas.chains.includes(chain), `${chain} goes through LibreOffice`);
     // GitHub's Markdown has no math: pandoc writes its RTF itself, no formula to lose.
     assert.ok(!formulas.chains.includes('md -> rtf'), 'md -> rtf is pandoc\'s own RTF');
-    const report: DoctorReport = { engines: [], pairs: 0, chains: 0, allocator: 'jemalloc', formulas };
+    const fonts = { fonts: 0, covered: [], missing: [], standIns: [], colourEmoji: false, hyphenation: [] };
+    const report: DoctorReport = { engines: [], pairs: 0, chains: 0, allocator: 'jemalloc', formulas, fonts };
     assert.match(formatDoctor(report), new RegExp(`^formulas: LibreOffice Math found \\(${formulas.math}\\): formulas are kept in the ${formulas.pairs} pairs LibreOffice writes$`, 'm'));
     const missing = formatDoctor({ ...report, formulas: { ...formulas, math: null } });
     assert.match(missing, /^formulas: LOST: LibreOffice Math is not installed: the \d+ pairs LibreOffice writes drop every formula \(a Word, OpenDocument or RTF document's own, and the math pandoc puts in the docx of [^)]*\blatex\b[^)]* -> pdf[^)]*\): install Debian's libreoffice-math-nogui$/m);
