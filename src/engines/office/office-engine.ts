@@ -56,6 +56,13 @@ const DOCUMENT_DIR_MADE_BY = /^convd-doc-(\d+)-/;
 /** The bridge next to this module, in the sources and in dist/ alike (the build copies it). */
 const BRIDGE = fileURLToPath(new URL('./bridge.py', import.meta.url));
 
+/**
+ * pandoc's targets an odt reaches through LibreOffice's docx rather than pandoc's ODT reader:
+ * pandoc 2.17 drops whatever a section holds (an agenda's items, an index, multi-column text:
+ * 42 of 46 words of LibreOffice's agenda template), its docx reader keeps it.
+ */
+const ODT_THROUGH_DOCX = ['html', 'md', 'epub', 'rst'] as const;
+
 function officePairs(): ConversionPair[] {
   const pairs: ConversionPair[] = [];
   const add = (sources: readonly string[], targets: readonly string[], family: OfficeFamily) => {
@@ -69,6 +76,7 @@ function officePairs(): ConversionPair[] {
           // Chains go on from a document's PDF (page images, text), from a Word document (to
           // pandoc's formats: doc -> docx -> md) and from a sheet's CSV (JSON...).
           ...(pdf || target === 'docx' || (target === 'csv' && family === 'sheet') ? { intermediate: true } : {}),
+          ...(source === 'odt' && target === 'docx' ? { preferredFor: [...ODT_THROUGH_DOCX] } : {}),
         });
       }
     }
