@@ -201,7 +201,10 @@ function reportFinished(
   say: (text: string) => void,
 ): void {
   const out = ctx.output;
-  if (out.mode.json || out.mode.quiet) return;
+  if (out.mode.json) return;
+  // Said even under --quiet, on stderr: the file is there, but not as its author saw it.
+  for (const warning of conversion.warnings ?? []) out.warn(`${input.name}: ${warning.message}`);
+  if (out.mode.quiet) return;
   const size = formatBytes(conversion.result?.size);
   if (destination?.kind === 'stdout') return say(`${input.name} → stdout (${size}) ${out.err.dim(conversion.id)}`);
   if (path) return say(`${input.name} → ${path} (${size}) ${out.out.dim(conversion.id)}`);

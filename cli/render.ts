@@ -69,6 +69,7 @@ export function conversionDetailRows(c: PublicConversion): [string, string][] {
       ['download', c.result.download_url],
     );
   }
+  for (const warning of c.warnings ?? []) rows.push(['warning', `${warning.code}: ${warning.message}`]);
   return rows;
 }
 

@@ -17,6 +17,8 @@ import { startDaemon, type DaemonHandle } from './helpers/daemon.ts';
 const CONVERSION_FIELDS = [
   'id', 'object', 'status', 'source', 'target', 'variant', 'options', 'original_name', 'input_size', 'progress',
   'credits', 'created_at', 'started_at', 'finished_at', 'result', 'error', 'links',
+  // This service's own, additive: what to know of a result (a font set in another).
+  'warnings',
 ];
 const RESULT_FIELDS = ['filename', 'size', 'mime', 'expires_at', 'download_url'];
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;

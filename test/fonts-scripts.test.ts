@@ -45,17 +45,31 @@ const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main
 let daemon: DaemonHandle;
 let dir: string;
 
-async function convert(content: Buffer | string, name: string, target: string): Promise<{ path?: string; error?: { code: string; message: string } }> {
+interface Submitted {
+  id: string;
+  status: string;
+  error?: { code: string; message: string };
+  warnings: { code: string; font: string; used: string; message: string }[];
+}
+
+/** The conversion as the API shows it once it has ended. */
+async function submit(content: Buffer | string, name: string, target: string): Promise<Submitted> {
   const form = new FormData();
   form.append('target', target);
   form.append('wait', '30');
   form.append('file', new Blob([typeof content === 'string' ? Buffer.from(content) : content]), name);
   const created = await api(daemon, '/conversions', { method: 'POST', body: form });
   assert.equal(created.status, 200, JSON.stringify(created.body));
-  let conversion = created.body as { id: string; status: string; error?: { code: string; message: string } };
+  let conversion = created.body as Submitted;
   for (let tries = 0; tries < 6 && (conversion.status === 'queued' || conversion.status === 'processing'); tries++) {
     conversion = (await api(daemon, `/conversions/${conversion.id}?wait=30`)).body as typeof conversion;
   }
+  return conversion;
+}
+
+/** The result downloaded into the test's directory, or the conversion's error. */
+async function convert(content: Buffer | string, name: string, target: string): Promise<{ path?: string; error?: { code: string; message: string } }> {
+  const conversion = await submit(content, name, target);
   if (conversion.status !== 'succeeded') return { error: conversion.error ?? { code: conversion.status, message: '' } };
   const download = await fetch(`${daemon.baseUrl}/conversions/${conversion.id}/download`, { headers: { authorization: `Bearer ${daemon.apiKey}` } });
   const path = join(dir, `${conversion.id}.${target}`);
@@ -151,6 +165,24 @@ describe('fonts and scripts', { skip }, () => {
     has(/^(LiberationSerif|NimbusRoman)/, 'Times New Roman set in Liberation Serif or URW Nimbus Roman');
     has(/^(LiberationMono|NimbusMono)/, 'Courier New set in Liberation Mono or URW Nimbus Mono');
     assert.ok(!fonts.some((font) => /DejaVu/.test(font)), `no DejaVu: ${fonts.join(', ')}`);
+  });
+
+  it('a docx naming a font nobody has: the result\'s warnings name it and what was used; fonts with metric-compatible faces warn of nothing', async () => {
+    const run = (font: string) => `<w:p><w:r><w:rPr><w:rFonts w:ascii="${font}" w:hAnsi="${font}"/></w:rPr><w:t>Set in ${font}</w:t></w:r></w:p>`;
+    const body = (fonts: string[]) => docxOf(`<w:document ${W}><w:body>${fonts.map(run).join('')}</w:body></w:document>`);
+    const warned = await submit(body(['Calibri', 'Segoe UI', 'Times New Roman']), 'segoe.docx', 'pdf');
+    assert.equal(warned.status, 'succeeded', JSON.stringify(warned.error));
+    assert.equal(warned.warnings.length, 1, JSON.stringify(warned.warnings));
+    const [warning] = warned.warnings;
+    assert.equal(warning!.code, 'font_substituted');
+    assert.equal(warning!.font, 'Segoe UI');
+    assert.ok(warning!.used && warning!.used !== 'Segoe UI', warning!.used);
+    assert.match(warning!.message, /"Segoe UI", which is not installed here: its text is set in ".+"/);
+    // Through a chain too: the fonts of the docx matter to the PNG made of its PDF.
+    const chained = await submit(body(['Segoe UI']), 'segoe.docx', 'png');
+    assert.deepEqual(chained.warnings.map((entry) => entry.font), ['Segoe UI']);
+    const clean = await submit(body(['Calibri', 'Cambria', 'Arial', 'Courier New']), 'word.docx', 'pdf');
+    assert.deepEqual(clean.warnings, []);
   });
 
   it('Chinese, Japanese, Korean, Arabic and Hebrew in a docx -> pdf: a font with each script, every character a glyph', async () => {

@@ -34,6 +34,7 @@ function conversion(id: string, status: 'succeeded' | 'failed' = 'succeeded'): P
     started_at: '2025-01-01T00:00:01.000Z',
     finished_at: '2025-01-01T00:00:02.000Z',
     result: null,
+    warnings: [],
     error: status === 'failed' ? { code: 'conversion_failed', message: 'broken' } : null,
     links: { self, download: `${self}/download` },
   };

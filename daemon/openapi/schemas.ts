@@ -38,6 +38,12 @@ export const SCHEMAS = {
     expires_at: dateTime,
     download_url: { ...uri, description: 'The download endpoint of the conversion.' },
   }, 'The result of a conversion that succeeded (spec 2.2).'),
+  ConversionWarning: closed({
+    code: { type: 'string', enum: ['font_substituted'] },
+    font: { type: 'string', description: 'The font the document names.' },
+    used: { type: 'string', description: 'The font its text was set in.' },
+    message: { type: 'string' },
+  }, 'This service\'s own: something to know of a result. `font_substituted`: a font the document names is not installed and has no metric-compatible face here, so lines and pages may break elsewhere than where its author saw them.'),
   ConversionError: {
     ...closed({
       code: { type: 'string', enum: [...CONVERSION_ERROR_CODES] },
@@ -66,6 +72,7 @@ export const SCHEMAS = {
     started_at: nullable(dateTime),
     finished_at: nullable(dateTime),
     result: nullable(ref('Result')),
+    warnings: { type: 'array', items: ref('ConversionWarning'), description: 'This service\'s own, additive: what to know of a result (empty for most).' },
     error: nullable(ref('ConversionError')),
     links: closed({ self: uri, download: uri }),
   }, 'A conversion (spec 2.1).'),

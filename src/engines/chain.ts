@@ -44,6 +44,8 @@ export function createChainEngine(lookup: ChainLookup): Engine {
       if (!steps || steps.length === 0) throw new Error(`no chain for ${job.source} -> ${job.target}`);
       let input = job.inputPath;
       let produced: EngineOutput | void = undefined;
+      // Every step's warnings: the docx's fonts, say, matter to the PNG made of its PDF.
+      const warnings: NonNullable<EngineOutput['warnings']> = [];
       const made: string[] = [];
       const stem = basename(job.inputPath, extname(job.inputPath)) || 'file';
       let clockStarted = false;
@@ -89,9 +91,10 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             if (!fallback) throw new ConversionFailure('input_invalid', error.message);
             return fallback.convert(stepJob);
           });
+          warnings.push(...(produced?.warnings ?? []));
           input = output;
         }
-        return produced;
+        return warnings.length > 0 ? { ...produced, warnings } : produced;
       } finally {
         for (const dir of made) await rm(dir, { recursive: true, force: true });
       }

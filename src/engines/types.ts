@@ -1,4 +1,4 @@
-import type { ConversionOptions } from '../model/conversion.ts';
+import type { ConversionOptions, ConversionWarning } from '../model/conversion.ts';
 import type { ConversionPair, FormatInfo } from '../formats/types.ts';
 
 /** Everything an engine needs for one job. An engine knows nothing of HTTP, accounts or credits. */
@@ -54,6 +54,8 @@ export interface EngineJob {
 export interface EngineOutput {
   /** Bytes written to `outputPath` (saves the caller a stat). */
   size?: number;
+  /** What the conversion's record should say of the result (a font set in another). */
+  warnings?: ConversionWarning[];
 }
 
 export interface EngineStatus {

@@ -10,6 +10,18 @@ export interface ConversionError {
   details?: Record<string, number | string>;
 }
 
+/**
+ * Something a client should know of a conversion that succeeded (an extension of the interface):
+ * `font_substituted`, a font the document names that is not installed and has no metric-compatible
+ * face, so its text was set in `used` and lines and pages may break elsewhere.
+ */
+export interface ConversionWarning {
+  code: 'font_substituted';
+  font: string;
+  used: string;
+  message: string;
+}
+
 export interface ConversionResult {
   filename: string;
   size: number;
@@ -46,6 +58,8 @@ export interface ConversionRecord {
   started_at: string | null;
   finished_at: string | null;
   result: ConversionResult | null;
+  /** Set when it succeeded with something to say (absent: none). */
+  warnings?: ConversionWarning[];
   error: ConversionError | null;
   callback_url: string | null;
   idempotency_key: string | null;
@@ -74,6 +88,7 @@ export interface PublicConversion {
   started_at: string | null;
   finished_at: string | null;
   result: (ConversionResult & { download_url: string }) | null;
+  warnings: ConversionWarning[];
   error: ConversionError | null;
   links: { self: string; download: string };
 }
@@ -97,6 +112,7 @@ export function toPublicConversion(record: ConversionRecord, baseUrl: string): P
     started_at: record.started_at,
     finished_at: record.finished_at,
     result: record.result ? { ...record.result, download_url: download } : null,
+    warnings: record.warnings ?? [],
     error: record.error,
     links: { self, download },
   };

@@ -169,6 +169,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         log('conversion.succeeded', { id, size });
         return service.finish(current, {
           status: 'succeeded', progress: 100, credits: cost, charged_at: cost > 0 ? now.toISOString() : null,
+          ...(produced?.warnings?.length ? { warnings: produced.warnings } : {}),
           result: {
             filename: resultFileName(current.original_name, extension),
             size,

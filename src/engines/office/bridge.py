@@ -34,6 +34,8 @@ import uno
 from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
 
+import font_names
+
 START_TIMEOUT_S = 60
 # Opened by main(): the test suites import this module to make fixtures with start_office.
 ANSWERS = None
@@ -347,7 +349,7 @@ def convert(desktop, request, detection=None):
             pages = document.getCurrentController().getPropertyValue("PageCount")
         except Exception:
             pass
-        written = {"kind": kind, "pages": pages}
+        written = {"kind": kind, "pages": pages, "warnings": font_warnings(request)}
     finally:
         # After a crash the close fails on the dead bridge; that must not hide a Failure above.
         gone = close(document)
@@ -356,6 +358,14 @@ def convert(desktop, request, detection=None):
         # dying instance. Failed as a crash, this instance ends and the next gets a new one.
         raise Failure("conversion_failed", "LibreOffice stopped while closing the document.", gone)
     return written
+
+
+def font_warnings(request):
+    """What the result should say of the fonts it was set in; never a reason to fail a written file."""
+    try:
+        return font_names.substituted(request["input"], request["source"])
+    except Exception:
+        return []
 
 
 def close(document):

@@ -4,6 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionWarning } from '../../model/conversion.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import { ENGINE_NICENESS, engineEnvironment, findParentDeathWrapper } from '../process/group.ts';
 import { HelperPool, type HelperLifecycle } from '../process/helper-pool.ts';
@@ -11,7 +12,7 @@ import { HelperDied, HelperTaskError } from '../process/helper-process.ts';
 import { linkOrCopy, moveFile } from '../process/link-or-copy.ts';
 import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 import { lastLines } from '../subprocess.ts';
-import type { Engine, EngineJob, EngineStatus } from '../types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import {
   DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, kindOfSource, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
   TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind, type OfficeFamily,
@@ -164,7 +165,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     },
     pairs: () => (office?.ready ? officePairs() : []),
     formats: () => OFFICE_FORMATS,
-    async convert(job: EngineJob): Promise<void> {
+    async convert(job: EngineJob): Promise<EngineOutput> {
       if (!office?.ready) throw new ConversionFailure('internal_error', 'The office engine was not probed or LibreOffice is unavailable.');
       job.onProgress(0);
       const running = await poolOf(office);
@@ -180,11 +181,12 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       const work = await mkdtemp(join(tmpdir(), `${DOCUMENT_DIR}${process.pid}-`));
       const opened = join(work, basename(job.inputPath));
       const written = join(work, 'out', basename(job.outputPath));
+      let warnings: ConversionWarning[] = [];
       try {
         await linkOrCopy(job.inputPath, opened);
         await mkdir(join(work, 'out'));
         try {
-          await convertIn(running, { ...job, inputPath: opened }, written, input, filters, filterOptions);
+          warnings = await convertIn(running, { ...job, inputPath: opened }, written, input, filters, filterOptions);
         } catch (error) {
           if (!(error instanceof CrashedOnLoad)) throw error;
           await secondWay(office, { ...job, inputPath: opened }, join(work, 'second'), written, error.failure);
@@ -197,17 +199,18 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       if (size === 0) throw new ConversionFailure('conversion_failed', `LibreOffice wrote no ${job.target} file.`);
       checkOutputSize(size, job.maxOutputBytes);
       job.onProgress(100);
+      return { size, ...(warnings.length > 0 ? { warnings } : {}) };
     },
     async close() {
       await (await pool)?.close(2000);
     },
   };
 
-  /** One document through a LibreOffice instance of the pool, written to `output`. */
+  /** One document through a LibreOffice instance of the pool, written to `output`; the fonts it had to set in others. */
   async function convertIn(
     running: HelperPool, job: EngineJob, output: string,
     input: { filter: string; options?: string; older?: string[] }, filters: Partial<Record<OfficeDocumentKind, string>>, filterOptions: string | undefined,
-  ): Promise<void> {
+  ): Promise<ConversionWarning[]> {
     const request = {
       op: 'convert',
       input: job.inputPath,
@@ -224,7 +227,8 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       password: typeof job.options.password === 'string' ? job.options.password : undefined,
     };
     try {
-      await running.run(request, { signal: job.signal, onStart: job.startClock });
+      const written = await running.run(request, { signal: job.signal, onStart: job.startClock }) as { warnings?: ConversionWarning[] } | undefined;
+      return written?.warnings ?? [];
     } catch (error) {
       if (job.signal.aborted) throw job.signal.reason;
       const failure = failureOf(error, memoryLimitMb);
