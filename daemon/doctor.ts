@@ -97,7 +97,10 @@ export function fontLines(fonts: SystemFonts): string[] {
   const wrong = fonts.standIns.filter((entry) => !entry.compatible);
   const standIns = `Word's fonts: ${fonts.standIns.map((entry) => `${entry.font} -> ${entry.used}`).join(', ')}`
     + (wrong.length === 0 ? ' (metric-compatible: lines and pages break as in Word)' : `; NOT METRIC-COMPATIBLE: ${wrong.map((entry) => entry.font).join(', ')}: lines and pages break elsewhere than in Word: install ${packages(wrong)}`);
-  const emoji = fonts.colourEmoji ? 'emoji: in colour' : 'emoji: NO COLOUR FONT: emoji print as outlines or boxes: install fonts-noto-color-emoji';
+  const emoji = [
+    fonts.colourEmoji ? 'emoji: in colour (Chromium)' : 'emoji: NO COLOUR FONT: Chromium prints emoji as outlines or boxes: install fonts-noto-color-emoji',
+    fonts.outlineEmoji ? 'as outlines (LibreOffice)' : 'NO OUTLINE FONT: LibreOffice prints emoji as nothing: install fonts-symbola',
+  ].join('; ');
   const hyphenation = fonts.hyphenation.length > 0
     ? `hyphenation (LibreOffice): ${fonts.hyphenation.join(', ')}`
     : 'hyphenation (LibreOffice): none: hyphenated documents break lines without hyphens: install hyphen-en-us, hyphen-de, ...';

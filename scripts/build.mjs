@@ -23,7 +23,7 @@ const FINGERPRINT = join(DIST, '.build-fingerprint');
 const SOURCE_DIRS = ['src', 'daemon', 'cli'];
 const SETTINGS = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
 /** Files copied into dist/ as they are (the office engine's bridge runs under LibreOffice's Python). */
-const COPIED = ['src/engines/office/bridge.py', 'src/engines/office/font_names.py'];
+const COPIED = ['src/engines/office/bridge.py', 'src/engines/office/font_names.py', 'src/engines/office/fonts.conf'];
 
 function* filesUnder(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {

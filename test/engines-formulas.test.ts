@@ -115,7 +115,7 @@ describe('LibreOffice Math is there, and convd doctor says so', { skip }, () => 
     for (const chain of ['latex -> pdf', 'latex -> rtf', 'org -> pdf', 'rst -> rtf']) assert.ok(formulas.chains.includes(chain), `${chain} goes through LibreOffice`);
     // GitHub's Markdown has no math: pandoc writes its RTF itself, no formula to lose.
     assert.ok(!formulas.chains.includes('md -> rtf'), 'md -> rtf is pandoc\'s own RTF');
-    const fonts = { fonts: 0, covered: [], missing: [], standIns: [], colourEmoji: false, hyphenation: [] };
+    const fonts = { fonts: 0, covered: [], missing: [], standIns: [], colourEmoji: false, outlineEmoji: false, hyphenation: [] };
     const report: DoctorReport = { engines: [], pairs: 0, chains: 0, allocator: 'jemalloc', formulas, fonts };
     assert.match(formatDoctor(report), new RegExp(`^formulas: LibreOffice Math found \\(${formulas.math}\\): formulas are kept in the ${formulas.pairs} pairs LibreOffice writes$`, 'm'));
     const missing = formatDoctor({ ...report, formulas: { ...formulas, math: null } });

@@ -42,7 +42,8 @@ describe('convd doctor: fonts', { skip }, () => {
     for (const language of ['en', 'de', 'fr', 'es']) assert.ok(fonts.hyphenation.includes(language), `hyphenation for ${language}: ${lines}`);
     assert.match(lines, /^fonts: \d+ fonts; every script checked is drawn: Latin, /m);
     assert.match(lines, /^Word's fonts: Calibri -> Carlito, Cambria -> Caladea, .* \(metric-compatible: lines and pages break as in Word\)$/m);
-    assert.match(lines, /^emoji: in colour$/m);
+    assert.ok(fonts.outlineEmoji, lines);
+    assert.match(lines, /^emoji: in colour \(Chromium\); as outlines \(LibreOffice\)$/m);
   });
 
   it('with only DejaVu: the scripts not drawn, Word\'s fonts not metric-compatible and no colour emoji, each with the package to install', async () => {
@@ -52,6 +53,6 @@ describe('convd doctor: fonts', { skip }, () => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, env: { ...process.env, FONTCONFIG_FILE: config } });
     assert.match(stdout, /^fonts: \d+ fonts; drawn: Latin, Greek, Cyrillic.*; NOT DRAWN \(empty boxes or refused\): .*Chinese, Japanese, Korean: install .*fonts-noto-cjk/m);
     assert.match(stdout, /^Word's fonts: Calibri -> (?!Carlito).*NOT METRIC-COMPATIBLE: Calibri, Cambria, Arial, Times New Roman, Courier New: .*install fonts-crosextra-carlito fonts-crosextra-caladea fonts-liberation2$/m);
-    assert.match(stdout, /^emoji: NO COLOUR FONT: .*install fonts-noto-color-emoji$/m);
+    assert.match(stdout, /^emoji: NO COLOUR FONT: .*install fonts-noto-color-emoji; as outlines \(LibreOffice\)$/m);
   });
 });

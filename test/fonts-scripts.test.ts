@@ -196,6 +196,16 @@ describe('fonts and scripts', { skip }, () => {
     assertGlyphs(await pages(path), 'docx');
   });
 
+  it('an emoji in a docx -> pdf is drawn (in an outline font: LibreOffice\'s colour emoji would print as nothing)', async () => {
+    const emoji = `<w:p><w:r><w:rPr><w:sz w:val="96"/></w:rPr><w:t>${EMOJI}</w:t></w:r></w:p>`;
+    const { path, error } = await convert(docxOf(`<w:document ${W}><w:body>${emoji}</w:body></w:document>`), 'emoji.docx', 'pdf');
+    assert.ok(path, JSON.stringify(error));
+    const fonts = await pdfFonts(path);
+    assert.ok(!fonts.some((font) => /ColorEmoji/.test(font)), `no colour bitmap font LibreOffice cannot show: ${fonts.join(', ')}`);
+    const [page] = await pages(path);
+    assert.ok(ink(page!) > 255 * 50, 'the emoji has ink');
+  });
+
   it('the same in HTML -> pdf, and an emoji in colour in HTML -> png and -> pdf', async () => {
     const section = (text: string) => `<p style="font-size:28pt;break-after:page">${text}</p>`;
     const html = `<!doctype html><meta charset="utf-8"><body>${[...SCRIPTS.map(([, sample]) => section(sample)), `<p style="font-size:28pt">${NO_FONT}</p>`].join('')}</body>`;

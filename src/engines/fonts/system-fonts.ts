@@ -45,6 +45,8 @@ export interface SystemFonts {
   /** Word's fonts and what fontconfig gives for each. */
   standIns: { font: string; used: string; compatible: boolean; package: string }[];
   colourEmoji: boolean;
+  /** An outline font with emoji, which LibreOffice draws them in (its PDFs cannot show colour ones). */
+  outlineEmoji: boolean;
   /** Languages with hyphenation patterns (hyph_de_DE.dic -> de). */
   hyphenation: string[];
 }
@@ -63,10 +65,11 @@ export async function systemFonts(): Promise<SystemFonts> {
     return { font, used: used || '(none)', compatible: compatible.test(used), package: name };
   }));
   const colourEmoji = (await fontconfig(['--format', '%{family[0]}\\n', ':color=true:charset=1f600'], 'fc-list')) !== '';
+  const outlineEmoji = (await fontconfig(['--format', '%{family[0]}\\n', ':color=false:charset=1f600'], 'fc-list')) !== '';
   const hyphenation = (await readdir(HYPHENATION_DIR).catch(() => [] as string[]))
     .map((name) => /^hyph_([a-z]{2,3})[_.]/.exec(name)?.[1])
     .filter((language): language is string => language !== undefined);
-  return { fonts: coverage.fonts, covered, missing, standIns, colourEmoji, hyphenation: [...new Set(hyphenation)].sort() };
+  return { fonts: coverage.fonts, covered, missing, standIns, colourEmoji, outlineEmoji, hyphenation: [...new Set(hyphenation)].sort() };
 }
 
 async function fontconfig(args: string[], command = 'fc-match'): Promise<string> {

@@ -56,6 +56,8 @@ const DOCUMENT_DIR_MADE_BY = /^convd-doc-(\d+)-/;
 
 /** The bridge next to this module, in the sources and in dist/ alike (the build copies it). */
 const BRIDGE = fileURLToPath(new URL('./bridge.py', import.meta.url));
+/** The system's fontconfig without colour fonts, which LibreOffice's PDFs cannot show (fonts.conf says why). */
+const FONTCONFIG = fileURLToPath(new URL('./fonts.conf', import.meta.url));
 
 /**
  * pandoc's targets an odt reaches through LibreOffice's docx rather than pandoc's ODT reader:
@@ -108,6 +110,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   /** What LibreOffice runs with, in an instance and in the second way alike. */
   const officeEnv = engineEnvironment({
     SAL_USE_VCLPLUGIN: 'svp',
+    FONTCONFIG_FILE: (settings.env ?? process.env).FONTCONFIG_FILE ?? FONTCONFIG,
     ...(faults?.crashOnLoad ? { CONVD_TEST_CRASH_ON_LOAD: faults.crashOnLoad } : {}),
     ...(faults?.crashSecondWay ? { CONVD_TEST_CRASH_ONE_OFF: faults.crashSecondWay } : {}),
   }, settings.env ?? process.env);
