@@ -541,6 +541,15 @@ describe('cancel, time limit, heap limit and output cap leave no process behind'
     await assertNoWorkDirs();
   });
 
+  it('a Markdown list nested past 400 columns is refused by line before pandoc reads it (quadratic there); sixty levels convert', async () => {
+    const list = (levels: number) => `${Array.from({ length: levels }, (_, i) => `${'  '.repeat(i)}- level ${i + 1}`).join('\n')}\n`;
+    const failure = await rejectsWith(engine.convert(job('md', 'docx', await input('deep-list.md', list(1500)))), 'input_invalid');
+    assert.equal(failure.message, 'Line 202 is a list item indented 402 columns: Markdown lists are converted up to 400 columns deep (a hundred levels or more), since deeper ones take the reader minutes.');
+    assertNoPandoc();
+    const text = await readFile(await convert('md', 'txt', await input('sixty.md', list(60))), 'utf8');
+    assert.match(text, /level\s+60\b/);
+  });
+
   it('deeply nested quotes hit the engine time limit: timeout, no process left', async () => {
     const limited = createMarkupEngine({ timeLimitMs: 1000 });
     await limited.probe();

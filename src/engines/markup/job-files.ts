@@ -20,7 +20,7 @@
  *   makes `<embed>`, `<video>` or `<audio>` of anything else);
  * - metadata keeps the descriptive fields (title, author, date, ...) only.
  */
-export const INERT_FILTER = String.raw`-- convd: makes the document inert before pandoc writes it (src/engines/markup/job-files.ts).
+const INERT_FILTER = String.raw`-- convd: makes the document inert before pandoc writes it (src/engines/markup/job-files.ts).
 local KEEP_ATTRIBUTES = { width = true, height = true, title = true, lang = true, dir = true, ['custom-style'] = true }
 local KEEP_META = {
   title = true, subtitle = true, author = true, date = true, lang = true, dir = true, abstract = true,
@@ -90,7 +90,18 @@ return {
       if not safe_target(el.src, true) or not image_named(el.src) then return el.caption end
       return clean(el)
     end,
-    -- Every other element with attributes (pandoc 3 adds Figure; 2.x has none and ignores the key).
+%ATTRIBUTE_HANDLERS%    Meta = function(meta)
+      for key, _ in pairs(meta) do
+        if not KEEP_META[key] then meta[key] = nil end
+      end
+      return meta
+    end,
+  },
+}
+`;
+
+/** The handlers for elements whose attributes may carry keys and values to take out. */
+const ATTRIBUTE_HANDLERS = String.raw`    -- Every other element with attributes (pandoc 3 adds Figure; 2.x has none and ignores the key).
     Span = clean, Code = clean, Div = clean, Header = clean, CodeBlock = clean, Figure = clean,
     Table = function(el)
       el.attr = inert_attr(el.attr)
@@ -107,21 +118,23 @@ return {
       el.foot.rows = clean_rows(el.foot.rows)
       return el
     end,
-    Meta = function(meta)
-      for key, _ in pairs(meta) do
-        if not KEEP_META[key] then meta[key] = nil end
-      end
-      return meta
-    end,
-  },
-}
 `;
+
+/**
+ * The inert filter. `keyValueAttributes` false leaves out the handlers for attributes: for
+ * GitHub's Markdown without raw HTML, whose reader gives no element a key-value attribute (ids
+ * and classes only), the filter's pass over every span, code, heading and table is 5-10 % of
+ * pandoc's whole conversion for nothing.
+ */
+export function inertFilter(keyValueAttributes: boolean): string {
+  return INERT_FILTER.replace('%ATTRIBUTE_HANDLERS%', keyValueAttributes ? ATTRIBUTE_HANDLERS : '');
+}
 
 /**
  * A Lua filter that numbers the headings (1, 1.1, 1.2, 2, ...) for writers that ignore pandoc's
  * --number-sections (RTF), the way the others number them: a heading of class `unnumbered` keeps
  * no number and counts for none, a level without a heading above it counts as 0 ("0.1"). It runs
- * after INERT_FILTER, so a table of contents (--toc, made by the writer) shows the numbers too.
+ * after the inert filter, so a table of contents (--toc, made by the writer) shows the numbers too.
  */
 export const NUMBER_FILTER = String.raw`-- convd: numbered headings (src/engines/markup/job-files.ts).
 local counts = {}
@@ -142,7 +155,7 @@ return {
 `;
 
 /**
- * A Lua filter that reads raw HTML as HTML, run before INERT_FILTER where the document may hold
+ * A Lua filter that reads raw HTML as HTML, run before the inert filter where the document may hold
  * some (markup-engine.ts): Markdown's raw HTML above all (`<pre>`, `<div>`, `<table>`,
  * `<details>`, `<b>`, `<br>`: CommonMark keeps it raw, and the inert filter would drop it with its
  * text), rst's `raw:: html`, org's HTML export blocks, what pandoc's EPUB reader keeps raw. What it
@@ -157,7 +170,7 @@ return {
  * - pandoc's HTML reader runs with `raw_html`: without it, it fetches an iframe's address and
  *   reads the page into the document, and a filter's `pandoc.read` runs outside pandoc's sandbox.
  *   With it, what the reader does not know (scripts, styles, frames, objects, form fields, media)
- *   stays raw, for INERT_FILTER to drop, and attributes and addresses go to INERT_FILTER too.
+ *   stays raw, for the inert filter to drop, and attributes and addresses go to it too.
  * Measured with pandoc 2.17: as a separate pass it costs 30-60 % of a large document's
  * conversion even without raw HTML, so the engine runs it only where it may apply.
  */

@@ -11,10 +11,11 @@ import {
   MARKUP_FORMATS, MARKUP_SOURCES, MARKUP_TARGETS, NUMBERED_BY_FILTER, PACKAGED_TARGETS, PAIRS_LEFT_TO_OTHERS, READERS, RTF_SOURCES,
   WRAP_ARGUMENTS, WRITERS, markupOptions, type MarkupSource, type MarkupTarget,
 } from './formats.ts';
-import { HTML_TEMPLATE, INERT_FILTER, NUMBER_FILTER, RAW_HTML_FILTER } from './job-files.ts';
+import { HTML_TEMPLATE, inertFilter, NUMBER_FILTER, RAW_HTML_FILTER } from './job-files.ts';
 import {
   findPandoc, INSTALL_HINT, MIN_VERSION, missingDataFile, pandocApiVersion, pandocVersion, readDataFiles, versionAtLeast, WRITER_DATA_FILES,
 } from './pandoc.ts';
+import { refuseDeepNesting } from './nesting.ts';
 import { mayHoldHtml, writeTextAsPandocJson } from './text-source.ts';
 
 export interface MarkupEngineOptions {
@@ -228,12 +229,17 @@ async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits
         throw job.signal.aborted ? job.signal.reason : error;
       });
     } else {
+      if (source === 'md') {
+        await refuseDeepNesting(job.inputPath, job.signal).catch((error: unknown) => {
+          throw job.signal.aborted ? job.signal.reason : error;
+        });
+      }
       await symlink(resolve(job.inputPath), join(work, input));
     }
-    if (needsInertFilter(source)) await writeFile(join(work, FILTER_FILE), INERT_FILTER);
     const rawHtml = source === 'epub' || (RAW_HTML_SOURCES.has(source) && await mayHoldHtml(job.inputPath, job.signal).catch((error: unknown) => {
       throw job.signal.aborted ? job.signal.reason : error;
     }));
+    if (needsInertFilter(source)) await writeFile(join(work, FILTER_FILE), inertFilter(source !== 'md' || rawHtml));
     if (rawHtml) await writeFile(join(work, RAW_HTML_FILTER_FILE), RAW_HTML_FILTER);
     if (target === 'html') await writeFile(join(work, TEMPLATE_FILE), HTML_TEMPLATE);
     if (numberedByFilter(target, job)) await writeFile(join(work, NUMBER_FILTER_FILE), NUMBER_FILTER);
@@ -280,7 +286,7 @@ function pandocArguments(source: MarkupSource, target: MarkupTarget, job: Engine
 
 /**
  * Plain text reaches pandoc as the document the engine wrote itself (text-source.ts): words,
- * spaces, line breaks and paragraphs, no link, attribute, raw block or metadata for INERT_FILTER
+ * spaces, line breaks and paragraphs, no link, attribute, raw block or metadata for the inert filter
  * to take out, and the filter's pass over a large text cost a quarter of its conversion.
  */
 function needsInertFilter(source: MarkupSource): boolean {
