@@ -236,6 +236,14 @@ describe('data options', () => {
     const html = await convert('md', 'html', await input('frag.md', '## Hi\n'), { full_document: false });
     assert.equal(html.trim(), '<h2>Hi</h2>');
   });
+
+  it('md -> html keeps a list 200 levels deep and what follows it (markdown-it dropped both past 50); deeper than 500 levels is refused by line, never cut', async () => {
+    const list = (levels: number) => `${Array.from({ length: levels }, (_, i) => `${'  '.repeat(i)}- level ${i + 1}`).join('\n')}\n\nAfter the list.\n`;
+    const html = await convert('md', 'html', await input('deep.md', list(200)), { full_document: false });
+    assert.match(html, /level 200</);
+    assert.match(html, /After the list\./);
+    await fails(convert('md', 'html', await input('deeper.md', `Fine.\n\n${'> '.repeat(20_000)}deep\n`)), 'input_invalid', /^Line 3: lists, quotes or emphasis are nested more than 500 levels deep here/);
+  });
 });
 
 describe('one file, one answer: any CSV or TSV gives every row, under unique keys', () => {
