@@ -14,7 +14,9 @@
  * event-loop delay under attack (bench/event-loop-under-attack.ts), s 1 MiB of text and of
  * Markdown to five document formats against the fastest direct tool (bench/large-text.ts). It
  * prints one line per bench as it ends and a table at the end. Exits 1 when a target is missed
- * (or a figure is invalid), so a script can gate on it.
+ * (or a figure is invalid), so a script can gate on it. Not among them, as it needs a folder of
+ * real Word files: `npm run bench:page-count -- <folder>` (bench/page-count.ts), how many of
+ * their PDFs have the page count Word saw.
  *
  * Every daemon is the compiled one (dist/, built by `npm run bench`) in its own process, with
  * its own temp data dir (and, on PostgreSQL, a database of its own); load generators run in

@@ -1,0 +1,43 @@
+/** The text of some entries of a zip held in memory (a docx's XML parts), read with yauzl. */
+import { promisify } from 'node:util';
+import yauzl, { type Entry, type ZipFile } from 'yauzl';
+
+const fromBuffer = promisify(yauzl.fromBuffer) as (data: Buffer, options: yauzl.Options) => Promise<ZipFile>;
+
+/** Parts past this size are not read: a docx's XML parts are far smaller, a bigger one is not a docx worth measuring. */
+const MAX_ENTRY_BYTES = 64 * 1024 * 1024;
+
+/** Every entry whose name `wanted` accepts, as UTF-8 text, by name. Throws when `data` is not a readable zip. */
+export async function zipTexts(data: Buffer, wanted: (name: string) => boolean): Promise<Map<string, string>> {
+  const zip = await fromBuffer(data, { lazyEntries: true, autoClose: false, decodeStrings: true, strictFileNames: false });
+  const texts = new Map<string, string>();
+  try {
+    for (let entry = await nextEntry(zip); entry; entry = await nextEntry(zip)) {
+      if (!wanted(entry.fileName) || entry.uncompressedSize > MAX_ENTRY_BYTES) continue;
+      texts.set(entry.fileName, (await readEntry(zip, entry)).toString('utf8'));
+    }
+  } finally {
+    zip.close();
+  }
+  return texts;
+}
+
+function nextEntry(zip: ZipFile): Promise<Entry | null> {
+  return new Promise((resolve, reject) => {
+    const cleanup = () => {
+      zip.off('entry', onEntry).off('end', onEnd).off('error', onError);
+    };
+    const onEntry = (entry: Entry) => { cleanup(); resolve(entry); };
+    const onEnd = () => { cleanup(); resolve(null); };
+    const onError = (error: Error) => { cleanup(); reject(error); };
+    zip.on('entry', onEntry).on('end', onEnd).on('error', onError);
+    zip.readEntry();
+  });
+}
+
+async function readEntry(zip: ZipFile, entry: Entry): Promise<Buffer> {
+  const stream = await promisify(zip.openReadStream.bind(zip))(entry) as NodeJS.ReadableStream;
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
