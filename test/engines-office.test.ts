@@ -364,7 +364,7 @@ describe('office engine: the pool', { skip }, () => {
   it('a document whose opening crashes its instance converts a second way, counted; a damaged file is not retried; a second crash fails clearly', async () => {
     // LibreOffice aborts (SIGABRT, as 7.4 does on some real .doc and .docx) as the instance opens
     // a name holding `crash-on-load`, and in the second way too for `crash-twice`.
-    const faulty = createOfficeEngine({ instances: 1, faultsForTests: { crashOnLoad: 'crash-on-load', crashSecondWay: 'crash-twice' } });
+    const faulty = createOfficeEngine({ instances: 1, faultsForTests: { crashOnLoad: 'crash-on-load', crashOnStore: 'crash-on-store', crashSecondWay: 'crash-twice' } });
     await faulty.probe();
     let requests = 0;
     const server = createServer((req, res) => {
@@ -392,6 +392,14 @@ describe('office engine: the pool', { skip }, () => {
       const output = await convertOn(faulty, { ...job(crashing, 'docx', 'pdf'), variant: 'pdfa-2b' });
       assert.match((await pdfPageTexts(output)).join('\n'), new RegExp(OFFICE_MARKER));
       assert.match((await readFile(output)).toString('latin1'), /pdfaid:part>2<|pdfaid:part="2"/);
+      assert.deepEqual(retried(counts), { succeeded: 1, failed: 0 });
+
+      // A crash while the document is written (a Word file with comments, on Debian's -nogui
+      // LibreOffice) goes the second way as well.
+      counts = officeRetries();
+      const crashingLate = join(dir, 'crash-on-store.docx');
+      await writeFile(crashingLate, await readFile(join(dir, 'fixture.docx')));
+      assert.match((await pdfPageTexts(await convertOn(faulty, job(crashingLate, 'docx', 'pdf')))).join('\n'), new RegExp(OFFICE_MARKER));
       assert.deepEqual(retried(counts), { succeeded: 1, failed: 0 });
 
       // The crashed instance is gone; the next document gets a new one, which stays (warm).
@@ -434,7 +442,7 @@ describe('office engine: the pool', { skip }, () => {
       await writeFile(twice, await readFile(join(dir, 'fixture.docx')));
       const error = await failure(convertOn(faulty, job(twice, 'docx', 'pdf')));
       assert.ok(error instanceof ConversionFailure && error.code === 'conversion_failed', String(error));
-      assert.match(error.message, /crashed opening the document, and a second try .* failed too: it crashed as well/);
+      assert.match(error.message, /crashed on the document, and a second try .* failed too: it crashed as well/);
       assert.doesNotMatch(error.message, /\//, 'no path in the message');
       assert.deepEqual(retried(counts), { succeeded: 0, failed: 1 });
     } finally {

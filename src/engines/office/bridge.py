@@ -13,7 +13,7 @@ time limit or a cancel kills both at once.
 Usage: bridge.py SOFFICE_BIN PROFILE_DIR [SETPRIV]
 
 A bridge whose soffice crashes (a signal such as SIGABRT or SIGSEGV, not a kill) while opening
-the document exits with CRASHED_ON_LOAD, and convd tries the document once more another way: a
+or writing the document exits with CRASHED_ON_DOCUMENT, and convd tries the document once more another way: a
 one-off `soffice --convert-to` in a profile of its own (src/engines/office/second-way.ts), which
 this script runs too:
 
@@ -44,9 +44,11 @@ ANSWERS = None
 OFFICE = None
 PHASE = "idle"
 
-# The bridge's exit status when its soffice crashed while opening a document, and the one-off
+# The bridge's exit status when its soffice crashed while opening or writing a document (Debian's
+# -nogui packages lack Writer's dialog files, and a Word file with comments aborts 7.4 as it lays
+# them out, at either moment; a cold `soffice --convert-to` converts it), and the one-off
 # conversion's when its soffice crashed (office-engine.ts and second-way.ts read them).
-CRASHED_ON_LOAD = 3
+CRASHED_ON_DOCUMENT = 3
 # How soffice ends when it crashes: its own handler re-raises the signal after printing a stack
 # (SIGSEGV ends as SIGABRT). SIGKILL is not one: that is the OOM killer or someone's kill -9.
 CRASH_SIGNALS = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS}
@@ -56,6 +58,7 @@ CRASH_SIGNALS = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, s
 # holds the first crashes its instance as it is opened; one holding the second crashes the one-off
 # conversion's soffice too.
 CRASH_ON_LOAD = os.environ.get("CONVD_TEST_CRASH_ON_LOAD") or None
+CRASH_ON_STORE = os.environ.get("CONVD_TEST_CRASH_ON_STORE") or None
 CRASH_ONE_OFF = os.environ.get("CONVD_TEST_CRASH_ONE_OFF") or None
 
 # The profile's settings: linked images and other links of an untrusted document are not loaded
@@ -304,7 +307,7 @@ def unreadable(request, error):
 
 def opened(desktop, request, detection):
     """The document, loaded. PHASE stays "loading" if soffice dies here: the bridge then ends with
-    CRASHED_ON_LOAD (office_gone) before main() answers or resets it."""
+    CRASHED_ON_DOCUMENT (office_gone) before main() answers or resets it."""
     global PHASE
     PHASE = "loading"
     if CRASH_ON_LOAD and CRASH_ON_LOAD in os.path.basename(request["input"]):
@@ -339,6 +342,10 @@ def convert(desktop, request, detection=None):
         data = request.get("filterData")
         if data:
             store["FilterData"] = uno.Any("[]com.sun.star.beans.PropertyValue", props(data))
+        if CRASH_ON_STORE and CRASH_ON_STORE in os.path.basename(request["input"]):
+            os.kill(OFFICE.pid, signal.SIGABRT)
+            while True:  # watch_office ends this bridge once soffice is gone
+                time.sleep(1)
         try:
             document.storeToURL(uno.systemPathToFileUrl(request["output"]), props(store))
         except Exception as error:
@@ -421,10 +428,10 @@ def office_gone(code, during):
     """Ends this bridge after its soffice ended with `code` (None: not reaped yet). Both threads
     come here (whichever sees the end first): a crash while a document was being opened is told
     by the exit status, as no answer can be sent."""
-    if PHASE == "loading" and crashed(code):
-        sys.stderr.write("soffice crashed (signal %d) while opening the document\n" % -code)
+    if PHASE in ("loading", "converting") and crashed(code):
+        sys.stderr.write("soffice crashed (signal %d) while %s the document\n" % (-code, "opening" if PHASE == "loading" else "writing"))
         sys.stderr.flush()
-        os._exit(CRASHED_ON_LOAD)
+        os._exit(CRASHED_ON_DOCUMENT)
     sys.stderr.write("soffice exited (%s)%s\n" % (code, during))
     sys.stderr.flush()
     os._exit(1)
@@ -435,7 +442,7 @@ def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv
     instances' settings (no links, no macros, no recalculation), its output in `outdir` named
     after the input. soffice.bin rather than the `soffice` script for the parent-death signal, as
     launch_office; its messages go to stderr, where convd reads them. Exits 0 once soffice did
-    (the output is convd's to check), CRASHED_ON_LOAD if soffice crashed, else 1."""
+    (the output is convd's to check), CRASHED_ON_DOCUMENT if soffice crashed, else 1."""
     write_profile(profile)
     command = [
         soffice, "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
@@ -454,7 +461,7 @@ def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv
             break
     if crashed(code):
         sys.stderr.write("soffice crashed (signal %d)\n" % -code)
-        sys.exit(CRASHED_ON_LOAD)
+        sys.exit(CRASHED_ON_DOCUMENT)
     if code != 0:
         sys.stderr.write("soffice exited (%s)\n" % code)
     sys.exit(0 if code == 0 else 1)

@@ -41,7 +41,7 @@ export interface OfficeEngineOptions {
    * whose file name holds `crashOnLoad` as a warm instance opens them, and `crashSecondWay` in the
    * second way as well (bridge.py's CONVD_TEST_CRASH_*).
    */
-  faultsForTests?: { crashOnLoad?: string; crashSecondWay?: string };
+  faultsForTests?: { crashOnLoad?: string; crashOnStore?: string; crashSecondWay?: string };
 }
 
 const DEFAULT_RECYCLE_AFTER = 200;
@@ -112,6 +112,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     SAL_USE_VCLPLUGIN: 'svp',
     FONTCONFIG_FILE: (settings.env ?? process.env).FONTCONFIG_FILE ?? FONTCONFIG,
     ...(faults?.crashOnLoad ? { CONVD_TEST_CRASH_ON_LOAD: faults.crashOnLoad } : {}),
+    ...(faults?.crashOnStore ? { CONVD_TEST_CRASH_ON_STORE: faults.crashOnStore } : {}),
     ...(faults?.crashSecondWay ? { CONVD_TEST_CRASH_ONE_OFF: faults.crashSecondWay } : {}),
   }, settings.env ?? process.env);
 
@@ -191,7 +192,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
         try {
           warnings = await convertIn(running, { ...job, inputPath: opened }, written, input, filters, filterOptions);
         } catch (error) {
-          if (!(error instanceof CrashedOnLoad)) throw error;
+          if (!(error instanceof CrashedOnDocument)) throw error;
           await secondWay(office, { ...job, inputPath: opened }, join(work, 'second'), written, error.failure);
         }
         await moveFile(written, job.outputPath);
@@ -235,16 +236,17 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     } catch (error) {
       if (job.signal.aborted) throw job.signal.reason;
       const failure = failureOf(error, memoryLimitMb);
-      // Only a crash while opening (bridge.py tells it by its exit status): not one while storing,
-      // a kill (memory, the OOM killer), a time limit, or a document LibreOffice calls damaged.
-      if (error instanceof HelperDied && error.exit.end === 'exited' && error.exit.code === CRASHED) throw new CrashedOnLoad(failure);
+      // Only a crash on the document, opening or writing it (bridge.py tells it by its exit status):
+      // not a kill (memory, the OOM killer), a time limit, or a document LibreOffice calls damaged.
+      if (error instanceof HelperDied && error.exit.end === 'exited' && error.exit.code === CRASHED) throw new CrashedOnDocument(failure);
       throw failure;
     }
   }
 
   /**
-   * A document whose opening crashed a warm instance (some real .doc and .docx files abort
-   * LibreOffice 7.4 under loadComponentFromURL that `soffice --convert-to` converts), once more
+   * A document that crashed a warm instance opening or writing it (some real .doc and .docx files
+   * abort LibreOffice 7.4 under loadComponentFromURL that `soffice --convert-to` converts: Word
+   * files with comments, on Debian's -nogui packages), once more
    * through a LibreOffice of its own, written to `output`. Where the second way cannot do what
    * the job asks (landscape, a password, a CSV's page without Calc's footer), or fails, the
    * document fails as the crash did, saying so.
@@ -271,17 +273,17 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       if (job.signal.aborted) throw job.signal.reason;
       // Not the error's own words otherwise: a spawn error names server paths.
       const why = error instanceof SecondWayFailed ? error.reason : 'it could not be run';
-      throw new ConversionFailure('conversion_failed', `LibreOffice crashed opening the document, and a second try in a LibreOffice of its own (soffice --convert-to) failed too: ${why}.`);
+      throw new ConversionFailure('conversion_failed', `LibreOffice crashed on the document, and a second try in a LibreOffice of its own (soffice --convert-to) failed too: ${why}.`);
     }
     countRetry('succeeded');
   }
 }
 
-/** A warm instance's soffice crashed opening the document: `failure` is how it fails if nothing else works. */
-class CrashedOnLoad extends Error {
+/** A warm instance's soffice crashed opening or writing the document: `failure` is how it fails if nothing else works. */
+class CrashedOnDocument extends Error {
   constructor(readonly failure: Error) {
     super(failure.message);
-    this.name = 'CrashedOnLoad';
+    this.name = 'CrashedOnDocument';
   }
 }
 
