@@ -4,9 +4,9 @@ import sanitizeHtml from 'sanitize-html';
 import { ConversionFailure } from '../../errors/api-error.ts';
 
 /**
- * markdown-it stops at this depth of nested blocks or inlines (a list level is two: the list and its
- * item) and drops whatever is deeper and everything after it, without a word: a document that
- * reaches it is refused instead. 1,000 holds a list 400 columns deep, as the pandoc route does.
+ * markdown-it stops at this depth of nested blocks (a list level is two: the list and its item)
+ * and drops whatever is deeper and everything after it, without a word: a document that reaches
+ * it is refused instead. 1,000 holds a list 400 columns deep, as the pandoc route does.
  */
 const MAX_NESTING = 1000;
 
@@ -104,13 +104,13 @@ export function markdownToHtml(source: string, fullDocument: boolean): string {
 }
 
 function refuseTooDeep(tokens: ReturnType<MarkdownIt['parse']>): void {
+  // Blocks only: emphasis gets its levels after the parse, where no limit applies (100,000 `*`
+  // around a word are 50,000 nested <strong>, all kept).
   let line = 1;
   for (const token of tokens) {
     if (token.map) line = token.map[0] + 1;
-    let deepest = token.level;
-    for (const child of token.children ?? []) deepest = Math.max(deepest, child.level);
-    if (deepest < MAX_NESTING - 2) continue;
-    throw new ConversionFailure('input_invalid', `Line ${line}: lists, quotes or emphasis are nested more than ${MAX_NESTING / 2} levels deep here, deeper than Markdown is converted.`);
+    if (token.level < MAX_NESTING - 2) continue;
+    throw new ConversionFailure('input_invalid', `Line ${line}: lists or quotes are nested more than ${MAX_NESTING / 2} levels deep here, deeper than Markdown is converted.`);
   }
 }
 
