@@ -1,4 +1,4 @@
-/** Every error code the service answers with, and its HTTP status. Codes never change (spec 9). */
+/** Every error code the service answers with, and its HTTP status. Codes never change: clients match on them. */
 export const ERROR_STATUS = {
   unauthenticated: 401,
   forbidden: 403,
@@ -23,7 +23,7 @@ export const ERROR_STATUS = {
 export type ApiErrorCode = keyof typeof ERROR_STATUS;
 
 /**
- * Codes a failed conversion carries in its `error` (DESIGN.md), and two of this service's own:
+ * Codes a failed conversion carries in its `error`, and two of this service's own:
  * `memory_limit` (the engine needed more memory than its limit) and `interrupted` (the service
  * stopped unexpectedly while running it, and again on its one retry: it is not tried a third time).
  */

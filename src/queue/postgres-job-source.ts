@@ -29,7 +29,7 @@ export interface PostgresJobSourceOptions {
 }
 
 /**
- * The queue is the conversions table (DESIGN.md, "Scale-out"): a worker claims the oldest queued
+ * The queue is the conversions table: a worker claims the oldest queued
  * row that no live lease holds (`FOR UPDATE SKIP LOCKED`: two nodes never take the same one)
  * and holds it with a lease this node renews while the conversion runs; a lease that runs out
  * (its node died) makes the row claimable again. New work is announced with NOTIFY, so idle

@@ -24,7 +24,7 @@ export type PasswordProblem = 'too_short' | 'too_long' | 'mismatch' | 'link_inva
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /**
- * Sign-in for the web face (issue 16; DESIGN.md, "Web face") without e-mail: the owner makes a
+ * Sign-in for the web face without e-mail: the owner makes a
  * one-time link for an account (`convd accounts login-link`), the member opens it and sets a
  * password, and signs in with the account's name (or id) and that password afterwards. Links and
  * sessions are records in the store (any node honours them); only their SHA-256 is kept there.
