@@ -27,7 +27,7 @@ export class ApiError extends Error {
   }
 }
 
-/** A conversion that ended in failure carries one of these (DESIGN.md), never an ApiError. */
+/** A conversion that ended in failure carries one of these, never an ApiError. */
 /**
  * An engine cannot make this file faithfully, and says so before it writes anything: where another
  * engine serves the pair as its fallback (ConversionPair.fallback), that one converts it; where

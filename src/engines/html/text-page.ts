@@ -1,7 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { ConversionFailure } from '../../errors/api-error.ts';
-import { decodeUtf8, lineAndColumn } from '../data/utf8.ts';
-import { fontCoverage } from '../fonts/coverage.ts';
+import { createReadStream } from 'node:fs';
+import { readUtf8Chunks } from '../data/utf8.ts';
 import { TEXT_OPTIONS } from '../pdf/formats.ts';
 import type { EngineJob } from '../types.ts';
 import { ENTRY_PATH, type Site } from './site.ts';
@@ -12,12 +10,21 @@ const MM_PER_POINT = 25.4 / 72;
  * Plain text the PDF engine's one font cannot set (Chinese, Arabic, emoji, ...), as a page for
  * Chromium: shaped, each line in its own direction (`unicode-bidi: plaintext`), every character in
  * a font that has it (fontconfig's fallback, colour emoji), embedded as subsets. The look is the PDF
- * engine's: monospace at the same size and line height, wrapped, a form feed starts a page.
+ * engine's: monospace at the same size and line height, wrapped, a form feed starts a page. The
+ * PDF engine checked the text before it handed it over (in the engine host: it is UTF-8, within
+ * its size limit, every character in some installed font); here it is only escaped, a chunk at a
+ * time as it is read, so the daemon's loop never holds it up.
  */
 export async function textSite(job: EngineJob): Promise<Site> {
-  const text = decodeUtf8(await readFile(job.inputPath), 'text file').normalize('NFC').replace(/\r\n?/g, '\n');
-  await refuseUndrawable(text);
-  return new Map([[ENTRY_PATH, Buffer.from(textPage(text, numberOr(job.options.font_size, 'font_size')))]]);
+  const parts: Buffer[] = [Buffer.from(pageHead(numberOr(job.options.font_size, 'font_size')))];
+  let last = '';
+  for await (const text of readUtf8Chunks(createReadStream(job.inputPath), 'text file')) {
+    if (last) parts.push(Buffer.from(escapeText(last)));
+    last = text;
+  }
+  // A final newline ends the last line; it does not start an empty one.
+  parts.push(Buffer.from(`${escapeText(last.replace(/\n$/, ''))}</pre></body></html>`));
+  return new Map([[ENTRY_PATH, Buffer.concat(parts)]]);
 }
 
 /** The text job's options (points, a paper variant) as the print options of an HTML page. */
@@ -36,32 +43,20 @@ function numberOr(value: unknown, name: string): number {
   return typeof fallback === 'number' ? fallback : 10;
 }
 
-function textPage(text: string, fontSizePt: number): string {
-  const sections = text.replace(/\n$/, '').split('\f').map((section) => `<pre>${escapeHtml(section)}</pre>`);
+/**
+ * Everything before the text. HTML drops a newline right after `<pre>`: one is written there (and
+ * after each page break) so that the text's own first line break is kept.
+ */
+function pageHead(fontSizePt: number): string {
   return '<!doctype html><html><head><meta charset="utf-8"><style>'
     + 'html{background:#fff}body{margin:0}'
     + `pre{margin:0;font-family:"DejaVu Sans Mono","Noto Sans Mono CJK SC","Noto Sans Mono",monospace;font-size:${fontSizePt}pt;line-height:1.25;`
     + 'white-space:pre-wrap;overflow-wrap:anywhere;tab-size:8;unicode-bidi:plaintext;color:#000}'
     + 'pre+pre{break-before:page}'
-    + `</style></head><body>${sections.join('')}</body></html>`;
+    + '</style></head><body><pre>\n';
 }
 
-/** A character no installed font has would print as an empty box: refused, naming it, rather than drawn so. */
-async function refuseUndrawable(text: string): Promise<void> {
-  const coverage = await fontCoverage();
-  if (coverage.fonts === 0) return;
-  let offset = 0;
-  for (const char of text) {
-    const codePoint = char.codePointAt(0)!;
-    if (codePoint > 0x20 && !coverage.covers(codePoint)) {
-      const { line, column } = lineAndColumn(text, offset);
-      const hex = codePoint.toString(16).toUpperCase().padStart(4, '0');
-      throw new ConversionFailure('input_invalid', `Line ${line}, column ${column}: "${char}" (U+${hex}) is in none of the fonts installed on this server, so it cannot be drawn.`);
-    }
-    offset += char.length;
-  }
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>]/g, (char) => (char === '&' ? '&amp;' : char === '<' ? '&lt;' : '&gt;'));
+/** Text as the inside of `<pre>`: escaped, a form feed closing one page's block and opening the next. */
+function escapeText(text: string): string {
+  return text.replace(/[&<>\f]/g, (char) => (char === '&' ? '&amp;' : char === '<' ? '&lt;' : char === '>' ? '&gt;' : '</pre><pre>\n'));
 }

@@ -4,6 +4,7 @@ import fontkit from '@pdf-lib/fontkit';
 import { PDFDocument, rgb, type PDFFont, type PDFPage } from 'pdf-lib';
 import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
 import { decodeUtf8, lineAndColumn } from '../data/utf8.ts';
+import { fontCoverage } from '../fonts/coverage.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { EngineJob } from '../types.ts';
 import { PAGE_SIZES, TEXT_FONT_FILE, TEXT_FONT_NAME, type PageSize } from './formats.ts';
@@ -50,7 +51,7 @@ export async function textToPdf(job: EngineJob): Promise<void> {
   }
   const text = decodeUtf8(bytes, 'text file').normalize('NFC').replace(/\r\n?/g, '\n');
   const face = await loadTextFont();
-  checkCharacters(text, face);
+  await checkCharacters(text, face);
 
   const [pageWidth, pageHeight] = PAGE_SIZES[(job.variant ?? 'a4') as PageSize] ?? PAGE_SIZES.a4;
   const margin = typeof job.options.margin === 'number' ? job.options.margin : 56;
@@ -111,28 +112,52 @@ export async function textToPdf(job: EngineJob): Promise<void> {
   job.onProgress(100);
 }
 
-function checkCharacters(text: string, face: FontFace): void {
+/**
+ * Refuses what is not text; hands text this font cannot set (another script, right to left) to
+ * Chromium, once every character of it is in some installed font (fontconfig's coverage): one
+ * that is in none would print as an empty box, and is refused by name instead. Checked here, in
+ * the engine host, so the daemon's loop never walks the text.
+ */
+async function checkCharacters(text: string, face: FontFace): Promise<void> {
   const control = CONTROL.exec(text);
   if (control) {
     const { line } = lineAndColumn(text, control.index);
     throw new ConversionFailure('input_invalid', `Line ${line} contains the control character U+${hex(control[0].codePointAt(0)!)}: this does not look like a text file.`);
   }
+  const reason = unsettable(text, face);
+  if (reason === null) return;
+  const coverage = await fontCoverage();
+  if (coverage.fonts > 0) {
+    let offset = 0;
+    for (const char of text) {
+      const codePoint = char.codePointAt(0)!;
+      if (codePoint > 0x20 && !coverage.covers(codePoint)) {
+        const { line, column } = lineAndColumn(text, offset);
+        throw new ConversionFailure('input_invalid', `Line ${line}, column ${column}: "${char}" (U+${hex(codePoint)}) is in none of the fonts installed on this server, so it cannot be drawn.`);
+      }
+      offset += char.length;
+    }
+  }
+  throw new HandOver(reason);
+}
+
+/** Why this font cannot set the text (the first character it lacks, or right-to-left script), or null. */
+function unsettable(text: string, face: FontFace): string | null {
   const rtl = RIGHT_TO_LEFT.exec(text);
   if (rtl) {
     const { line, column } = lineAndColumn(text, rtl.index);
-    throw new HandOver(`Line ${line}, column ${column}: "${rtl[0]}" (U+${hex(rtl[0].codePointAt(0)!)}) is right-to-left script, which text to PDF sets only where Chromium is installed.`);
+    return `Line ${line}, column ${column}: "${rtl[0]}" (U+${hex(rtl[0].codePointAt(0)!)}) is right-to-left script, which text to PDF sets only where Chromium is installed.`;
   }
   let offset = 0;
   for (const char of text) {
     const codePoint = char.codePointAt(0)!;
     if (codePoint !== 10 && codePoint !== 9 && codePoint !== 12 && !face.hasGlyph(codePoint)) {
       const { line, column } = lineAndColumn(text, offset);
-      throw new HandOver(
-        `Line ${line}, column ${column}: "${char}" (U+${hex(codePoint)}) is not in ${TEXT_FONT_NAME}, which covers Latin, Greek, Cyrillic and common symbols; other scripts are set only where Chromium is installed.`,
-      );
+      return `Line ${line}, column ${column}: "${char}" (U+${hex(codePoint)}) is not in ${TEXT_FONT_NAME}, which covers Latin, Greek, Cyrillic and common symbols; other scripts are set only where Chromium is installed.`;
     }
     offset += char.length;
   }
+  return null;
 }
 
 function hex(codePoint: number): string {
