@@ -1,8 +1,8 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
-import { ConversionFailure, HandOver } from '../errors/api-error.ts';
 import type { ConversionOptions } from '../model/conversion.ts';
 import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+import { handedOver } from './hand-over.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
 
 /** The engine name of composed pairs (ConversionPair.steps). */
@@ -84,13 +84,8 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             ...(index === 0 && job.sourceUrl !== undefined ? { sourceUrl: job.sourceUrl } : {}),
             ...(index > 0 ? { origin: job.origin ?? job.source } : {}),
           };
-          produced = await engine.convert(stepJob).catch((error: unknown) => {
-            // A step's engine may hand its file to the step's fallback, as the runner does for a pair.
-            if (!(error instanceof HandOver)) throw error;
-            const fallback = step.fallback ? lookup.engine(step.fallback.engine) : undefined;
-            if (!fallback) throw new ConversionFailure('input_invalid', error.message);
-            return fallback.convert(stepJob);
-          });
+          // A step's engine may hand its file to the step's fallback, as the runner does for a pair.
+          produced = await engine.convert(stepJob).catch((error: unknown) => handedOver(error, step, (name) => lookup.engine(name)).engine.convert(stepJob));
           warnings.push(...(produced?.warnings ?? []));
           input = output;
         }

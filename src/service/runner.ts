@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
-import { ConversionFailure, HandOver } from '../errors/api-error.ts';
+import { ConversionFailure } from '../errors/api-error.ts';
+import { handedOver } from '../engines/hand-over.ts';
 import { formatSeconds } from '../engines/units.ts';
 import type { Engine, EngineOutput } from '../engines/types.ts';
 import type { ConversionPair } from '../formats/types.ts';
@@ -150,7 +151,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       let produced: EngineOutput | void;
       try {
         produced = await convertOn(pair, engine).catch((error: unknown) => {
-          const handedTo = handedOver(error, pair, registry);
+          const handedTo = handedOver(error, pair, (name) => registry.engine(name));
           return convertOn(handedTo.pair, handedTo.engine);
         });
       } finally {
@@ -258,13 +259,3 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
   }
 }
 
-/**
- * Where the engine handed the file over: the pair's fallback and its engine. Any other error, or
- * a hand-over with no fallback available (no Chromium), is the conversion's failure.
- */
-function handedOver(error: unknown, pair: ConversionPair, registry: { engine(name: string): Engine | undefined }): { pair: ConversionPair; engine: Engine } {
-  if (!(error instanceof HandOver)) throw error;
-  const engine = pair.fallback ? registry.engine(pair.fallback.engine) : undefined;
-  if (!pair.fallback || !engine) throw new ConversionFailure('input_invalid', error.message);
-  return { pair: pair.fallback, engine };
-}

@@ -30,7 +30,7 @@ async function readCoverage(): Promise<FontCoverage> {
     .then(({ stdout }) => stdout, () => '');
   const lines = listed.split('\n').filter((line) => line.trim() !== '');
   const ranges = mergedRanges(lines.flatMap((line) => line.trim().split(/\s+/).map(parseRange)));
-  return { covers: (codePoint) => IGNORABLE.test(String.fromCodePoint(codePoint)) || inRanges(ranges, codePoint), fonts: lines.length };
+  return { covers: (codePoint) => inRanges(ranges, codePoint) || IGNORABLE.test(String.fromCodePoint(codePoint)), fonts: lines.length };
 }
 
 function parseRange(text: string): [number, number] {

@@ -15,7 +15,7 @@ import { HTML_TEMPLATE, inertFilter, NUMBER_FILTER, RAW_HTML_FILTER } from './jo
 import {
   findPandoc, INSTALL_HINT, MIN_VERSION, missingDataFile, pandocApiVersion, pandocVersion, readDataFiles, versionAtLeast, WRITER_DATA_FILES,
 } from './pandoc.ts';
-import { refuseDeepNesting } from './nesting.ts';
+import { scanMarkdown } from './nesting.ts';
 import { mayHoldHtml, writeTextAsPandocJson } from './text-source.ts';
 
 export interface MarkupEngineOptions {
@@ -229,16 +229,11 @@ async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits
         throw job.signal.aborted ? job.signal.reason : error;
       });
     } else {
-      if (source === 'md') {
-        await refuseDeepNesting(job.inputPath, job.signal).catch((error: unknown) => {
-          throw job.signal.aborted ? job.signal.reason : error;
-        });
-      }
       await symlink(resolve(job.inputPath), join(work, input));
     }
-    const rawHtml = source === 'epub' || (RAW_HTML_SOURCES.has(source) && await mayHoldHtml(job.inputPath, job.signal).catch((error: unknown) => {
+    const rawHtml = await mayHoldRawHtml(source, job.inputPath, job.signal).catch((error: unknown) => {
       throw job.signal.aborted ? job.signal.reason : error;
-    }));
+    });
     if (needsInertFilter(source)) await writeFile(join(work, FILTER_FILE), inertFilter(source !== 'md' || rawHtml));
     if (rawHtml) await writeFile(join(work, RAW_HTML_FILTER_FILE), RAW_HTML_FILTER);
     if (target === 'html') await writeFile(join(work, TEMPLATE_FILE), HTML_TEMPLATE);
@@ -291,6 +286,16 @@ function pandocArguments(source: MarkupSource, target: MarkupTarget, job: Engine
  */
 function needsInertFilter(source: MarkupSource): boolean {
   return source !== 'txt';
+}
+
+/**
+ * Whether the raw HTML filter runs: always for an EPUB; for Markdown, rst and Org where the text
+ * has something like a tag. Markdown's pass refuses a list nested too deep for pandoc as well.
+ */
+async function mayHoldRawHtml(source: MarkupSource, inputPath: string, signal: AbortSignal): Promise<boolean> {
+  if (source === 'epub') return true;
+  if (source === 'md') return (await scanMarkdown(inputPath, signal)).mayHoldHtml;
+  return RAW_HTML_SOURCES.has(source) && mayHoldHtml(inputPath, signal);
 }
 
 function numberedByFilter(target: MarkupTarget, job: EngineJob): boolean {

@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import { TAG_START } from './text-source.ts';
 
 /**
  * pandoc's Markdown reader matches every line against every open list: its time grows with the
@@ -13,10 +14,15 @@ const MAX_HELD_CHARS = 8 * 1024;
 
 const LIST_ITEM = /^(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)/;
 
-/** Refuses Markdown with a list item indented more than MAX_LIST_INDENT columns, naming the line. */
-export async function refuseDeepNesting(inputPath: string, signal: AbortSignal): Promise<void> {
+/**
+ * One pass over a Markdown file before pandoc reads it: refuses a list item indented more than
+ * MAX_LIST_INDENT columns, naming the line, and tells whether the text may hold raw HTML (as
+ * mayHoldHtml does for the other sources), so the file is read once for both.
+ */
+export async function scanMarkdown(inputPath: string, signal: AbortSignal): Promise<{ mayHoldHtml: boolean }> {
   let pending = '';
   let line = 0;
+  let mayHoldHtml = false;
   const check = (text: string) => {
     line++;
     const { indent, rest } = leading(text);
@@ -25,11 +31,14 @@ export async function refuseDeepNesting(inputPath: string, signal: AbortSignal):
     }
   };
   for await (const chunk of createReadStream(inputPath, { encoding: 'latin1', signal })) {
+    // The tag test on the whole chunk and the last character before it: a held line is cut.
+    mayHoldHtml ||= TAG_START.test(pending.slice(-1) + (chunk as string));
     const lines = (pending + (chunk as string)).split('\n');
     pending = (lines.pop() ?? '').slice(0, MAX_HELD_CHARS);
     for (const text of lines) check(text);
   }
   if (pending !== '') check(pending);
+  return { mayHoldHtml };
 }
 
 /** The columns of a line's leading white space (a tab to the next multiple of 4, as CommonMark counts) and what follows. */

@@ -102,7 +102,7 @@ export async function writeTextAsPandocJson(inputPath: string, jsonPath: string,
 }
 
 /** Something a reader may take for raw HTML: `<` and a tag's name, `/`, `!` (a comment) or `?`. */
-const TAG_START = /<[A-Za-z/!?]/;
+export const TAG_START = /<[A-Za-z/!?]/;
 
 /**
  * Whether a text file may hold raw HTML: it has a `<` followed by what starts a tag, somewhere
