@@ -38,8 +38,8 @@ export interface OfficeEngineOptions {
   onLifecycle?: (event: HelperLifecycle) => void;
   /**
    * Tests only (no configuration reaches it): LibreOffice is made to crash (SIGABRT) for documents
-   * whose file name holds `crashOnLoad` as a warm instance opens them, and `crashSecondWay` in the
-   * second way as well (bridge.py's CONVD_TEST_CRASH_*).
+   * whose file name holds `crashOnLoad` as a warm instance opens them, `crashOnStore` as it
+   * writes them, and `crashSecondWay` in the second way as well (bridge.py's CONVD_TEST_CRASH_*).
    */
   faultsForTests?: { crashOnLoad?: string; crashOnStore?: string; crashSecondWay?: string };
 }
