@@ -1,6 +1,7 @@
 /** The text of some entries of a zip held in memory (a docx's XML parts), read with yauzl. */
 import { promisify } from 'node:util';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import { nextEntry } from '../../src/inputs/zip-entries.ts';
 
 const fromBuffer = promisify(yauzl.fromBuffer) as (data: Buffer, options: yauzl.Options) => Promise<ZipFile>;
 
@@ -22,18 +23,6 @@ export async function zipTexts(data: Buffer, wanted: (name: string) => boolean):
   return texts;
 }
 
-function nextEntry(zip: ZipFile): Promise<Entry | null> {
-  return new Promise((resolve, reject) => {
-    const cleanup = () => {
-      zip.off('entry', onEntry).off('end', onEnd).off('error', onError);
-    };
-    const onEntry = (entry: Entry) => { cleanup(); resolve(entry); };
-    const onEnd = () => { cleanup(); resolve(null); };
-    const onError = (error: Error) => { cleanup(); reject(error); };
-    zip.on('entry', onEntry).on('end', onEnd).on('error', onError);
-    zip.readEntry();
-  });
-}
 
 async function readEntry(zip: ZipFile, entry: Entry): Promise<Buffer> {
   const stream = await promisify(zip.openReadStream.bind(zip))(entry) as NodeJS.ReadableStream;

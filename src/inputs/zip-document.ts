@@ -1,5 +1,6 @@
 import { promisify } from 'node:util';
-import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import yauzl, { type ZipFile } from 'yauzl';
+import { nextEntry } from './zip-entries.ts';
 
 /**
  * The entries that make a zip a document of each zip-based format: every one of a group must be
@@ -55,17 +56,4 @@ export async function zipHoldsDocument(path: string, format: string): Promise<bo
     zip.close();
   }
   return missing.size === 0;
-}
-
-function nextEntry(zip: ZipFile): Promise<Entry | null> {
-  return new Promise((resolve, reject) => {
-    const cleanup = () => {
-      zip.off('entry', onEntry).off('end', onEnd).off('error', onError);
-    };
-    const onEntry = (entry: Entry) => { cleanup(); resolve(entry); };
-    const onEnd = () => { cleanup(); resolve(null); };
-    const onError = (error: Error) => { cleanup(); reject(error); };
-    zip.on('entry', onEntry).on('end', onEnd).on('error', onError);
-    zip.readEntry();
-  });
 }
