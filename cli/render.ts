@@ -95,6 +95,8 @@ export function renderAccount(account: AccountView, colors: Colors): string {
     ['max upload', `${limits.max_upload_mb} MB`],
     ['results kept', `${limits.result_ttl_hours} h`],
   );
+  const time = account.engine_time;
+  if (time && time.allowance_seconds > 0) rows.push(['engine time', `${time.remaining_seconds} of ${time.allowance_seconds} s left this hour (until ${time.resets_at})`]);
   const width = Math.max(...rows.map(([label]) => label.length));
   return `${rows.map(([label, value]) => `${colors.dim(label.padEnd(width))}  ${value}`).join('\n')}\n`;
 }

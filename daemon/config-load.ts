@@ -241,7 +241,14 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
   const plans = {} as Record<PlanId, Plan>;
   for (const id of PLAN_IDS) {
     const plan: Record<string, unknown> = { id };
-    for (const [key, value] of Object.entries(planLeaves)) if (key.startsWith(`${id}.`)) plan[key.slice(id.length + 1)] = value;
+    const timeLimits: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(planLeaves)) {
+      if (!key.startsWith(`${id}.`)) continue;
+      const field = key.slice(id.length + 1);
+      if (field.startsWith('time_limits.')) timeLimits[field.slice('time_limits.'.length)] = value;
+      else plan[field] = value;
+    }
+    plan.time_limits = timeLimits;
     // Every field has a default and was checked by its kind: the record is a whole Plan.
     plans[id] = plan as unknown as Plan;
   }
@@ -255,6 +262,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     databaseUrl: get('database_url') ?? null,
     blobUrl: get('blob_url') ?? null,
     workers: get('workers')!,
+    quickLane: get('quick_lane') ?? null,
     serveApi: get('no_api') !== true,
     serveWeb: get('no_web') !== true && get('no_api') !== true,
     publicUrl: get('public_url'),

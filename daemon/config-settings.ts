@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { DEFAULT_CREDIT_WEIGHTS } from '../src/formats/registry.ts';
 import type { ConversionKind } from '../src/formats/types.ts';
 import { DEFAULT_INPUT_CAPS, type InputCaps } from '../src/engines/data/input-caps.ts';
-import { BYTES_PER_MB, DEFAULT_PLANS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
+import { BYTES_PER_MB, DEFAULT_PLANS, ENGINE_KINDS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import {
   addressList, blobUrl, boolean, duration, fraction, httpUrl, integer, listenAddress, oneOf, postgresUrl, text, type Kind,
@@ -71,6 +71,7 @@ export const SCALARS = {
   data_dir: setting('data_dir', { kind: text(), fallback: () => defaultDataDir({ ...process.env, CONVD_DATA_DIR: undefined }), arg: 'dir', path: true, help: 'data directory: store, inputs, results' }),
   database_url: setting('database_url', { kind: postgresUrl, arg: 'url', secret: true, help: 'keep accounts, keys, settings, conversions and deliveries in PostgreSQL (schema applied at start) instead of the data dir' }),
   blob_url: setting('blob_url', { kind: blobUrl, arg: 'url', help: 'keep inputs and results in an S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) instead of the data dir' }),
+  quick_lane: setting('quick_lane', { kind: integer(0, 1024), arg: 'n', help: 'places beside the workers for a small conversion of an account with nothing running that used little engine time lately, so that it starts at once however busy the workers are (default: as many as workers; 0: none)' }),
   workers: setting('workers', { kind: integer(0, 1024), fallback: () => availableParallelism(), arg: 'n', help: 'conversions run at once (default: available cores; 0: an API-only node of a cluster)' }),
   no_web: setting('no_web', { kind: boolean, fallback: () => false, help: 'serve no web pages (sign-in, account, conversions, convert and owner pages): an API-only deployment' }),
   no_api: setting('no_api', { kind: boolean, fallback: () => false, help: 'a worker-only node of a cluster: runs conversions, answers /v1 with 503 (health, readiness and metrics stay served); needs database_url and blob_url' }),
@@ -139,7 +140,8 @@ export const GROUPS: Group[] = [
   { prefix: 'input_cap_mb', flag: '--input-cap-mb <format=MiB>', envPrefix: 'CONVD_INPUT_CAP_MB_', help: 'largest input the data engine parses whole, per format (md, json, yaml), e.g. yaml=8 (repeatable)' },
 ];
 
-type PlanField = Exclude<keyof Plan, 'id'>;
+/** The plan's own numbers and words; its time limits are leaves of their own (`free.time_limits.office`). */
+type PlanField = Exclude<keyof Plan, 'id' | 'time_limits'>;
 const PLAN_FIELDS: Record<PlanField, Kind<string | number>> = {
   name: text(),
   credits_type: oneOf(['plan_credits', 'free_api_credits', 'unmetered']),
@@ -151,6 +153,7 @@ const PLAN_FIELDS: Record<PlanField, Kind<string | number>> = {
   requests_per_minute: integer(1),
   result_ttl_hours: integer(1),
   max_output_mb: integer(1),
+  engine_seconds_per_hour: integer(0),
 };
 
 function leaf<T>(group: Group, name: string, kind: Kind<T>, fallback: () => T, help: string): Setting<T> {
@@ -159,11 +162,14 @@ function leaf<T>(group: Group, name: string, kind: Kind<T>, fallback: () => T, h
 
 const [PLANS_GROUP, WEIGHTS_GROUP, TIMEOUTS_GROUP, INPUT_CAPS_GROUP] = GROUPS as [Group, Group, Group, Group];
 
-export const PLAN_SETTINGS: Setting<string | number>[] = PLAN_IDS.flatMap((plan) =>
-  (Object.keys(PLAN_FIELDS) as PlanField[]).map((field) =>
+export const PLAN_SETTINGS: Setting<string | number>[] = PLAN_IDS.flatMap((plan) => [
+  ...(Object.keys(PLAN_FIELDS) as PlanField[]).map((field) =>
     leaf(PLANS_GROUP, `${plan}.${field}`, PLAN_FIELDS[field], () => DEFAULT_PLANS[plan][field], `${plan} plan: ${field}`),
   ),
-);
+  ...ENGINE_KINDS.map((engine) =>
+    leaf(PLANS_GROUP, `${plan}.time_limits.${engine}`, integer(1, 2_000_000), () => DEFAULT_PLANS[plan].time_limits[engine], `${plan} plan: time limit of a ${engine} conversion, in seconds (engine_timeout_ms.${engine} is the ceiling)`),
+  ),
+]);
 
 export const WEIGHT_SETTINGS: Setting<number>[] = (Object.keys(DEFAULT_CREDIT_WEIGHTS) as ConversionKind[]).map((kind) =>
   leaf(WEIGHTS_GROUP, kind, integer(0), () => DEFAULT_CREDIT_WEIGHTS[kind], `credits per ${kind} conversion up to 100 MB`),

@@ -24,6 +24,8 @@ export interface DaemonConfig {
   /** An S3-compatible bucket for inputs and results (blob_url); null: the data dir. */
   blobUrl: string | null;
   workers: number;
+  /** Places of the workers' quick lane; null: as many as the workers. */
+  quickLane: number | null;
   /** False on a worker-only node (no_api): /v1 answers 503 api_disabled; health and metrics stay. */
   serveApi: boolean;
   /** The web face's pages (off with no_web, and on a worker-only node). */

@@ -123,6 +123,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     config: serviceConfig,
     diskRoom: disk,
     workers: config.workers,
+    ...(config.quickLane !== null ? { quickLane: config.quickLane } : {}),
     allowInsecureCallbacks: config.allowInsecureCallbacks,
     // What the engines' probes found, kept for the next start (a second start probes nothing).
     findingsCache: join(config.dataDir, 'cache', 'engines.json'),

@@ -18,25 +18,35 @@ const IMAGE_TARGETS = ['avif', 'gif', 'jpg', 'png', 'tiff', 'webp'];
 
 /** Spec 8 and DESIGN.md's values for what the spec leaves open. */
 const PLANS = {
-  free: { name: 'Free', type: 'free_api_credits', allowance: 100, upload: 100, window: 20, concurrent: 2, rpm: 30 },
-  lite: { name: 'Lite', type: 'plan_credits', allowance: 1000, upload: 1000, window: 100, concurrent: 5, rpm: 120 },
-  standard: { name: 'Standard', type: 'plan_credits', allowance: 2500, upload: 2000, window: 250, concurrent: 10, rpm: 300 },
-  pro: { name: 'Pro', type: 'plan_credits', allowance: 5000, upload: 5000, window: 500, concurrent: 20, rpm: 600 },
+  free: { name: 'Free', type: 'free_api_credits', allowance: 100, upload: 100, window: 20, concurrent: 2, rpm: 30, enginePerHour: 600, officeLimit: 60 },
+  lite: { name: 'Lite', type: 'plan_credits', allowance: 1000, upload: 1000, window: 100, concurrent: 5, rpm: 120, enginePerHour: 3600, officeLimit: 180 },
+  standard: { name: 'Standard', type: 'plan_credits', allowance: 2500, upload: 2000, window: 250, concurrent: 10, rpm: 300, enginePerHour: 7200, officeLimit: 300 },
+  pro: { name: 'Pro', type: 'plan_credits', allowance: 5000, upload: 5000, window: 500, concurrent: 20, rpm: 600, enginePerHour: 14400, officeLimit: 300 },
 } as const;
+
+const ENGINE_KINDS = ['data', 'html', 'image', 'markup', 'media', 'office', 'pdf', 'pdfpages', 'postscript', 'raster'];
+
+function nextHourStart(now = Date.now()): string {
+  return new Date(Math.ceil((now + 1) / 3_600_000) * 3_600_000).toISOString();
+}
 
 function nextMonthStart(now = new Date()): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
 }
 
 function assertAccountShape(account: AccountView): void {
-  assert.deepEqual(Object.keys(account).sort(), ['credits', 'limits', 'plan']);
+  assert.deepEqual(Object.keys(account).sort(), ['credits', 'engine_time', 'limits', 'plan']);
   assert.deepEqual(Object.keys(account.plan).sort(), ['id', 'name']);
   assert.deepEqual(Object.keys(account.credits).sort(), ['monthly_allowance', 'remaining', 'resets_at', 'type']);
   assert.deepEqual(Object.keys(account.limits).sort(), [
     'active_conversions', 'concurrent_conversions', 'conversions_per_window', 'max_upload_mb', 'requests_per_minute',
-    'result_ttl_hours', 'window_seconds',
+    'result_ttl_hours', 'time_limits', 'window_seconds',
   ]);
-  for (const value of Object.values(account.limits)) assert.ok(Number.isInteger(value), JSON.stringify(account.limits));
+  const { time_limits: timeLimits, ...counts } = account.limits;
+  for (const value of Object.values(counts)) assert.ok(Number.isInteger(value), JSON.stringify(account.limits));
+  assert.deepEqual(Object.keys(timeLimits).sort(), ENGINE_KINDS);
+  for (const value of Object.values(timeLimits)) assert.ok(Number.isInteger(value) && value > 0, JSON.stringify(timeLimits));
+  assert.deepEqual(Object.keys(account.engine_time).sort(), ['allowance_seconds', 'remaining_seconds', 'resets_at', 'used_seconds']);
 }
 
 describe('formats and account over HTTP', () => {
@@ -155,10 +165,14 @@ describe('formats and account over HTTP', () => {
       assertAccountShape(got.body);
       assert.deepEqual(got.body.plan, { id: 'unmetered', name: 'Unmetered' });
       assert.deepEqual(got.body.credits, { type: 'unmetered', remaining: null, monthly_allowance: 0, resets_at: null });
-      assert.deepEqual(got.body.limits, {
+      const { time_limits: timeLimits, ...limits } = got.body.limits;
+      assert.deepEqual(limits, {
         max_upload_mb: 10000, conversions_per_window: 100000, window_seconds: 600, concurrent_conversions: 1000,
         active_conversions: 0, requests_per_minute: 60000, result_ttl_hours: 24,
       });
+      assert.equal(timeLimits.office, 300);
+      assert.equal(timeLimits.media, 1800);
+      assert.deepEqual({ ...got.body.engine_time, resets_at: null }, { allowance_seconds: 0, used_seconds: 0, remaining_seconds: null, resets_at: null });
     });
 
     for (const [plan, values] of Object.entries(PLANS)) {
@@ -168,9 +182,14 @@ describe('formats and account over HTTP', () => {
         assertAccountShape(got.body);
         assert.deepEqual(got.body.plan, { id: plan, name: values.name });
         assert.deepEqual(got.body.credits, { type: values.type, remaining: values.allowance, monthly_allowance: values.allowance, resets_at: nextMonthStart() });
-        assert.deepEqual(got.body.limits, {
+        const { time_limits: timeLimits, ...limits } = got.body.limits;
+        assert.deepEqual(limits, {
           max_upload_mb: values.upload, conversions_per_window: values.window, window_seconds: 600,
           concurrent_conversions: values.concurrent, active_conversions: 0, requests_per_minute: values.rpm, result_ttl_hours: 24,
+        });
+        assert.equal(timeLimits.office, values.officeLimit);
+        assert.deepEqual(got.body.engine_time, {
+          allowance_seconds: values.enginePerHour, used_seconds: 0, remaining_seconds: values.enginePerHour, resets_at: nextHourStart(),
         });
         assert.equal(got.headers.get('ratelimit-limit'), String(values.rpm));
       });

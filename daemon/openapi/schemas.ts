@@ -146,7 +146,17 @@ export const SCHEMAS = {
       active_conversions: count,
       requests_per_minute: count,
       result_ttl_hours: count,
+      time_limits: {
+        type: 'object', additionalProperties: count,
+        description: 'Seconds a conversion may run, per engine kind (image, office, media, ...); past it the conversion fails with `timeout`. Added to the spec.',
+      },
     }),
+    engine_time: closed({
+        allowance_seconds: { ...count, description: 'Engine time per clock hour (UTC) for the conversions submitted in it; 0: no allowance.' },
+        used_seconds: { ...count, description: 'What this hour\'s conversions have used, whether they succeeded or failed.' },
+        remaining_seconds: { type: ['integer', 'null'], description: 'Null without an allowance; at 0 a submission gets 429 `engine_time_exhausted` with `Retry-After`.' },
+        resets_at: dateTime,
+    }, 'Added to the spec: the hourly engine-time allowance and what is left of it.'),
   }, "The key's account: plan, credits and limits (spec 2.6)."),
   Error: closed({
     error: {

@@ -68,7 +68,7 @@ const create = {
     200: { description: 'The conversion ended within `wait`.', schema: 'Conversion' },
     202: { description: 'Accepted; poll `Location`.', schema: 'Conversion', headers: ['Location'] },
   },
-  errors: ['validation_failed', 'unsupported_conversion', 'file_too_large', 'insufficient_credits', 'free_quota_exhausted', 'concurrency_limit', 'idempotency_conflict', 'request_timeout'],
+  errors: ['validation_failed', 'unsupported_conversion', 'file_too_large', 'insufficient_credits', 'free_quota_exhausted', 'concurrency_limit', 'engine_time_exhausted', 'idempotency_conflict', 'request_timeout'],
 } as const;
 
 export const ROUTES = [

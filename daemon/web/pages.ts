@@ -135,6 +135,10 @@ ${metered ? html`<dt>${t('allowance')}</dt><dd>${number(view.credits.monthly_all
 <dt>${t('active')}</dt><dd>${number(view.limits.active_conversions)}</dd>
 <dt>${t('perMinute')}</dt><dd>${number(view.limits.requests_per_minute)}</dd>
 <dt>${t('resultTtl')}</dt><dd>${t('hours', { n: view.limits.result_ttl_hours })}</dd>
+<dt>${t('timeLimit')}</dt><dd>${Object.entries(view.limits.time_limits).map(([engine, seconds]) => `${engine} ${t('seconds', { n: number(seconds) })}`).join(', ')}</dd>
+${view.engine_time.allowance_seconds > 0 ? html`<dt>${t('engineTime')}</dt><dd>${t('engineTimeLeft', {
+  remaining: number(view.engine_time.remaining_seconds ?? 0), allowance: number(view.engine_time.allowance_seconds), time: date(view.engine_time.resets_at, language),
+})}</dd>` : ''}
 </dl>
 </section>
 <section class="panel" aria-labelledby="usage">

@@ -92,7 +92,8 @@ class LocalClient implements ConvClient {
       ]);
       const dataDir = await createLocalDataDir();
       try {
-        const system = await openSystem({ dataDir: dataDir.path, config: this.config, workers: this.options.workers, engines, ephemeralStore: true });
+        // One user's own runs: no other account to keep a quick lane for.
+        const system = await openSystem({ dataDir: dataDir.path, config: this.config, workers: this.options.workers, quickLane: 0, engines, ephemeralStore: true });
         await save?.();
         await system.start();
         const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'local' });

@@ -50,6 +50,11 @@ export interface EngineSettings {
   office?: OfficeSettings;
   /** The HTML engine's browser; pages at once per core, replaced after 200 conversions, when unset. */
   html?: HtmlSettings;
+  /**
+   * Runs an engine takes beyond its own number for the workers' quick lane (WorkerPool): the
+   * LibreOffice pool has this many more instances, the engine host this many more processes.
+   */
+  quickRuns?: number;
 }
 
 /**
@@ -86,7 +91,7 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
       name: 'office',
       maxConcurrentRuns: settings.office?.instances ?? availableParallelism(),
       startsClock: true,
-      load: async () => (await import('./office/office-engine.ts')).createOfficeEngine(settings.office),
+      load: async () => (await import('./office/office-engine.ts')).createOfficeEngine({ ...settings.office, quickInstances: settings.quickRuns ?? 0 }),
     },
     // Ghostscript for EPS, PostScript and Illustrator files (to PDF, then on through the PDF engines).
     { name: 'postscript', load: async () => (await import('./postscript/ghostscript-engine.ts')).createGhostscriptEngine({ processMemoryMb: settings.processMemoryMb }) },

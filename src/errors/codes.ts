@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   free_quota_exhausted: 402,
   rate_limited: 429,
   concurrency_limit: 429,
+  engine_time_exhausted: 429,
   idempotency_conflict: 409,
   not_ready: 409,
   invalid_state: 409,

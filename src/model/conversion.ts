@@ -60,6 +60,11 @@ export interface ConversionRecord {
   result: ConversionResult | null;
   /** Set when it succeeded with something to say (absent: none). */
   warnings?: ConversionWarning[];
+  /**
+   * Milliseconds its engines ran (hand-overs and a chain's steps together), set when it ended
+   * whichever way: what it drew on its account's hourly engine time. Not shown. Absent: none.
+   */
+  engine_ms?: number;
   error: ConversionError | null;
   callback_url: string | null;
   idempotency_key: string | null;

@@ -1,3 +1,5 @@
+import { RecentUse } from './recent-use.ts';
+
 /** Whose a job is, and how many of that owner's jobs may run at once. */
 export interface JobOwner {
   /** The account the conversion belongs to. */
@@ -16,11 +18,12 @@ export interface JobSource {
   remove(id: string): boolean;
   /**
    * The next id to run, or undefined when none may run now (empty, or every owner at its share).
-   * A source in a database answers later (a claim); one in memory at once.
+   * A source in a database answers later (a claim); one in memory at once. On the `quick` lane
+   * only a job of a light account with nothing running is taken (see WorkerPool).
    */
-  take(): string | undefined | Promise<string | undefined>;
-  /** The job taken as `id` has ended: its owner's place is free again. */
-  done(id: string): void;
+  take(lane?: Lane): string | undefined | Promise<string | undefined>;
+  /** The job taken as `id` has ended (it held a worker `heldMs`): its owner's place is free again. */
+  done(id: string, heldMs?: number): void;
   readonly size: number;
   /** Called whenever an id is pushed, so idle workers wake without polling. */
   onPush(listener: () => void): void;
@@ -31,13 +34,21 @@ export interface JobSource {
   stop?(): Promise<void>;
 }
 
+/**
+ * `regular`: the workers, shared fairly between accounts. `quick`: the places kept for accounts
+ * with nothing running that have used little time lately, so that their small conversions start
+ * at once however busy the workers are.
+ */
+export type Lane = 'regular' | 'quick';
+
 const NOBODY: JobOwner = { account: '', share: Infinity };
 
 /**
  * In-process queue, fair between accounts: one FIFO per account, the accounts served in turn,
  * and an account at its share (a tenant's: all workers but one) waits while the others run. A
  * tenant with long conversions (each up to its engine's time limit) cannot hold every worker,
- * and one that submits a hundred does not make the next account wait behind all of them.
+ * and one that submits a hundred does not make the next account wait behind all of them. The
+ * quick lane takes the first job of a light account (RecentUse) that has nothing running.
  */
 export class MemoryJobSource implements JobSource {
   /** Queued ids per account, in order; a Map keeps the accounts in the order they came. */
@@ -46,6 +57,8 @@ export class MemoryJobSource implements JobSource {
   private readonly running = new Map<string, number>();
   private readonly listeners: (() => void)[] = [];
   private queued = 0;
+
+  constructor(private readonly recent = new RecentUse()) {}
 
   push(id: string, owner: JobOwner = NOBODY): void {
     if (this.owners.has(id)) return;
@@ -69,10 +82,12 @@ export class MemoryJobSource implements JobSource {
     return true;
   }
 
-  take(): string | undefined {
+  take(lane: Lane = 'regular'): string | undefined {
     for (const [account, queue] of this.queues) {
       const owner = this.owners.get(queue[0]!)!;
-      if ((this.running.get(account) ?? 0) >= owner.share) continue;
+      const running = this.running.get(account) ?? 0;
+      if (running >= owner.share) continue;
+      if (lane === 'quick' && (running > 0 || !this.recent.isLight(account))) continue;
       const id = queue.shift()!;
       // Served: this account goes to the back of the turn (or leaves it, when it has no more).
       this.queues.delete(account);
@@ -84,10 +99,11 @@ export class MemoryJobSource implements JobSource {
     return undefined;
   }
 
-  done(id: string): void {
+  done(id: string, heldMs = 0): void {
     const owner = this.owners.get(id);
     if (!owner) return;
     this.owners.delete(id);
+    this.recent.record(owner.account, heldMs);
     const left = (this.running.get(owner.account) ?? 1) - 1;
     if (left > 0) this.running.set(owner.account, left);
     else this.running.delete(owner.account);

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { PostgresStore } from '../store/postgres/postgres-store.ts';
-import type { JobOwner, JobSource } from './job-source.ts';
+import type { JobOwner, JobSource, Lane } from './job-source.ts';
+import { RecentUse } from './recent-use.ts';
 
 /** The NOTIFY channel of new work: every node's idle workers wake on it. */
 const QUEUED = 'convd_queued';
@@ -48,6 +49,7 @@ export class PostgresJobSource implements JobSource {
   private readonly running = new Map<string, { account: string }>();
   private readonly runningByAccount = new Map<string, number>();
   private readonly leaseMs: number;
+  private readonly recent = new RecentUse();
   private queued = 0;
   private timers: NodeJS.Timeout[] = [];
   private unlisten: (() => Promise<void>) | null = null;
@@ -115,9 +117,12 @@ export class PostgresJobSource implements JobSource {
     return true;
   }
 
-  async take(): Promise<string | undefined> {
-    const full = [...this.runningByAccount].filter(([account, count]) => count >= (this.shares.get(account) ?? Infinity)).map(([account]) => account);
-    const claimed = await this.store.claimQueued(this.node, this.leaseMs, full);
+  async take(lane: Lane = 'regular'): Promise<string | undefined> {
+    const skip = [...this.runningByAccount].filter(([account, count]) => count >= (this.shares.get(account) ?? Infinity)).map(([account]) => account);
+    // The quick lane: accounts running nothing anywhere in the cluster (the claim looks), and not
+    // heavy by what they ran here lately.
+    if (lane === 'quick') skip.push(...this.recent.heavy());
+    const claimed = await this.store.claimQueued(this.node, this.leaseMs, skip, lane === 'quick');
     if (claimed === undefined) {
       this.queued = 0;
       return undefined;
@@ -132,9 +137,10 @@ export class PostgresJobSource implements JobSource {
     return id;
   }
 
-  done(id: string): void {
+  done(id: string, heldMs = 0): void {
     const job = this.running.get(id);
     if (job) {
+      this.recent.record(job.account, heldMs);
       this.running.delete(id);
       const left = (this.runningByAccount.get(job.account) ?? 1) - 1;
       if (left > 0) this.runningByAccount.set(job.account, left);

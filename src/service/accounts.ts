@@ -1,11 +1,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/api-error.ts';
 import type { AccountRecord, ApiKeyRecord, Scope } from '../model/account.ts';
-import type { PlanId } from '../model/plan.ts';
+import type { Plan, PlanId } from '../model/plan.ts';
 import type { AccountView } from '../client/types.ts';
 import type { Store } from '../store/types.ts';
 import { applyMonthlyReset, balanceOf, nextMonthStart } from './credits.ts';
 import type { ServiceConfig } from './config.ts';
+import { engineTimeUse } from './submission-limits.ts';
+import { planTimeLimitMs } from './time-limit.ts';
 import { newAccountId, newApiKey, newKeyId } from './ids.ts';
 import { generateWebhookSecret } from '../webhooks/signature.ts';
 
@@ -123,8 +125,17 @@ export class AccountService {
         active_conversions: await this.store.countActive(account.id),
         requests_per_minute: plan.requests_per_minute,
         result_ttl_hours: plan.result_ttl_hours,
+        time_limits: this.timeLimits(plan),
       },
+      engine_time: await engineTimeUse(this.store, account.id, plan, this.now().getTime()),
     };
+  }
+
+  /** The plan's time limits as they apply: never above the daemon's engine_timeout_ms. */
+  private timeLimits(plan: Plan): Record<string, number> {
+    const limits: Record<string, number> = {};
+    for (const engine of Object.keys(plan.time_limits)) limits[engine] = Math.floor(planTimeLimitMs(this.config, plan, engine) / 1000);
+    return limits;
   }
 
   async createAccount(input: { plan: PlanId; name?: string; admin?: boolean }): Promise<AccountRecord> {

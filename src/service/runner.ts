@@ -8,10 +8,11 @@ import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
 import { ConcurrencyGate } from '../queue/concurrency-gate.ts';
+import type { Lane } from '../queue/job-source.ts';
 import { JobCancelled } from '../queue/worker-pool.ts';
 import { conversionCost, balanceOf } from './credits.ts';
 import { explainOutputCap, outputLimit, outputLimitFailure, withinRoom } from './output-limit.ts';
-import { withTimeLimit } from './time-limit.ts';
+import { planTimeLimitMs, withTimeLimit } from './time-limit.ts';
 import { prepareJobFiles, removeJobDir } from './job-dir.ts';
 import { withoutServerPaths } from './user-message.ts';
 import type { LocalFile } from '../store/blob-store.ts';
@@ -35,14 +36,18 @@ export interface RunnerLog {
  * job's AbortSignal, result into the blob store, then succeed (charge) or fail (release).
  * A cancel moves the state itself; a shutdown puts the conversion back in the queue.
  */
-export function createRunner(service: ConversionService, log: RunnerLog = () => undefined) {
+/**
+ * `quickRuns`: the runs each engine that limits its own takes beyond its number for the workers'
+ * quick lane (its gate keeps them for quick jobs).
+ */
+export function createRunner(service: ConversionService, log: RunnerLog = () => undefined, quickRuns = 0) {
   const { store, blobs, registry, config } = service;
   /** Per engine that limits its own runs: taken before the time limit starts, so waiting is free. */
   const gates = new Map<string, ConcurrencyGate>();
   const gateOf = (engine: Engine): ConcurrencyGate | null => {
     if (engine.maxConcurrentRuns === undefined) return null;
     let gate = gates.get(engine.name);
-    if (!gate) gates.set(engine.name, (gate = new ConcurrencyGate(engine.maxConcurrentRuns)));
+    if (!gate) gates.set(engine.name, (gate = new ConcurrencyGate(engine.maxConcurrentRuns, quickRuns)));
     return gate;
   };
 
@@ -54,17 +59,20 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     }, options);
 
   /** `known`: the paths the engine was given (its input, its directory), with the words shown instead. */
-  const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>, known: Readonly<Record<string, string>> = {}) =>
+  const fail = (id: string, code: string, message: string, details?: Readonly<Record<string, number | string>>, known: Readonly<Record<string, string>> = {}, engineMs = 0) =>
     transition(id, async (record, tx) => {
       if (record.status !== 'fetching' && record.status !== 'processing' && record.status !== 'queued') return null;
       // The engines' messages name the files they were given: the server's paths, never shown.
       const shown = withoutServerPaths(message, known);
       log('conversion.failed', { id, code, ...(shown !== message ? { engine_message: message } : {}) });
-      return service.finish(record, { status: 'failed', credits: 0, error: { code, message: shown, ...(details ? { details: { ...details } } : {}) } }, tx);
+      return service.finish(record, {
+        status: 'failed', credits: 0, error: { code, message: shown, ...(details ? { details: { ...details } } : {}) },
+        ...(engineMs > 0 ? { engine_ms: engineMs } : {}),
+      }, tx);
     });
 
   /** `releaseSlot`: see JobHandler; called once the engine has ended, whichever way. */
-  return async function run(id: string, signal: AbortSignal, releaseSlot: () => void): Promise<void> {
+  return async function run(id: string, signal: AbortSignal, releaseSlot: () => void, lane: Lane = 'regular'): Promise<void> {
     const started = await transition(id, async (record, tx) => {
       if (record.status !== 'queued') return null;
       const status = record.input.kind === 'url' ? 'fetching' : 'processing';
@@ -86,6 +94,8 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
     // The run's own directory: the input under the user's file name, the output, what engines add.
     let jobDir: string | null = null;
     let known: Record<string, string> = {};
+    /** The engines' own time (not the wait for a free one), drawn on the account's hour. */
+    let engineMs = 0;
     try {
       let record = started;
       if (record.input.kind === 'url') record = await fetchInput(record, signal);
@@ -101,10 +111,10 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file', [`${jobDir}/`]: '', [jobDir]: '.' };
       const { inputPath, outputPath } = files;
       pendingOutput = outputPath;
-      const limitOf = (name: string) => config.engineTimeoutMs[name] ?? config.defaultEngineTimeoutMs;
+      const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
+      const limitOf = (name: string) => planTimeLimitMs(config, plan, name);
       // A chain has the time of its steps together.
       const timeLimitOf = (chosen: ConversionPair) => chosen.steps ? chosen.steps.reduce((sum, step) => sum + limitOf(step.engine), 0) : limitOf(chosen.engine);
-      const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
       const maxOutput = withinRoom(outputLimit(plan, record.input_size, config.outputCapRatio, config.outputCapFloorMb), service.diskRoom.headroom());
 
       let lastWrite = 0;
@@ -126,6 +136,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const convertWithinLimit = async (chosen: ConversionPair, engine: Engine): Promise<EngineOutput | void> => {
         const timeoutMs = timeLimitOf(chosen);
         const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);
+        const began = performance.now();
         try {
           return await engine.convert({
             inputPath, outputPath, source: record.source, target: record.target,
@@ -141,12 +152,13 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
           }
           throw explainOutputCap(error, maxOutput);
         } finally {
+          engineMs += Math.round(performance.now() - began);
           limited.dispose();
         }
       };
       const convertOn = (chosen: ConversionPair, engine: Engine): Promise<EngineOutput | void> => {
         const gate = gateOf(engine);
-        return gate ? gate.run(signal, () => convertWithinLimit(chosen, engine)) : convertWithinLimit(chosen, engine);
+        return gate ? gate.run(signal, () => convertWithinLimit(chosen, engine), lane === 'quick') : convertWithinLimit(chosen, engine);
       };
       let produced: EngineOutput | void;
       try {
@@ -169,7 +181,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
         const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(registry.creditWeight(pair), current.input_size);
         log('conversion.succeeded', { id, size });
         return service.finish(current, {
-          status: 'succeeded', progress: 100, credits: cost, charged_at: cost > 0 ? now.toISOString() : null,
+          status: 'succeeded', progress: 100, credits: cost, charged_at: cost > 0 ? now.toISOString() : null, engine_ms: engineMs,
           ...(produced?.warnings?.length ? { warnings: produced.warnings } : {}),
           result: {
             filename: resultFileName(current.original_name, extension),
@@ -189,12 +201,15 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       if (error instanceof JobCancelled || signal.aborted) {
         const why = error instanceof JobCancelled ? error.why : signal.reason instanceof JobCancelled ? signal.reason.why : 'cancelled';
         if (why === 'shutdown') await requeue(id);
+        // Cancelled while running: the time it used is drawn all the same (a cancel just before
+        // the limit is not a way around the allowance).
+        else if (engineMs > 0) await store.updateConversion(id, { engine_ms: engineMs }, { deferred: true }).catch(() => undefined);
         return;
       }
-      if (error instanceof ConversionFailure) await fail(id, error.code, error.message, error.details, known);
+      if (error instanceof ConversionFailure) await fail(id, error.code, error.message, error.details, known, engineMs);
       else {
         log('conversion.internal_error', { id, error: error instanceof Error ? error.stack : String(error) });
-        await fail(id, 'internal_error', 'The conversion failed because of an internal error.');
+        await fail(id, 'internal_error', 'The conversion failed because of an internal error.', undefined, {}, engineMs);
       }
     } finally {
       if (pendingOutput) await blobs.discardOutput(pendingOutput);

@@ -42,6 +42,11 @@ export interface SystemOptions {
   blobUrl?: string | null;
   config: ServiceConfig;
   workers?: number;
+  /**
+   * Places beside the workers for light accounts with nothing running (WorkerPool's quick lane);
+   * default as many as the workers.
+   */
+  quickLane?: number;
   allowInsecureCallbacks?: boolean;
   engines?: Engine[];
   log?: RunnerLog;
@@ -101,9 +106,12 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   const store: Store = options.observer ? observeStore(opened, options.observer) : opened;
   const blobs = await openBlobs(options);
   const workers = options.workers ?? availableParallelism();
+  const quickLane = workers > 0 ? options.quickLane ?? workers : 0;
+  // A quick job may move to the workers' count and free its place for another: two runs each.
+  const quickRuns = 2 * quickLane;
   const { engines, save } = options.engines
     ? { engines: options.engines, save: null }
-    : await catalogEngines(options, workers, log);
+    : await catalogEngines(options, workers, quickRuns, log);
   const registry = await FormatRegistry.create(engines, config.creditWeights);
   await save?.();
   const accounts = new AccountService(store, config);
@@ -111,10 +119,10 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     allowInsecureCallbacks: options.allowInsecureCallbacks ?? false,
   });
   conversions.diskRoom = options.diskRoom ?? UNLIMITED_ROOM;
-  const runner = createRunner(conversions, log);
+  const runner = createRunner(conversions, log, quickRuns);
   const pool = new WorkerPool(queue, workers, runner, (id, error) =>
     log('conversion.worker_error', { id, error: error instanceof Error ? error.message : String(error) }),
-  );
+  { places: quickLane });
   conversions.pool = pool;
   const peers = database && shared ? new PeerSignals(database, conversions, pool, log) : null;
 
@@ -246,11 +254,11 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
  * written for the next start. The office engine is always probed when it is to be warmed at start
  * (its probe starts the pool).
  */
-async function catalogEngines(options: SystemOptions, workers: number, log: RunnerLog): Promise<FoundEngines> {
+async function catalogEngines(options: SystemOptions, workers: number, quickRuns: number, log: RunnerLog): Promise<FoundEngines> {
   const { config } = options;
-  const settings = { maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, html: { ...config.html, allowPrivateUrls: config.allowPrivateUrls, allowedNetworks: config.urlAllowNetworks } };
+  const settings = { maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, html: { ...config.html, allowPrivateUrls: config.allowPrivateUrls, allowedNetworks: config.urlAllowNetworks }, quickRuns };
   const host = new EngineHost({
-    processes: workers,
+    processes: workers + quickRuns,
     memoryLimitMb: config.engineMemoryMb,
     onLifecycle: (event) => log(`engine_host.${event.type}`, event.type === 'started'
       ? { pid: event.pid, ms: event.ms }
@@ -260,7 +268,7 @@ async function catalogEngines(options: SystemOptions, workers: number, log: Runn
   if (!options.findingsCache) return { engines: make(new Map()), save: null };
   return enginesFromFindings({
     path: options.findingsCache,
-    fingerprint: () => formatFingerprint(process.env, JSON.stringify({ settings, engineMemoryMb: config.engineMemoryMb, workers })),
+    fingerprint: () => formatFingerprint(process.env, JSON.stringify({ settings, engineMemoryMb: config.engineMemoryMb, workers, quickRuns })),
     make,
     probeAlways: config.office.warmAtStart ? ['office'] : [],
   });

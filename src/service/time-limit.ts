@@ -1,3 +1,13 @@
+import type { Plan, EngineKind } from '../model/plan.ts';
+import type { ServiceConfig } from './config.ts';
+
+/** How long a conversion of `plan` may run on `engine`: the plan's limit under the daemon's ceiling (engine_timeout_ms). */
+export function planTimeLimitMs(config: Pick<ServiceConfig, 'engineTimeoutMs' | 'defaultEngineTimeoutMs'>, plan: Plan, engine: string): number {
+  const ceiling = config.engineTimeoutMs[engine] ?? config.defaultEngineTimeoutMs;
+  const planned = plan.time_limits[engine as EngineKind];
+  return planned === undefined ? ceiling : Math.min(ceiling, planned * 1000);
+}
+
 /** A job's signal that is also aborted when its time limit passes. */
 export interface TimeLimited {
   signal: AbortSignal;

@@ -419,6 +419,13 @@ export class LowdbStore implements Store {
     return ids.length - lowerBound(ids, conversionIdFloor(sinceMs));
   }
 
+  async engineTimeSince(accountId: string, sinceMs: number): Promise<number> {
+    const ids = this.byAccount.get(accountId) ?? [];
+    let total = 0;
+    for (let index = lowerBound(ids, conversionIdFloor(sinceMs)); index < ids.length; index++) total += this.conversions.get(ids[index]!)?.engine_ms ?? 0;
+    return total;
+  }
+
   async createdAtOfNewest(accountId: string, n: number): Promise<number | undefined> {
     const ids = this.byAccount.get(accountId) ?? [];
     const id = ids[ids.length - n];

@@ -106,6 +106,8 @@ export interface Store {
   creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }>;
   /** How many of the account's conversions were created at or after `sinceMs`. */
   countCreatedSince(accountId: string, sinceMs: number): Promise<number>;
+  /** The `engine_ms` of the account's conversions created at or after `sinceMs`, added up. */
+  engineTimeSince(accountId: string, sinceMs: number): Promise<number>;
   /** Creation time (ms) of the account's n-th newest conversion (n = 1 is the newest). */
   createdAtOfNewest(accountId: string, n: number): Promise<number | undefined>;
   /** Removes ended conversions that finished before `isoTime`; returns how many went. */

@@ -28,6 +28,8 @@ import { convertOnce, CRASHED, SecondWayFailed } from './second-way.ts';
 export interface OfficeEngineOptions {
   /** LibreOffice instances kept running, each converting one document at a time; default the cores. */
   instances?: number;
+  /** Instances beyond `instances`, only for the workers' quick lane (the runner's gate keeps them free for it). */
+  quickInstances?: number;
   /** An instance is replaced after this many conversions (LibreOffice's memory grows). */
   recycleAfter?: number;
   /** Resident memory of an instance (its bridge and soffice together), MiB. */
@@ -124,7 +126,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     await removeOrphanedDirs(DOCUMENT_DIR_MADE_BY, (path) => rm(path, { recursive: true, force: true }));
     const made = new HelperPool({
       name: 'office',
-      size: instances,
+      size: instances + (settings.quickInstances ?? 0),
       recycleAfter: settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
       idleStopMs: IDLE_STOP_MS,
       health: HEALTH,

@@ -321,6 +321,10 @@ export class PostgresStore implements Store {
     return this.count('convd-count-since', 'SELECT count(*) AS n FROM convd_conversions WHERE account_id = $1 AND id >= $2', [accountId, conversionIdFloor(sinceMs)]);
   }
 
+  async engineTimeSince(accountId: string, sinceMs: number): Promise<number> {
+    return this.count('convd-engine-time', "SELECT sum((doc->>'engine_ms')::bigint) AS n FROM convd_conversions WHERE account_id = $1 AND id >= $2", [accountId, conversionIdFloor(sinceMs)]);
+  }
+
   async createdAtOfNewest(accountId: string, n: number): Promise<number | undefined> {
     const [row] = await this.rows<{ id: string }>('convd-nth-newest', 'SELECT id FROM convd_conversions WHERE account_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1', [accountId, n - 1]);
     return row ? conversionIdTime(row.id) : undefined;
@@ -472,18 +476,32 @@ export class PostgresStore implements Store {
   // ------------------------------------------------------------------ the queue (PostgresJobSource)
 
   /**
-   * Claims the oldest queued conversion no live lease holds, skipping rows another node is
-   * claiming this instant (`FOR UPDATE SKIP LOCKED`) and the accounts given (at their share of
-   * this node's workers); the claim is a lease of `leaseMs` that `renewLeases` extends.
+   * Claims a queued conversion no live lease holds, skipping rows another node is claiming this
+   * instant (`FOR UPDATE SKIP LOCKED`) and the accounts given (at their share of this node's
+   * workers). Fair between accounts: each account's oldest queued conversion is a candidate, and
+   * the one whose account runs the fewest conversions in the whole cluster goes first (then the
+   * oldest), so an account with nothing running is never behind another's backlog. `idleOnly`
+   * (the quick lane) takes only an account that runs nothing. The claim is a lease of `leaseMs`
+   * that `renewLeases` extends.
    */
-  async claimQueued(node: string, leaseMs: number, skipAccounts: readonly string[]): Promise<{ id: string; account: string } | undefined> {
+  async claimQueued(node: string, leaseMs: number, skipAccounts: readonly string[], idleOnly = false): Promise<{ id: string; account: string } | undefined> {
     // Relaxed: a claim lost with the server is a queued row claimed again (DEFERRED).
-    const [row] = (await this.writer(DEFERRED).query<{ id: string; account: string }>({ name: 'convd-claim', text: `UPDATE convd_conversions SET lease_node = $1, lease_until = now() + $2 * interval '1 millisecond'
-      WHERE id = (
-        SELECT id FROM convd_conversions
+    const [row] = (await this.writer(DEFERRED).query<{ id: string; account: string }>({ name: 'convd-claim', text: `WITH heads AS (
+        SELECT DISTINCT ON (account_id) id, account_id FROM convd_conversions
         WHERE status = 'queued' AND (lease_until IS NULL OR lease_until < now()) AND NOT (account_id = ANY($3::text[]))
-        ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-      RETURNING id, account_id AS account`, values: [node, leaseMs, [...skipAccounts]] })).rows;
+        ORDER BY account_id, id
+      ), ranked AS (
+        SELECT heads.id, (SELECT count(*) FROM convd_conversions running
+          WHERE running.account_id = heads.account_id
+            AND (running.status IN ('fetching', 'processing') OR (running.status = 'queued' AND running.lease_until >= now()))) AS load
+        FROM heads
+      )
+      UPDATE convd_conversions SET lease_node = $1, lease_until = now() + $2 * interval '1 millisecond'
+      WHERE id = (
+        SELECT c.id FROM convd_conversions c JOIN ranked ON ranked.id = c.id
+        WHERE c.status = 'queued' AND (c.lease_until IS NULL OR c.lease_until < now()) AND (NOT $4::boolean OR ranked.load = 0)
+        ORDER BY ranked.load, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
+      RETURNING id, account_id AS account`, values: [node, leaseMs, [...skipAccounts], idleOnly] })).rows;
     return row;
   }
 
