@@ -71,7 +71,11 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
   // One ffmpeg run uses every core: more at once only share them (media-engine.ts).
   const mediaRuns = availableParallelism();
   return [
-    { name: 'image', load: async () => (await import('./image/sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }) },
+    {
+      name: 'image',
+      isolateWhen: async (job) => (await import('./image/heavy-image.ts')).isHeavyImage(job),
+      load: async () => (await import('./image/sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }),
+    },
     // ffmpeg for the still formats libvips lacks (BMP, ICO, Netpbm), to and from PNG.
     { name: 'raster', load: async () => (await import('./raster/raster-engine.ts')).createRasterEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }) },
     { name: 'media', maxConcurrentRuns: mediaRuns, load: async () => (await import('./media/media-engine.ts')).createMediaEngine({ maxConcurrentRuns: mediaRuns }) },
@@ -109,6 +113,17 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
 export function defaultEngines(settings: EngineSettings, known: ReadonlyMap<string, KnownEngine> = new Map(), host?: EngineHost): LazyEngine[] {
   return engineLoaders(settings).map((loader) => {
     const engine = lazyEngine(loader, known.get(loader.name));
+    if (loader.isolateWhen && host) {
+      const isolateWhen = loader.isolateWhen;
+      return {
+        ...engine,
+        convert: async (job) => ((await isolateWhen(job)) ? host.convert(loader.name, settings, job) : engine.convert(job)),
+        close: async () => {
+          await engine.close?.();
+          await host.close();
+        },
+      };
+    }
     if (!loader.isolated || !host) return engine;
     return {
       ...engine,

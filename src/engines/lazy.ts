@@ -17,6 +17,8 @@ export interface EngineLoader {
   maxConcurrentRuns?: number;
   /** Its work runs in the engine host, not on the caller's event loop (catalog.ts). */
   isolated?: boolean;
+  /** Its work runs in the engine host when this says so for the job, else in the caller's process. */
+  isolateWhen?: (job: EngineJob) => Promise<boolean>;
   /** The created engine's `startsClock`, known before it loads (the runner asks first). */
   startsClock?: boolean;
   load(): Promise<Engine>;

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ConversionFailure } from '../errors/api-error.ts';
 import { formatSeconds } from './units.ts';
-import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, offerToOomKiller, trackGroup, untrackGroup, wrapped } from './process/group.ts';
+import { dropWhenLong, execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, offerToOomKiller, trackGroup, untrackGroup, wrapped } from './process/group.ts';
 
 export { killAllChildren, liveChildPids } from './process/group.ts';
 
@@ -144,9 +144,11 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
       return;
     }
     const pid = child.pid;
+    let endDrop: () => void = () => undefined;
     if (pid !== undefined && options.niceness) {
       lowerSessionPriority(pid, options.niceness);
       offerToOomKiller(pid);
+      endDrop = dropWhenLong(pid, false);
     }
     const tail = new Tail(options.stderrTailBytes ?? DEFAULT_TAIL_BYTES);
     let stopReason: { error: unknown } | undefined;
@@ -189,6 +191,8 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
       spawnError = error;
     });
     child.on('exit', () => {
+      // Before its pid can be another process's.
+      endDrop();
       // The leader is gone; anything it left in its group goes too (the group id cannot be reused
       // while members remain, so this cannot hit a stranger).
       if (pid !== undefined && stopReason) killGroup(pid, 'SIGKILL');

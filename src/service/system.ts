@@ -259,6 +259,7 @@ async function catalogEngines(options: SystemOptions, workers: number, quickRuns
   const settings = { maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, html: { ...config.html, allowPrivateUrls: config.allowPrivateUrls, allowedNetworks: config.urlAllowNetworks }, quickRuns };
   const host = new EngineHost({
     processes: workers + quickRuns,
+    spare: quickRuns > 0,
     memoryLimitMb: config.engineMemoryMb,
     onLifecycle: (event) => log(`engine_host.${event.type}`, event.type === 'started'
       ? { pid: event.pid, ms: event.ms }

@@ -11,6 +11,8 @@ import type { HostDone, HostFailure, HostProgress, HostRequest } from './protoco
 export interface EngineHostOptions {
   /** Host processes at most: as many as conversions may run at once. */
   processes: number;
+  /** Keep one idle host started while others work (the workers' quick lane finds it warm). */
+  spare?: boolean;
   /** Memory of one host process (resident, and V8's heap limit), in MiB. */
   memoryLimitMb: number;
   /** A host process is replaced after this many conversions. */
@@ -77,6 +79,7 @@ export class EngineHost {
       const pool = new parts.HelperPool({
         name: 'engine-host',
         size: options.processes,
+        ...(options.spare ? { spares: { count: 1, whenBusy: 1 } } : {}),
         recycleAfter: options.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
         idleStopMs: options.idleStopMs ?? DEFAULT_IDLE_STOP_MS,
         onLifecycle: options.onLifecycle,

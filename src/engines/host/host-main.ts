@@ -25,7 +25,7 @@ function engineFor(name: string, settings: EngineSettings): Promise<Engine> {
   const key = `${name} ${JSON.stringify(settings)}`;
   let engine = engines.get(key);
   if (!engine) {
-    const loader = engineLoaders(settings).find((candidate) => candidate.name === name && candidate.isolated);
+    const loader = engineLoaders(settings).find((candidate) => candidate.name === name && (candidate.isolated || candidate.isolateWhen !== undefined));
     if (!loader) return Promise.reject(new Error(`no engine "${name}" runs in the engine host`));
     engine = loader.load().then(async (loaded) => {
       await loaded.probe();

@@ -127,6 +127,9 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     const made = new HelperPool({
       name: 'office',
       size: instances + (settings.quickInstances ?? 0),
+      // Two instances kept warm for the quick lane while any works: a cold start takes seconds, and a
+      // regular document may take one of them.
+      ...(settings.quickInstances ? { spares: { count: 2, whenBusy: 1 } } : {}),
       recycleAfter: settings.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
       idleStopMs: IDLE_STOP_MS,
       health: HEALTH,

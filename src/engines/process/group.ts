@@ -123,6 +123,10 @@ export function findPrlimit(): string | null {
 
 /** The niceness engines run with (a lower priority than the daemon's). */
 export const ENGINE_NICENESS = 10;
+/** The niceness of an engine's work once it has run for LONG_RUN_MS: below every fresh one. */
+export const LONG_RUN_NICENESS = 19;
+/** How long a piece of engine work runs at ENGINE_NICENESS before it drops to LONG_RUN_NICENESS. */
+export const LONG_RUN_MS = 2000;
 
 /** The variables an engine process gets of the daemon's environment. */
 const ENGINE_ENV = /^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_[A-Z_]+|TZ|TMPDIR|TEMP|TMP|XDG_RUNTIME_DIR)$/;
@@ -168,6 +172,29 @@ export function lowerSessionPriority(pid: number, niceness: number): void {
   } catch {
     // No autogroup here, or the process is already gone.
   }
+}
+
+/**
+ * Drops the session of `pid` (an engine process that leads one) to LONG_RUN_NICENESS once the
+ * work it was given has run LONG_RUN_MS: a feedback queue of two levels. Each conversion's first
+ * seconds get a fresh engine's share; work that runs on (to its limit, often a hostile file's)
+ * takes what the fresh ones leave, so a small conversion started beside a dozen long ones ends in
+ * about its own time. The returned function ends the watch; with `restore` (a pooled process that
+ * will take other work) it puts the session back at ENGINE_NICENESS. An autogroup's niceness may
+ * be raised and lowered again within 0-19 without privilege.
+ */
+export function dropWhenLong(pid: number, restore: boolean): () => void {
+  if (process.platform !== 'linux') return () => undefined;
+  let dropped = false;
+  const timer = setTimeout(() => {
+    dropped = true;
+    lowerSessionPriority(pid, LONG_RUN_NICENESS);
+  }, LONG_RUN_MS);
+  timer.unref();
+  return () => {
+    clearTimeout(timer);
+    if (dropped && restore) lowerSessionPriority(pid, ENGINE_NICENESS);
+  };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { dropWhenLong } from './group.ts';
 import { HelperProcess, type HelperExit, type HelperOptions } from './helper-process.ts';
 
 export interface HelperPoolOptions {
@@ -15,6 +16,8 @@ export interface HelperPoolOptions {
   stopGraceMs?: number;
   /** Told when a helper starts or ends (the daemon's log). */
   onLifecycle?: (event: HelperLifecycle) => void;
+  /** `count` idle helpers kept started while `whenBusy` or more work (see keepSpare); unset: start on demand only. */
+  spares?: { count: number; whenBusy: number };
   /**
    * A health check: every `everyMs`, each idle helper is sent `request`; one that does not answer
    * within `timeoutMs` (or answers with a failure) is killed and replaced by the next task.
@@ -133,16 +136,38 @@ export class HelperPool {
       const running = helper;
       const onAbort = () => running.kill();
       task.signal.addEventListener('abort', onAbort, { once: true });
+      const endWatch = running.niced ? dropWhenLong(running.pid, true) : () => undefined;
+      this.keepSpare();
       try {
         return await running.run(request, task.onEvent);
       } catch (error) {
         if (task.signal.aborted) throw task.signal.reason;
         throw error;
       } finally {
+        endWatch();
         task.signal.removeEventListener('abort', onAbort);
       }
     } finally {
       this.release(slot, helper);
+    }
+  }
+
+  /**
+   * With `spares`, starts idle helpers in free slots until that many are up and idle: a task that
+   * comes while the others are busy (the workers' quick lane) finds one warm rather than waiting
+   * seconds for a start.
+   */
+  private keepSpare(): void {
+    const wanted = this.options.spares?.count ?? 0;
+    if (wanted <= 0 || this.closed || this.slots.filter((slot) => slot.busy).length < this.options.spares!.whenBusy) return;
+    const idleUp = this.slots.filter((slot) => !slot.busy && (slot.helper?.alive || slot.starting)).length;
+    const cold = this.slots.filter((slot) => !slot.busy && !slot.helper?.alive && !slot.starting);
+    // Not marked busy while it starts: a task that comes meanwhile takes the slot and waits for
+    // the same start.
+    for (const slot of cold.slice(0, Math.max(0, wanted - idleUp))) {
+      void this.helperOf(slot).then(() => {
+        if (!slot.busy) this.armIdleStop(slot);
+      }, () => undefined);
     }
   }
 
@@ -247,7 +272,11 @@ export class HelperPool {
       return;
     }
     slot.busy = false;
-    // Idle from now: stopped if nothing takes it for idleStopMs.
+    this.armIdleStop(slot);
+  }
+
+  /** Idle from now: stopped if nothing takes it for idleStopMs. */
+  private armIdleStop(slot: Slot): void {
     const idle = slot.helper;
     if (idle && this.options.idleStopMs !== undefined) {
       clearTimeout(slot.idleTimer);

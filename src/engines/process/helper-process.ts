@@ -97,6 +97,11 @@ export class HelperProcess {
   readonly exited: Promise<HelperExit>;
   tasksRun = 0;
 
+  /** Runs at a lower priority than the daemon (its session's niceness is the engines'). */
+  get niced(): boolean {
+    return (this.options.niceness ?? 0) > 0;
+  }
+
   private constructor(child: ChildProcess, private readonly options: HelperOptions) {
     this.child = child;
     this.pid = child.pid!;
