@@ -32,6 +32,7 @@ const BY_CODE: Readonly<Record<string, ExitCode>> = {
   unsupported_conversion: EXIT.usage,
   rate_limited: EXIT.limits,
   concurrency_limit: EXIT.limits,
+  engine_time_exhausted: EXIT.limits,
   file_too_large: EXIT.limits,
   insufficient_credits: EXIT.credits,
   free_quota_exhausted: EXIT.credits,

@@ -34,6 +34,8 @@ function hintFor(error: ClientError): string | undefined {
     case 'rate_limited':
     case 'concurrency_limit':
       return 'wait a moment and try again (retries already happened)';
+    case 'engine_time_exhausted':
+      return 'this hour\'s engine time is used up; `conv account` shows when it resets';
     case 'insufficient_credits':
     case 'free_quota_exhausted':
       return 'see `conv account` for the balance and when it resets';

@@ -17,7 +17,7 @@ describe('exit codes', () => {
     // Every code the service has must be listed here: a new code fails this test until mapped.
     const expected: Record<string, number> = {
       unauthenticated: 3, forbidden: 3, not_found: 4, validation_failed: 2, unsupported_conversion: 2,
-      file_too_large: 7, insufficient_credits: 8, free_quota_exhausted: 8, rate_limited: 7, concurrency_limit: 7,
+      file_too_large: 7, insufficient_credits: 8, free_quota_exhausted: 8, rate_limited: 7, concurrency_limit: 7, engine_time_exhausted: 7,
       idempotency_conflict: 1, not_ready: 1, invalid_state: 1, expired: 4, method_not_allowed: 1,
       unsupported_media_type: 1, internal_error: 1, api_disabled: 1, request_timeout: 1,
     };
