@@ -133,8 +133,7 @@ export class WebSignIn {
       const byId = await this.accounts.currentAccount(name);
       if (byId) return byId;
     }
-    // Two are enough to know the name is shared.
-    const named = await this.store.accountsNamed(name, 2);
+    const named = (await this.store.listAccounts()).filter((account) => account.name === name);
     return named.length === 1 ? this.accounts.currentAccount(named[0]!.id) : undefined;
   }
 }
