@@ -4,7 +4,8 @@
  * lease runs out unrenewed (its node died) is claimed by the other; a released claim of a row
  * still queued (a stop) is claimable at once; an account at its share is skipped (a share learned
  * at the push or, on a worker-only node, at the claim); a push on one
- * node wakes the other's workers through NOTIFY.
+ * node wakes the other's workers through NOTIFY; a node restarted under its old id (its data
+ * dir's) takes its leases back at start, where a node of another id waits for them to run out.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -103,6 +104,40 @@ describe('PostgresJobSource', () => {
       clearTimeout(timer);
     } finally {
       await listening.stop();
+    }
+  });
+
+  it('restarted under its old id, a node takes its leases back at start; another node waits for them to run out', async () => {
+    const running = conversion('acc_restart');
+    const claimed = conversion('acc_restart');
+    for (const record of [running, claimed]) await storeA.insertConversion(record);
+    const leaseMs = 60_000;
+    const before = new PostgresJobSource(storeA, { node: 'node-restart', leaseMs, shared: true });
+    assert.deepEqual([await before.take(), await before.take()], [running.id, claimed.id]);
+    await storeA.updateConversion(running.id, { status: 'processing' });
+    // The node dies here: no stop, no release; its leases have a minute to run.
+
+    const abandoned: string[] = [];
+    const stranger = new PostgresJobSource(storeB, { leaseMs, shared: true, onAbandoned: async (id) => void abandoned.push(id) });
+    await stranger.start();
+    await stranger.stop();
+    assert.equal(abandoned.length, 0, 'another node leaves live leases alone');
+    assert.equal(await new PostgresJobSource(storeB, { leaseMs }).take(), undefined, 'the claimed one is held');
+
+    const logged: string[] = [];
+    const restarted = new PostgresJobSource(storeA, {
+      node: 'node-restart', leaseMs, shared: true, onAbandoned: async (id) => void abandoned.push(id), log: (event) => logged.push(event),
+    });
+    await restarted.start();
+    try {
+      assert.deepEqual(abandoned, [running.id], 'its running conversion taken over at start, not in a minute');
+      assert.ok(logged.includes('queue.leases_taken_back'));
+      const other = new PostgresJobSource(storeB, { leaseMs });
+      assert.equal(await other.take(), claimed.id, 'its claim of a queued one dropped: claimable at once');
+      other.done(claimed.id);
+    } finally {
+      await restarted.stop();
+      for (const record of [running, claimed]) await storeA.updateConversion(record.id, { status: 'cancelled' });
     }
   });
 });

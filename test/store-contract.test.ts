@@ -2,15 +2,17 @@
  * One contract, two stores: every case runs against the LowdbStore (files in a temp dir) and the
  * PostgresStore (a database of its own on the machine's PostgreSQL). Records, paging, idempotency
  * keys and their expiry, the sums the limits and credits are checked with, pruning, accounts,
- * keys (and an account's password hash), settings, deliveries (one per conversion and event,
+ * keys (and an account's password hash), accounts by name, the charges of many accounts in one
+ * read, settings, deliveries (one per conversion and event,
  * even when 30 callers, or 30 enqueues through three webhook deliverers, add it over three
  * nodes), the conversions that ended since an instant (start-up recovery's webhooks), the web
  * face's links and sessions (a link taken once, even by 20 callers over three nodes), and
  * `exclusive`: submissions racing for an account's last places and credits pass exactly as many
  * as fit, through one store or (PostgreSQL) three of them, as three nodes would. PostgreSQL
  * alone: a failed `exclusive` leaves nothing behind, nodes that migrate at once apply each schema
- * step once, step 6 keeps one of a database's twin deliveries, and the recent ends are read
- * through an index.
+ * step once, step 6 keeps one of a database's twin deliveries, the recent ends are read
+ * through an index, the due webhook deliveries are claimed each by one node in one statement
+ * (a node's own at its restart), and they and an account's name are found through indexes.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -235,6 +237,42 @@ for (const backend of backends) {
       assert.equal((await store.getDelivery('dlv_a'))?.attempts.length, 1);
       assert.deepEqual(ids(await store.listDeliveries({ conversionId: 'cnv_x' })), ['dlv_a']);
       assert.deepEqual(ids(await store.listDeliveries({ status: 'failed' })).filter((id) => id.startsWith('dlv_b')), ['dlv_b']);
+    });
+
+    it('accountsNamed: the accounts of exactly that name, by id, at most the limit; a rename moves an account', async () => {
+      const since = new Date().toISOString();
+      const [first, second, other] = [account('acc_named_2', since), account('acc_named_1', since), account('acc_named_3', since)];
+      await store.putAccount({ ...first, name: 'Team Blue' });
+      await store.putAccount({ ...second, name: 'Team Blue' });
+      await store.putAccount({ ...other, name: 'team blue' });
+      assert.deepEqual(ids(await store.accountsNamed('Team Blue', 5)), ['acc_named_1', 'acc_named_2']);
+      assert.deepEqual(ids(await store.accountsNamed('Team Blue', 1)), ['acc_named_1']);
+      assert.deepEqual(ids(await store.accountsNamed('team blue', 5)), ['acc_named_3'], 'exactly that name');
+      assert.deepEqual(ids(await store.accountsNamed('Team', 5)), []);
+      await store.putAccount({ ...second, name: 'Team Green' });
+      assert.deepEqual(ids(await store.accountsNamed('Team Blue', 5)), ['acc_named_2']);
+      assert.deepEqual(ids(await store.accountsNamed('Team Green', 5)), ['acc_named_1']);
+      assert.equal((await store.accountsNamed('Team Green', 5))[0]?.credits_base, second.credits_base, 'the whole record');
+    });
+
+    it('chargedSince: each account\'s charges since its own instant, for many at once', async () => {
+      const now = Date.now();
+      const charge = (accountId: string, credits: number, agoMs: number) => store.insertConversion(conversion(accountId, {
+        status: 'succeeded', reserved_credits: 0, credits, charged_at: new Date(now - agoMs).toISOString(),
+      }));
+      await charge('acc_charged_a', 3, HOUR);
+      await charge('acc_charged_a', 4, 3 * HOUR);
+      await charge('acc_charged_b', 5, HOUR);
+      await charge('acc_charged_b', 6, 3 * HOUR);
+      await store.insertConversion(conversion('acc_charged_b', { status: 'processing', reserved_credits: 9 }));
+      const charged = await store.chargedSince([
+        { accountId: 'acc_charged_a', sinceIso: new Date(now - 2 * HOUR).toISOString() },
+        { accountId: 'acc_charged_b', sinceIso: new Date(now - 4 * HOUR).toISOString() },
+        { accountId: 'acc_charged_none', sinceIso: new Date(now - 4 * HOUR).toISOString() },
+      ]);
+      assert.deepEqual([...charged].sort(), [['acc_charged_a', 3], ['acc_charged_b', 11], ['acc_charged_none', 0]]);
+      assert.equal(charged.get('acc_charged_a'), (await store.creditSums('acc_charged_a', new Date(now - 2 * HOUR).toISOString())).charged, 'as the balance of one account');
+      assert.deepEqual(await store.chargedSince([]), new Map());
     });
 
     it('recentDeliveries: an account\'s latest first, at most the limit, no other account\'s', async () => {
@@ -515,6 +553,74 @@ describe('PostgresStore only', () => {
       assert.equal(await a.claimDelivery!(record.id, 'node-a', Date.now() + 1000), false, 'held by node-b');
     } finally {
       await Promise.all([a.close(), b.close()]);
+      await other.drop();
+    }
+  });
+
+  it('claimPendingDeliveries: the due deliveries no live node holds, each to one node; with `own`, every pending one the node holds', async () => {
+    const other = await freshDatabase();
+    const nodes = await Promise.all([0, 1, 2].map(() => PostgresStore.open({ url: other.url, poolSize: 2 })));
+    const [a, b] = nodes as [PostgresStore, PostgresStore];
+    try {
+      const now = Date.now();
+      const at = (ms: number) => new Date(ms).toISOString();
+      const add = async (id: string, status: DeliveryRecord['status'], nextMs: number | null, holder?: [string, number]) => {
+        await a.addDelivery({ ...delivery(id, `cnv_${id}`, status), next_attempt_at: nextMs === null ? null : at(nextMs) });
+        if (holder) assert.equal(await a.claimDelivery!(id, holder[0], holder[1]), true);
+      };
+      await add('dlv_due', 'pending', now - 1000);
+      await add('dlv_held', 'pending', now - 1000, ['node-x', now + 60_000]);
+      await add('dlv_held_out', 'pending', now - 1000, ['node-x', now - 500]);
+      await add('dlv_later', 'pending', now + HOUR);
+      await add('dlv_sent', 'delivered', null);
+      await add('dlv_own_later', 'pending', now + HOUR, ['node-a', now + HOUR + 60_000]);
+      const claim = { dueBy: at(now), untilMs: now + 5000, limit: 10 };
+      assert.deepEqual(ids(await a.claimPendingDeliveries('node-a', claim)).sort(), ['dlv_due', 'dlv_held_out'], 'due, held by no live node');
+      assert.deepEqual(ids(await b.claimPendingDeliveries('node-b', claim)), [], 'node-a holds them now');
+      assert.deepEqual(ids(await a.claimPendingDeliveries('node-a', { ...claim, own: true })).sort(), ['dlv_due', 'dlv_held_out', 'dlv_own_later'],
+        'a restart under the same id: its own, due or not');
+      assert.equal(await b.claimDelivery!('dlv_own_later', 'node-b', now + HOUR), false, 'its claim kept as long as it was');
+      assert.deepEqual(ids(await b.claimPendingDeliveries('node-x', { ...claim, own: true })), ['dlv_held']);
+
+      // Three nodes claiming at once: each of 30 due deliveries goes to one of them.
+      for (let i = 0; i < 30; i++) await add(`dlv_many_${i}`, 'pending', now - 2000);
+      const taken = await Promise.all(nodes.map((node, i) => node.claimPendingDeliveries(`node-${i}`, { ...claim, limit: 12 })));
+      const all = taken.flatMap((records) => ids(records)).filter((id) => id.startsWith('dlv_many_'));
+      assert.equal(all.length, new Set(all).size, 'none twice');
+      const rest = await a.claimPendingDeliveries('node-0', { ...claim, limit: 100 });
+      assert.equal(all.length + rest.length, 30, 'every one, once');
+    } finally {
+      await Promise.all(nodes.map((node) => node.close()));
+      await other.drop();
+    }
+  });
+
+  it('a node\'s due webhook deliveries and sign-in\'s name are found through an index, not by a look at every row', async () => {
+    const other = await freshDatabase();
+    const store = await PostgresStore.open({ url: other.url, poolSize: 2 });
+    const client = new pg.Client({ connectionString: other.url });
+    await client.connect();
+    try {
+      for (let i = 0; i < 50; i++) {
+        await store.putAccount({ ...account(`acc_index_${i}`, new Date().toISOString()), name: `name ${i}` });
+        await store.addDelivery({ ...delivery(`dlv_index_${i}`, `cnv_index_${i}`, i % 2 ? 'pending' : 'delivered'), next_attempt_at: new Date(Date.now() + (i - 25) * HOUR).toISOString() });
+      }
+      await client.query('ANALYZE');
+      await client.query('SET enable_seqscan = off');
+      const explain = async (text: string, values: unknown[]) =>
+        (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values)).rows.map((row) => row['QUERY PLAN']).join('\n');
+      const byName = await explain("SELECT doc FROM convd_accounts WHERE doc->>'name' = $1 ORDER BY id LIMIT $2", ['name 7', 2]);
+      assert.match(byName, /Index Scan using convd_accounts_name|Bitmap Index Scan on convd_accounts_name/, byName);
+      assert.doesNotMatch(byName, /Seq Scan/, byName);
+      const due = await explain(`SELECT id FROM convd_deliveries
+          WHERE status = 'pending' AND doc->>'next_attempt_at' <= $1 AND (lease_node IS NULL OR lease_until < now())
+          ORDER BY doc->>'next_attempt_at' LIMIT $2 FOR UPDATE SKIP LOCKED`, [new Date().toISOString(), 100]);
+      assert.match(due, /Index Scan using convd_deliveries_due|Bitmap Index Scan on convd_deliveries_due/, due);
+      assert.doesNotMatch(due, /Seq Scan/, due);
+      assert.deepEqual(ids(await store.accountsNamed('name 7', 2)), ['acc_index_7']);
+    } finally {
+      await client.end();
+      await store.close();
       await other.drop();
     }
   });

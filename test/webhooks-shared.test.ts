@@ -1,15 +1,17 @@
 /**
  * Webhook deliveries with several nodes on one PostgreSQL store: two deliverers (two nodes)
  * both resuming pending deliveries send each attempt once (claims); when the node that scheduled
- * a retry stops (dies), the other sends it once its claim runs out. The receiver sees exactly one
- * request per attempt, every one with the same delivery id.
+ * a retry stops (dies), the other sends it once its claim runs out; restarted under its old id, it
+ * sends it itself at its time, not after its claim. The receiver sees exactly one request per
+ * attempt, every one with the same delivery id. No node reads the pending deliveries others hold:
+ * each looks with one claim that returns only what it took.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { toPublicConversion } from '../src/model/conversion.ts';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
-import { WebhookDeliverer } from '../src/webhooks/deliverer.ts';
+import { WebhookDeliverer, type DeliveryStore } from '../src/webhooks/deliverer.ts';
 import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 import { conversion } from './helpers/store-records.ts';
 import { waitUntil } from './ops-support.ts';
@@ -45,9 +47,9 @@ describe('webhook deliveries shared by two nodes', () => {
     await database?.drop();
   });
 
-  const node = (name: string) => new WebhookDeliverer({
-    store, secretFor: async () => 'whsec_shared', allowInsecure: true, scheduleScale: SCALE, timeoutMs: 2000,
-    shared: { node: name, claimMs: CLAIM_MS },
+  const node = (name: string, claimMs = CLAIM_MS, through: DeliveryStore = store) => new WebhookDeliverer({
+    store: through, secretFor: async () => 'whsec_shared', allowInsecure: true, scheduleScale: SCALE, timeoutMs: 2000,
+    shared: { node: name, claimMs },
   });
   const enqueue = (deliverer: WebhookDeliverer, path: string) => {
     const record = conversion('acc_hooks', { status: 'succeeded' });
@@ -92,5 +94,71 @@ describe('webhook deliveries shared by two nodes', () => {
     } finally {
       await b.stop();
     }
+  });
+
+  it('restarted under its old id, the node sends its retry at its time, not once its claim has run out', async () => {
+    // A claim far longer than the wait for the retry: another node would send it only after it.
+    const longClaim = 6000;
+    const first = node('R', longClaim);
+    await first.start();
+    const made = await enqueue(first, '/restart');
+    await waitUntil('the first attempt recorded', async () => ((await store.getDelivery(made.id))?.attempts.length === 1 ? true : undefined), 10_000);
+    await first.stop();
+    const again = node('R', longClaim);
+    await again.start();
+    try {
+      const done = await waitUntil('delivered by the restarted node', async () => {
+        const current = await store.getDelivery(made.id);
+        return current?.status === 'delivered' ? current : undefined;
+      }, 10_000);
+      const [attempt, retry] = done.attempts.map((a) => Date.parse(a.at));
+      // The retry's wait is about 1.2 s; a claim left to run out would add 6 s to it.
+      assert.ok(retry! - attempt! < longClaim, `the retry came ${retry! - attempt!} ms after the first attempt`);
+      assert.deepEqual(seen.get('/restart'), [made.id, made.id]);
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it('no node reads the pending deliveries another holds: each look is one claim that returns what it took', async () => {
+    // 40 retries a live node holds (due in an hour, claimed until after that).
+    const holder = 'node-holding';
+    const later = Date.now() + 3_600_000;
+    for (let i = 0; i < 40; i++) {
+      const record = conversion('acc_hooks_held', { status: 'failed' });
+      const added = await store.addDelivery({
+        id: `dlv_held_${i}`, conversion_id: record.id, account_id: 'acc_hooks_held', event: 'conversion.failed', url: `http://127.0.0.1:${port}/held`,
+        body: '{}', status: 'pending', attempts: [], next_attempt_at: new Date(later).toISOString(), created_at: new Date().toISOString(),
+      });
+      await store.claimDelivery(added.id, holder, later + 60_000);
+    }
+    let listed = 0;
+    let claims = 0;
+    let returned = 0;
+    const watched: DeliveryStore = {
+      getDelivery: (id) => store.getDelivery(id),
+      addDelivery: (record) => store.addDelivery(record),
+      putDelivery: (record) => store.putDelivery(record),
+      flush: () => store.flush(),
+      claimDelivery: (...args) => store.claimDelivery(...args),
+      listDeliveries: (filter) => (listed++, store.listDeliveries(filter)),
+      claimPendingDeliveries: async (...args) => {
+        claims++;
+        const taken = await store.claimPendingDeliveries(...args);
+        returned += taken.length;
+        return taken;
+      },
+    };
+    const [a, b] = [node('L1', CLAIM_MS, watched), node('L2', CLAIM_MS, watched)];
+    await Promise.all([a.start(), b.start()]);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 5 * CLAIM_MS + 100));
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+    assert.equal(listed, 0, 'no list of the pending deliveries');
+    assert.ok(claims >= 2 * 5, `${claims} looks in five periods of two nodes`);
+    assert.equal(returned, 0, 'nothing came back: every pending delivery is held by a live node or not due');
+    assert.equal(seen.get('/held'), undefined);
   });
 });

@@ -1,13 +1,13 @@
 import type { H3 } from 'h3';
 import { isPlanId } from '../../src/model/plan.ts';
-import { balanceOf } from '../../src/service/credits.ts';
+import { remainingOf } from '../../src/service/credits.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import { messagePage } from './pages.ts';
 import { ownerPage, type OwnerPageState } from './owner-page.ts';
 import { pageHandler, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
 
 /**
- * The owner's page (issue 16, item 5), for accounts with the admin role (the first account of a
+ * The owner's page, for accounts with the admin role (the first account of a
  * box has it; `convd accounts update ID --role admin` gives it): every account (made here with its
  * sign-in link, its plan and credits changed, a new link), the maintenance switch, the engines as
  * `convd doctor` finds them, the queue and the workers. To anyone else the page does not exist.
@@ -18,12 +18,11 @@ export function registerOwnerPage(app: H3, deps: PageDeps & { system: Conversion
   const notFound = (request: PageRequest) => respond(request, 404, messagePage(request.context, request.t('owner'), request.t('notFound')));
 
   const show = async (request: PageRequest, status: number, extra: Partial<OwnerPageState> = {}) => {
-    const records = await system.store.listAccounts();
-    const accounts = await Promise.all(records.map(async (record) => {
-      const current = (await system.accounts.currentAccount(record.id)) ?? record;
-      const unmetered = system.conversions.config.plans[current.plan].credits_type === 'unmetered';
-      return { record: current, remaining: unmetered ? null : (await balanceOf(system.store, current)).remaining };
-    }));
+    // One read of the accounts and one of their balances, however many accounts there are.
+    const records = await Promise.all((await system.store.listAccounts()).map((record) => system.accounts.current(record)));
+    const metered = records.filter((record) => system.conversions.config.plans[record.plan].credits_type !== 'unmetered');
+    const remaining = await remainingOf(system.store, metered);
+    const accounts = records.map((record) => ({ record, remaining: remaining.get(record.id) ?? null }));
     accounts.sort((a, b) => a.record.created_at.localeCompare(b.record.created_at));
     return respond(request, status, ownerPage(request.context, {
       accounts,

@@ -14,6 +14,11 @@ const LOOK_AGAIN_MS = 5_000;
 export interface PostgresJobSourceOptions {
   leaseMs?: number;
   /**
+   * The id this node claims under: the one kept in its data dir (node-id.ts), so that a restart
+   * knows its own leases. Unset: one made for this process alone.
+   */
+  node?: string;
+  /**
    * Several daemons share the database: leases found at start are live nodes', and a running
    * conversion whose lease runs out (its node died) is handed to `onAbandoned` by whichever node
    * takes it over first. Alone (false), every lease found at start is a dead predecessor's.
@@ -39,7 +44,7 @@ export interface PostgresJobSourceOptions {
  * is skipped, as the in-memory queue does; between accounts the order is first come, first served.
  */
 export class PostgresJobSource implements JobSource {
-  readonly node = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  readonly node: string;
   private readonly listeners: (() => void)[] = [];
   /**
    * Each account's share of this node's workers, as the service last gave it at a push or a
@@ -56,6 +61,7 @@ export class PostgresJobSource implements JobSource {
 
   constructor(private readonly store: PostgresStore, private readonly options: PostgresJobSourceOptions = {}) {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.node = options.node ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   }
 
   async start(): Promise<void> {
@@ -64,6 +70,9 @@ export class PostgresJobSource implements JobSource {
     this.unlisten = await this.store.listen(QUEUED, () => this.wake(), (error) => {
       this.options.log?.('queue.listen_lost', { error: error.message });
     });
+    // Before the first renewal, which would otherwise keep the leases of the conversions this
+    // node ran before its restart alive for good.
+    if (this.options.shared) await this.takeBack();
     const renew = setInterval(() => {
       void this.store.renewLeases(this.node, this.leaseMs).catch(() => undefined);
     }, Math.max(100, Math.floor(this.leaseMs / 3)));
@@ -82,6 +91,17 @@ export class PostgresJobSource implements JobSource {
       reaper.unref();
       this.timers.push(reaper);
     }
+  }
+
+  /**
+   * A node restarted under its old id (its data dir's): whatever it held a lease on when it went
+   * down runs nowhere now, so those leases end at once rather than when they run out. A queued
+   * conversion is free to be claimed again; a running one is left with a lease that has run out,
+   * for the reaper (this node's, straight after, or another's) to take over as a dead node's.
+   */
+  private async takeBack(): Promise<void> {
+    const ended = await this.store.endLeasesOf(this.node);
+    if (ended > 0) this.options.log?.('queue.leases_taken_back', { node: this.node, leases: ended });
   }
 
   /** Takes over the running conversions of nodes that stopped renewing their leases. */

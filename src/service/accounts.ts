@@ -97,7 +97,11 @@ export class AccountService {
   /** The account with its monthly reset applied (persisted the first time it is seen due). */
   async currentAccount(id: string): Promise<AccountRecord | undefined> {
     const account = await this.store.getAccount(id);
-    if (!account) return undefined;
+    return account ? this.current(account) : undefined;
+  }
+
+  /** `currentAccount` of a record just read (a list of them): written only if it rolled over. */
+  async current(account: AccountRecord): Promise<AccountRecord> {
     const plan = this.config.plans[account.plan];
     const rolled = plan.credits_type === 'unmetered' ? null : applyMonthlyReset(account, plan, this.now());
     if (!rolled) return account;

@@ -49,3 +49,12 @@ export async function balanceOf(store: Store, account: AccountRecord): Promise<B
   const remaining = Math.max(0, account.credits_base - charged);
   return { remaining, reserved, available: remaining - reserved };
 }
+
+/**
+ * The credits left (`Balance.remaining`) of many accounts at once, for the owner's page: the
+ * store sums every account's charges in one read (PostgreSQL: one statement), not one per account.
+ */
+export async function remainingOf(store: Store, accounts: readonly AccountRecord[]): Promise<Map<string, number>> {
+  const charged = await store.chargedSince(accounts.map((account) => ({ accountId: account.id, sinceIso: account.credits_base_at })));
+  return new Map(accounts.map((account) => [account.id, Math.max(0, account.credits_base - (charged.get(account.id) ?? 0))]));
+}

@@ -287,11 +287,14 @@ async function openStore(
   late: { takeOver: (id: string) => Promise<void>; ownerOf: (account: string) => Promise<JobOwner | undefined> },
 ): Promise<{ store: Store; queue: JobSource; database: PostgresStore | null; shared: boolean; node: string | null }> {
   if (options.databaseUrl) {
-    const [{ PostgresStore: Database }, { PostgresJobSource }] = await Promise.all([
+    const [{ PostgresStore: Database }, { PostgresJobSource }, { nodeIdIn }] = await Promise.all([
       import('../store/postgres/postgres-store.ts'),
       import('../queue/postgres-job-source.ts'),
+      import('../queue/node-id.ts'),
     ]);
     const shared = Boolean(options.blobUrl);
+    // The data dir's: restarted on it, the node knows the leases it held as its own.
+    const node = await nodeIdIn(options.dataDir);
     // Held for as long as the daemon runs: shared by the nodes of a cluster, alone without a
     // bucket (and by `convd store import`), so neither starts beside the other.
     const store = await Database.open({
@@ -302,7 +305,7 @@ async function openStore(
         options.onStoreLost?.(error);
       },
     });
-    const queue = new PostgresJobSource(store, { log, shared, onAbandoned: late.takeOver, ownerOf: late.ownerOf, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) });
+    const queue = new PostgresJobSource(store, { log, shared, node, onAbandoned: late.takeOver, ownerOf: late.ownerOf, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) });
     return { store, queue, database: store, shared, node: queue.node };
   }
   const store = await LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });

@@ -133,7 +133,8 @@ export class WebSignIn {
       const byId = await this.accounts.currentAccount(name);
       if (byId) return byId;
     }
-    const named = (await this.store.listAccounts()).filter((account) => account.name === name);
+    // Two are enough to know the name is shared.
+    const named = await this.store.accountsNamed(name, 2);
     return named.length === 1 ? this.accounts.currentAccount(named[0]!.id) : undefined;
   }
 }

@@ -5,7 +5,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts'
 import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from './types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from './types.ts';
 import { conversionIdFloor, conversionIdTime } from '../service/ids.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 
@@ -73,6 +73,8 @@ export class LowdbStore implements Store {
   private readonly keysByHash = new Map<string, ApiKeyRecord>();
   private readonly keysById = new Map<string, ApiKeyRecord>();
   private readonly accountsById = new Map<string, AccountRecord>();
+  /** Ids of the accounts of each name (sign-in by name). */
+  private readonly accountsByName = new Map<string, Set<string>>();
   /** The same objects as `main.data.web_tokens`: a session is looked up on every page. */
   private readonly webTokensByHash = new Map<string, WebTokenRecord>();
 
@@ -110,7 +112,10 @@ export class LowdbStore implements Store {
       this.keysByHash.set(key.hash, key);
       this.keysById.set(key.id, key);
     }
-    for (const account of this.main.data.accounts) this.accountsById.set(account.id, account);
+    for (const account of this.main.data.accounts) {
+      this.accountsById.set(account.id, account);
+      this.indexName(account);
+    }
     for (const token of this.main.data.web_tokens) this.webTokensByHash.set(token.hash, token);
 
     // Each shard's adapter reads its own copies: it must know which copy is the newer before it
@@ -414,6 +419,26 @@ export class LowdbStore implements Store {
     return { charged, reserved };
   }
 
+  async usageByDay(accountId: string, sinceIso: string): Promise<DayUsage[]> {
+    // The window's end of the account's ids (they sort by creation), read from memory once.
+    const ids = this.byAccount.get(accountId) ?? [];
+    const days = new Map<string, DayUsage>();
+    const dayOf = (day: string) => days.get(day) ?? days.set(day, { day, conversions: 0, credits: 0 }).get(day)!;
+    for (let index = lowerBound(ids, conversionIdFloor(Date.parse(sinceIso))); index < ids.length; index++) {
+      const record = this.conversions.get(ids[index]!);
+      if (!record || record.created_at < sinceIso) continue;
+      dayOf(record.created_at.slice(0, 10)).conversions++;
+      if (record.charged_at) dayOf(record.charged_at.slice(0, 10)).credits += record.credits;
+    }
+    return [...days.values()];
+  }
+
+  async chargedSince(periods: readonly { accountId: string; sinceIso: string }[]): Promise<Map<string, number>> {
+    const charged = new Map<string, number>();
+    for (const { accountId, sinceIso } of periods) charged.set(accountId, (await this.creditSums(accountId, sinceIso)).charged);
+    return charged;
+  }
+
   async countCreatedSince(accountId: string, sinceMs: number): Promise<number> {
     const ids = this.byAccount.get(accountId) ?? [];
     return ids.length - lowerBound(ids, conversionIdFloor(sinceMs));
@@ -470,6 +495,11 @@ export class LowdbStore implements Store {
     return account ? { ...account } : undefined;
   }
 
+  async accountsNamed(name: string, limit: number): Promise<AccountRecord[]> {
+    const ids = [...(this.accountsByName.get(name) ?? [])].sort(byText).slice(0, limit);
+    return ids.map((id) => ({ ...this.accountsById.get(id)! }));
+  }
+
   async listAccounts(): Promise<AccountRecord[]> {
     return this.main.data.accounts.map((a) => ({ ...a }));
   }
@@ -477,8 +507,23 @@ export class LowdbStore implements Store {
   async putAccount(record: AccountRecord): Promise<void> {
     const stored = { ...record };
     upsert(this.main.data.accounts, stored);
+    const earlier = this.accountsById.get(stored.id);
+    if (earlier) this.unindexName(earlier);
+    this.indexName(stored);
     this.accountsById.set(stored.id, stored);
     this.markDirty(MAIN);
+  }
+
+  private indexName(account: AccountRecord): void {
+    const ids = this.accountsByName.get(account.name);
+    if (ids) ids.add(account.id);
+    else this.accountsByName.set(account.name, new Set([account.id]));
+  }
+
+  private unindexName(account: AccountRecord): void {
+    const ids = this.accountsByName.get(account.name);
+    ids?.delete(account.id);
+    if (ids?.size === 0) this.accountsByName.delete(account.name);
   }
 
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {

@@ -24,11 +24,13 @@ export function observeStore(store: Store, observer: StoreObserver): Store {
       await store.insertConversion(record);
       observer.onTransition?.({ ...record }, null);
     },
-    async updateConversion(id, patch) {
-      // Progress updates (most calls) carry no status: nothing to compare, no extra read.
-      if (patch.status === undefined) return store.updateConversion(id, patch);
+    async updateConversion(id, patch, options) {
+      // Progress updates (most calls) carry no status: nothing to compare, no extra read. Their
+      // options go through: a progress write is deferred (no wait for the disk) and applies only
+      // while the conversion is active.
+      if (patch.status === undefined) return store.updateConversion(id, patch, options);
       const before = (await store.getConversion(id))?.status;
-      const after = await store.updateConversion(id, patch);
+      const after = await store.updateConversion(id, patch, options);
       if (after && before !== after.status) observer.onTransition?.(after, before ?? null);
       return after;
     },

@@ -25,6 +25,14 @@ export interface UpdateOptions {
   whileActive?: boolean;
 }
 
+/** One UTC day of an account's chart: conversions made and credits charged that day. */
+export interface DayUsage {
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+  conversions: number;
+  credits: number;
+}
+
 export interface ListQuery {
   accountId: string;
   status?: ConversionStatus;
@@ -104,6 +112,19 @@ export interface Store {
    * charged at or after `sinceIso`, and the `reserved_credits` of the account's active conversions.
    */
   creditSums(accountId: string, sinceIso: string): Promise<{ charged: number; reserved: number }>;
+  /**
+   * The sums of the account page's chart, over the account's conversions created at or after
+   * `sinceIso`: how many were made on each UTC day (by `created_at`), and the credits charged on
+   * each UTC day (by `charged_at`). Days with neither are absent; in no particular order.
+   * PostgreSQL: one GROUP BY in the database.
+   */
+  usageByDay(accountId: string, sinceIso: string): Promise<DayUsage[]>;
+  /**
+   * The credits charged to each account at or after its own instant (its credit period's start),
+   * for many accounts at once (the owner's page): one statement on PostgreSQL. Every id asked for
+   * is in the map, 0 when nothing was charged.
+   */
+  chargedSince(periods: readonly { accountId: string; sinceIso: string }[]): Promise<Map<string, number>>;
   /** How many of the account's conversions were created at or after `sinceMs`. */
   countCreatedSince(accountId: string, sinceMs: number): Promise<number>;
   /** The `engine_ms` of the account's conversions created at or after `sinceMs`, added up. */
@@ -115,6 +136,8 @@ export interface Store {
 
   getAccount(id: string): Promise<AccountRecord | undefined>;
   listAccounts(): Promise<AccountRecord[]>;
+  /** Up to `limit` accounts whose name is exactly `name`, by an index (sign-in by name). */
+  accountsNamed(name: string, limit: number): Promise<AccountRecord[]>;
   putAccount(record: AccountRecord): Promise<void>;
 
   getApiKey(id: string): Promise<ApiKeyRecord | undefined>;
@@ -180,6 +203,17 @@ export interface Store {
    * Absent: one process sends every attempt itself.
    */
   claimDelivery?(id: string, node: string, untilMs: number, attempts?: number): Promise<boolean>;
+
+  /**
+   * Several nodes: in one statement, claims for `node` until `untilMs` at most `limit` pending
+   * deliveries whose next attempt is due by `dueBy` (ISO) and that no live claim holds, and
+   * returns them; with `own`, also every pending delivery `node` holds already, due or not, beyond
+   * `limit` (a node restarted under its old id takes its retries back; such a claim is kept at
+   * least as long as it was). Nothing else is read: the deliveries other nodes hold never leave
+   * the database.
+   * Absent: one process sends every attempt itself.
+   */
+  claimPendingDeliveries?(node: string, claim: { dueBy: string; untilMs: number; limit: number; own?: boolean }): Promise<DeliveryRecord[]>;
 
   /** Resolves when every write made so far is on disk. */
   flush(): Promise<void>;

@@ -7,7 +7,7 @@ import { signWebhook } from './signature.ts';
 import type { WebhookTransport } from './transport.ts';
 
 /** The part of the Store the deliverer uses (any full Store fits). */
-export type DeliveryStore = Pick<Store, 'getDelivery' | 'addDelivery' | 'putDelivery' | 'listDeliveries' | 'flush' | 'claimDelivery'>;
+export type DeliveryStore = Pick<Store, 'getDelivery' | 'addDelivery' | 'putDelivery' | 'listDeliveries' | 'flush' | 'claimDelivery' | 'claimPendingDeliveries'>;
 
 export type WebhookEvent = DeliveryRecord['event'];
 
@@ -36,8 +36,10 @@ export interface WebhookDelivererOptions {
   log?: WebhookLog;
   /**
    * Several nodes share the store: each attempt is claimed first (one node sends it), the node
-   * that scheduled a retry holds the delivery until `claimMs` after it is due, and every node looks
-   * for pending deliveries every `claimMs`, so a retry of a node that died is sent by another.
+   * that scheduled a retry holds the delivery until `claimMs` after it is due, and every node
+   * claims the due deliveries nobody holds every `claimMs` (one statement that returns only
+   * those), so a retry of a node that died is sent by another. `node` is kept across restarts
+   * (the data dir's): a restarted node takes back the retries it held at once.
    */
   shared?: { node: string; claimMs: number };
 }
@@ -52,6 +54,8 @@ export interface EnqueueInput {
 }
 
 const SILENT: WebhookLog = { info() {}, warn() {}, error() {} };
+/** Deliveries one claim of a node takes at most; a full one is followed by another at once. */
+const CLAIM_BATCH = 100;
 /** setTimeout's ceiling; no wait of the schedule comes near it, a clock jump might. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -155,21 +159,38 @@ export class WebhookDeliverer {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    const pending = await this.resume();
+    const shared = this.shared && this.store.claimPendingDeliveries ? this.shared : null;
+    const pending = shared ? await this.claimDue(shared, true) : await this.resume(await this.store.listDeliveries({ status: 'pending' }));
     if (pending > 0) this.log.info('resuming webhook deliveries', { pending });
-    if (this.shared) {
-      this.resumer = setInterval(() => void this.resume().catch(() => undefined), this.shared.claimMs);
+    if (shared) {
+      this.resumer = setInterval(() => void this.claimDue(shared, false).catch(() => undefined), shared.claimMs);
       this.resumer.unref();
     }
   }
 
-  /** Schedules every pending delivery not scheduled here yet; how many are pending. */
-  private async resume(): Promise<number> {
-    const pending = await this.store.listDeliveries({ status: 'pending' });
+  /** Schedules every delivery given that is not scheduled here yet; how many were given. */
+  private resume(pending: DeliveryRecord[]): number {
     for (const record of pending) {
       if (!this.chains.has(record.id) && !this.timers.has(record.id)) this.schedule(record);
     }
     return pending.length;
+  }
+
+  /**
+   * Several nodes: claims the due deliveries no live node holds (and, with `own`, at start, the
+   * ones this node held when it went down) and schedules them; how many it took.
+   */
+  private async claimDue(shared: { node: string; claimMs: number }, own: boolean): Promise<number> {
+    let taken = 0;
+    // Its own ones come whole with the first claim; the due ones a batch at a time.
+    for (let first = true; ; first = false) {
+      const now = this.now();
+      const claimed = await this.store.claimPendingDeliveries!(shared.node, {
+        dueBy: new Date(now).toISOString(), untilMs: now + this.transportOptions.timeoutMs + shared.claimMs, limit: CLAIM_BATCH, own: own && first,
+      });
+      taken += this.resume(claimed);
+      if (claimed.length < CLAIM_BATCH || !this.running) return taken;
+    }
   }
 
   /** Stops scheduling and waits for attempts in flight (each bounded by the time-out). */

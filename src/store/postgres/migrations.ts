@@ -145,4 +145,17 @@ CREATE INDEX convd_conversions_ended ON convd_conversions (finished_at) WHERE fi
 CREATE INDEX convd_deliveries_account ON convd_deliveries ((doc->>'account_id'), created_at DESC, id DESC);
 `,
   },
+  {
+    version: 8,
+    name: 'due webhook deliveries; accounts by name; rate tokens taken in batches',
+    // The nodes of a cluster claim the pending deliveries that are due, in one statement, through
+    // the first index (not every pending one, read by every node, as before); sign-in looks an
+    // account's name up through the second. A node takes a batch of a bucket's tokens at once:
+    // the statement returns how many through the new column (a constant default: no rewrite).
+    sql: `
+CREATE INDEX convd_deliveries_due ON convd_deliveries ((doc->>'next_attempt_at')) WHERE status = 'pending';
+CREATE INDEX convd_accounts_name ON convd_accounts ((doc->>'name'));
+ALTER TABLE convd_rate_buckets ADD COLUMN last_taken double precision NOT NULL DEFAULT 0;
+`,
+  },
 ];

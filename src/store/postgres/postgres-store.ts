@@ -3,7 +3,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.
 import type { ConversionRecord } from '../../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../../model/status.ts';
 import { conversionIdFloor, conversionIdTime } from '../../service/ids.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
 import { migrate } from './migrate.ts';
 import { SecondCache } from './second-cache.ts';
 import { reasonOf, StoreUnavailableError } from '../unavailable.ts';
@@ -317,6 +317,33 @@ export class PostgresStore implements Store {
     return { charged: Number(row?.charged ?? 0), reserved: Number(row?.reserved ?? 0) };
   }
 
+  async usageByDay(accountId: string, sinceIso: string): Promise<DayUsage[]> {
+    // One pass over the window's rows (through the index on the account's ids: ids sort by
+    // creation), grouped twice: by the day made, and by the day charged. Times are ISO text in
+    // UTC, so a day is the text's first ten characters.
+    const rows = await this.rows<{ by_charge: number; day: string | null; made: string; credits: string | null }>('convd-usage-by-day', `
+      SELECT grouping(left(created_at, 10)) AS by_charge, coalesce(left(created_at, 10), left(charged_at, 10)) AS day,
+        count(*) AS made, sum(credits) AS credits
+      FROM convd_conversions WHERE account_id = $1 AND id >= $2 AND created_at >= $3
+      GROUP BY GROUPING SETS ((left(created_at, 10)), (left(charged_at, 10)))`, [accountId, conversionIdFloor(Date.parse(sinceIso)), sinceIso]);
+    const days = new Map<string, DayUsage>();
+    const dayOf = (day: string) => days.get(day) ?? days.set(day, { day, conversions: 0, credits: 0 }).get(day)!;
+    for (const row of rows) {
+      if (row.day === null) continue; // the conversions never charged
+      if (Number(row.by_charge) === 0) dayOf(row.day).conversions += Number(row.made);
+      else dayOf(row.day).credits += Number(row.credits ?? 0);
+    }
+    return [...days.values()];
+  }
+
+  async chargedSince(periods: readonly { accountId: string; sinceIso: string }[]): Promise<Map<string, number>> {
+    // Each account's sum through the index on (account_id, charged_at), all in one statement.
+    const rows = await this.rows<{ id: string; charged: string }>('convd-charged-since', `
+      SELECT p.id, coalesce((SELECT sum(c.credits) FROM convd_conversions c WHERE c.account_id = p.id AND c.charged_at >= p.since), 0)::text AS charged
+      FROM unnest($1::text[], $2::text[]) AS p(id, since)`, [periods.map((p) => p.accountId), periods.map((p) => p.sinceIso)]);
+    return new Map(rows.map((row) => [row.id, Number(row.charged)]));
+  }
+
   async countCreatedSince(accountId: string, sinceMs: number): Promise<number> {
     return this.count('convd-count-since', 'SELECT count(*) AS n FROM convd_conversions WHERE account_id = $1 AND id >= $2', [accountId, conversionIdFloor(sinceMs)]);
   }
@@ -352,6 +379,11 @@ export class PostgresStore implements Store {
 
   async getAccount(id: string): Promise<AccountRecord | undefined> {
     return this.cached(`account:${id}`, () => this.one('convd-account', 'SELECT doc FROM convd_accounts WHERE id = $1', [id]));
+  }
+
+  async accountsNamed(name: string, limit: number): Promise<AccountRecord[]> {
+    // Through the index on the name (schema step 8), not a read of every account.
+    return this.docs('convd-accounts-named', "SELECT doc FROM convd_accounts WHERE doc->>'name' = $1 ORDER BY id LIMIT $2", [name, limit]);
   }
 
   async listAccounts(): Promise<AccountRecord[]> {
@@ -532,6 +564,22 @@ export class PostgresStore implements Store {
     await this.db.query({ name: 'convd-clear-leases', text: 'UPDATE convd_conversions SET lease_node = NULL, lease_until = NULL WHERE lease_node IS NOT NULL', values: [] });
   }
 
+  /**
+   * Ends every lease `node` holds, at the start of a node restarted under its old id (nothing of
+   * it runs any more): a queued conversion's claim is dropped (claimable at once), a running one's
+   * lease is made to have run out (for `takeExpiredLease`, whose one winner re-queues it). How many.
+   */
+  async endLeasesOf(node: string): Promise<number> {
+    return (await this.db.query({
+      name: 'convd-end-leases-of',
+      text: `UPDATE convd_conversions SET
+          lease_node = CASE WHEN status = ANY($2::text[]) THEN lease_node END,
+          lease_until = CASE WHEN status = ANY($2::text[]) THEN now() - interval '1 millisecond' END
+        WHERE lease_node = $1`,
+      values: [node, ACTIVE.filter((status) => status !== 'queued')],
+    })).rowCount ?? 0;
+  }
+
   /** Running conversions whose node stopped renewing their lease (it died): candidates for `takeExpiredLease`. */
   async expiredLeaseIds(): Promise<string[]> {
     return (await this.rows<{ id: string }>('convd-expired-leases', 'SELECT id FROM convd_conversions WHERE status = ANY($1::text[]) AND lease_until < now() ORDER BY id LIMIT 100', [ACTIVE])).map((row) => row.id);
@@ -558,6 +606,25 @@ export class PostgresStore implements Store {
     return (result.rowCount ?? 0) === 1;
   }
 
+  async claimPendingDeliveries(node: string, claim: { dueBy: string; untilMs: number; limit: number; own?: boolean }): Promise<DeliveryRecord[]> {
+    // The due ones through the index of pending deliveries by their next attempt (schema step 8),
+    // not every pending one; a due one a live node holds is that node's to send. A node's own
+    // (at its restart) through no index: once per start. Those were timers in its memory before.
+    return this.docs('convd-claim-deliveries', `
+      WITH due AS (
+        SELECT id FROM convd_deliveries
+        WHERE status = 'pending' AND doc->>'next_attempt_at' <= $2 AND (lease_node IS NULL OR lease_until < now())
+        ORDER BY doc->>'next_attempt_at' LIMIT $4 FOR UPDATE SKIP LOCKED
+      ), own AS (
+        SELECT id FROM convd_deliveries WHERE $5::boolean AND status = 'pending' AND lease_node = $1 FOR UPDATE SKIP LOCKED
+      )
+      UPDATE convd_deliveries d SET lease_node = $1,
+        lease_until = CASE WHEN d.lease_node = $1 THEN greatest(d.lease_until, to_timestamp($3::double precision / 1000))
+          ELSE to_timestamp($3::double precision / 1000) END
+      WHERE d.id IN (SELECT id FROM due UNION SELECT id FROM own)
+      RETURNING d.doc`, [node, claim.dueBy, claim.untilMs, claim.limit, claim.own === true]);
+  }
+
   /** The request taken from `key`'s bucket is given back (a sign-in that did not fail), up to `limit`. */
   async returnRateToken(key: string, limit: number): Promise<void> {
     await this.db.query({ name: 'convd-rate-return', text: 'UPDATE convd_rate_buckets SET tokens = least($2::double precision, tokens + 1) WHERE key = $1', values: [key, limit] });
@@ -577,22 +644,32 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * One request against `key`'s token bucket of `limit` per minute, shared by every node: refilled
-   * by the database's clock and taken in one statement under the row's lock (an unlogged table:
-   * a crash of the server forgets the buckets, which only lets a minute's burst through again).
+   * Takes up to `want` tokens at once from `key`'s token bucket of `limit` per minute, shared by
+   * every node (a node spends a batch on its own before it asks again): refilled by the
+   * database's clock and taken in one statement under the row's lock (an unlogged table: a crash
+   * of the server forgets the buckets, which only lets a minute's burst through again). Whole
+   * tokens only; `taken` 0 is a refusal, and `tokens` is what the bucket holds after it.
    */
-  async takeRateToken(key: string, limit: number): Promise<{ tokens: number; allowed: boolean }> {
-    const [row] = await this.rows<{ tokens: number; allowed: boolean }>('convd-rate', `
+  async takeRateTokens(key: string, limit: number, want: number): Promise<{ tokens: number; taken: number }> {
+    const refilled = 'least($2::double precision, b.tokens + (EXCLUDED.updated_ms - b.updated_ms) * $2 / 60000.0)';
+    const [row] = await this.rows<{ tokens: number; taken: number }>('convd-rate-batch', `
       WITH clock AS (SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms)
-      INSERT INTO convd_rate_buckets AS b (key, tokens, updated_ms, last_allowed)
-        SELECT $1, $2::double precision - 1, clock.ms, true FROM clock
+      INSERT INTO convd_rate_buckets AS b (key, tokens, updated_ms, last_allowed, last_taken)
+        SELECT $1, $2::double precision - least($3::double precision, floor($2::double precision)), clock.ms,
+          $2::double precision >= 1, least($3::double precision, floor($2::double precision)) FROM clock
       ON CONFLICT (key) DO UPDATE SET
-        tokens = least($2::double precision, b.tokens + (EXCLUDED.updated_ms - b.updated_ms) * $2 / 60000.0)
-          - CASE WHEN least($2::double precision, b.tokens + (EXCLUDED.updated_ms - b.updated_ms) * $2 / 60000.0) >= 1 THEN 1 ELSE 0 END,
-        last_allowed = least($2::double precision, b.tokens + (EXCLUDED.updated_ms - b.updated_ms) * $2 / 60000.0) >= 1,
+        tokens = ${refilled} - least($3::double precision, floor(${refilled})),
+        last_taken = least($3::double precision, floor(${refilled})),
+        last_allowed = ${refilled} >= 1,
         updated_ms = EXCLUDED.updated_ms
-      RETURNING b.tokens AS tokens, b.last_allowed AS allowed`, [key, limit]);
-    return { tokens: Number(row?.tokens ?? 0), allowed: row?.allowed === true };
+      RETURNING b.tokens AS tokens, b.last_taken AS taken`, [key, limit, want]);
+    return { tokens: Number(row?.tokens ?? 0), taken: Number(row?.taken ?? 0) };
+  }
+
+  /** One request against `key`'s bucket (see takeRateTokens): whether it may pass. */
+  async takeRateToken(key: string, limit: number): Promise<{ tokens: number; allowed: boolean }> {
+    const { tokens, taken } = await this.takeRateTokens(key, limit, 1);
+    return { tokens, allowed: taken >= 1 };
   }
 
   /** Conversions waiting for a worker (the queue depth of /metrics). */
