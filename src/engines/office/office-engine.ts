@@ -104,9 +104,10 @@ function officePairs(): ConversionPair[] {
  * Office documents (Word, Excel, PowerPoint, their OpenDocument and older kin, their templates,
  * and drawings) with LibreOffice, kept warm: a pool of instances, each a bridge (bridge.py, under
  * the Python that has LibreOffice's `uno`) and its soffice in a process group of their own, one
- * conversion at a time, talked to over UNO. A time limit or a cancel kills the instance's group
- * and the next document gets a new one. A document whose opening crashes its instance is tried
- * once more a second way (second-way.ts), counted in retries.ts.
+ * conversion at a time, talked to over UNO. A time limit, a cancel or a PDF export that stalls
+ * (progress.ts) kills the instance's group and the next document gets a new one. A document whose
+ * opening crashes its instance is tried once more a second way (second-way.ts), counted in
+ * retries.ts.
  */
 export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   const instances = settings.instances ?? availableParallelism();

@@ -87,8 +87,9 @@ async function toPdf(gs: string, job: EngineJob, settings: GhostscriptEngineOpti
   ];
   const capped = watchOutputCap(job.outputPath, job.maxOutputBytes, job.signal);
   // Progress is the PDF growing (Ghostscript prints no page numbers for PostScript input, with or
-  // without -q): pdfwrite writes its header at once, each page as it ends, and a heavy page's
-  // drawing as its buffer fills (a page of 8 million strokes grew the file 2.5 MB/s throughout).
+  // without -q): pdfwrite writes each page as it ends (the file's header with the first), and a
+  // heavy page's drawing as its buffer fills (a page of 8 million strokes grew the file 2.5 MB/s
+  // throughout).
   // A page that draws a little at a time shows nothing until it ends: the stall window is for
   // that page as a whole.
   const stall = new ProgressWatch({
