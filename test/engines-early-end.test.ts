@@ -31,10 +31,10 @@ const gsSkip = gsStatus.available || required ? false : `Ghostscript is not inst
 const office = await findOffice(process.env);
 const officeSkip = office.ready || required ? false : `LibreOffice is not installed here: ${office.ready ? '' : office.problem}`;
 
-/** Stall windows short enough for a test; every stuck run here would otherwise go to its 60 s limit. */
+/** Stall windows short enough for a test; every stuck run here would otherwise go to its limit (long: the windows count processor time, which a crowded machine hands out slowly). */
 const GS_STALL_MS = 2000;
 const OFFICE_STALL_MS = 3000;
-const TIME_LIMIT_MS = 60_000;
+const TIME_LIMIT_MS = 240_000;
 
 let dir: string;
 let counter = 0;
@@ -76,9 +76,10 @@ describe('Ghostscript ends a program that draws nothing', { skip: gsSkip }, () =
   it('a PostScript `{ } loop` ends as timeout within seconds of its stall window, saying its PDF stopped growing; no process is left', async () => {
     const made = job('ps', await write('loop.ps', HOSTILE_POSTSCRIPT.loops));
     const { value: failure, ms } = await timed(engine, made, (promise) => rejectsWith(promise, 'timeout'));
-    assert.match(failure.message, /made no progress for 2 s and was ended before its time limit: Ghostscript's PDF stayed at \d+ bytes?, the program running on without drawing anything\./);
-    // The window and a check (a quarter of it) and the group's kill: far from the 60 s limit.
-    assert.ok(ms >= GS_STALL_MS && ms < GS_STALL_MS + 8000, `ended after ${Math.round(ms)} ms`);
+    assert.match(failure.message, /used 2 s of processor time without progress and was ended before its time limit: Ghostscript's PDF stayed at \d+ bytes?, the program running on without drawing anything\./);
+    // The window counts Ghostscript's processor time: on an idle core about 2 s of the clock, on a
+    // machine crowded by other work (the engine runs niced) more, and never the limit.
+    assert.ok(ms >= GS_STALL_MS && ms < TIME_LIMIT_MS, `ended after ${Math.round(ms)} ms`);
     assert.deepEqual(liveChildPids(), []);
   });
 
@@ -107,8 +108,8 @@ describe('LibreOffice ends a PDF export that stays on one page', { skip: officeS
   it('a drawing of 400 million tiles ends as timeout within seconds of the window, naming the page; the instance is replaced and the next drawing converts', async () => {
     const made = job('fodg', await write('tiles.fodg', await tiledDrawing(0.001)));
     const { value: failure, ms } = await timed(engine, made, (promise) => rejectsWith(promise, 'timeout'));
-    assert.match(failure.message, /made no progress for 3 s and was ended before its time limit: LibreOffice's PDF export got no further than page 1 of 1\./);
-    assert.ok(ms >= OFFICE_STALL_MS && ms < OFFICE_STALL_MS + 15_000, `ended after ${Math.round(ms)} ms`);
+    assert.match(failure.message, /used 3 s of processor time without progress and was ended before its time limit: LibreOffice's PDF export got no further than page 1 of 1\./);
+    assert.ok(ms >= OFFICE_STALL_MS && ms < TIME_LIMIT_MS, `ended after ${Math.round(ms)} ms`);
     // The same drawing with 10,000 tiles: LibreOffice itself was fine, only the page was stuck.
     const next = job('fodg', await write('few-tiles.fodg', await tiledDrawing(0.2)));
     await engine.convert(next);
@@ -154,14 +155,14 @@ describe('through the daemon: the stall windows are settings, the failure says w
     assert.equal(done.status, 'failed', JSON.stringify(done));
     assert.equal(done.error?.code, 'timeout');
     assert.match(done.error!.message, message);
-    // The engines' limits (postscript 2 min, office 5 min) are far off: ended by the stall window.
-    assert.ok(ms < 30_000, `${name} ended after ${Math.round(ms)} ms`);
+    // Ended by the stall window (the message says so), not the plan's limit of minutes.
+    assert.ok(ms < 90_000, `${name} ended after ${Math.round(ms)} ms`);
     assert.equal(done.credits, 0);
     assert.equal(await remainingCredits(client), credits, 'nothing charged');
   }
 
   it('a PostScript loop -> pdf and a stuck drawing -> pdf fail `timeout` in seconds, saying what stalled', async () => {
-    await failsEarly(await write('daemon-loop.ps', HOSTILE_POSTSCRIPT.loops), 'loop.ps', /no progress for 2 s .*Ghostscript's PDF stayed at/);
-    await failsEarly(await write('daemon-tiles.fodg', await tiledDrawing(0.001)), 'tiles.fodg', /no progress for 3 s .*LibreOffice's PDF export got no further than page 1 of 1/);
+    await failsEarly(await write('daemon-loop.ps', HOSTILE_POSTSCRIPT.loops), 'loop.ps', /2 s of processor time without progress .*Ghostscript's PDF stayed at/);
+    await failsEarly(await write('daemon-tiles.fodg', await tiledDrawing(0.001)), 'tiles.fodg', /3 s of processor time without progress .*LibreOffice's PDF export got no further than page 1 of 1/);
   });
 });

@@ -6,7 +6,7 @@ import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { engineEnvironment, ENGINE_NICENESS } from '../process/group.ts';
 import { isExecutableFile, searchPath } from '../process/path-search.ts';
 import { firstLine } from '../process/first-line.ts';
-import { ProgressWatch, watchFileGrowth } from '../process/progress-watch.ts';
+import { ProgressWatch, watchCpu, watchFileGrowth } from '../process/progress-watch.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { formatBytes } from '../units.ts';
@@ -91,9 +91,11 @@ async function toPdf(gs: string, job: EngineJob, settings: GhostscriptEngineOpti
   // heavy page's drawing as its buffer fills (a page of 8 million strokes grew the file 2.5 MB/s
   // throughout).
   // A page that draws a little at a time shows nothing until it ends: the stall window is for
-  // that page as a whole.
+  // that page as a whole, in Ghostscript's processor time.
+  let cpu: ReturnType<typeof watchCpu> | undefined;
   const stall = new ProgressWatch({
     stallMs: settings.stallMs,
+    cpuMs: () => cpu?.ms(),
     describe: () => `Ghostscript's PDF stayed at ${formatBytes(growth.size())}, the program running on without drawing anything`,
   });
   const growth = watchFileGrowth(job.outputPath, stall);
@@ -110,6 +112,9 @@ async function toPdf(gs: string, job: EngineJob, settings: GhostscriptEngineOpti
       dieWithParent: true,
       niceness: ENGINE_NICENESS,
       memoryLimitMb: settings.processMemoryMb,
+      onSpawn: (pid) => {
+        if (settings.stallMs) cpu = watchCpu(pid);
+      },
     });
     const stderr = result.stderrTail.split(job.inputPath).join('the input').split(job.outputPath).join('the output').split(work).join('.');
     // `Error: /invalidfileaccess in --file--` says it; the operand and execution stacks after it do not.
@@ -119,6 +124,7 @@ async function toPdf(gs: string, job: EngineJob, settings: GhostscriptEngineOpti
   } finally {
     capped.stop();
     growth.stop();
+    cpu?.stop();
     stall.stop();
     await rm(work, { recursive: true, force: true });
   }
