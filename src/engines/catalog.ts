@@ -37,8 +37,8 @@ export interface HtmlSettings {
 }
 
 /**
- * How much processor time an engine that can see its own progress may use without any before its
- * conversion ends as `timeout`, ms; 0: only the time limit. Ghostscript's is its PDF growing, LibreOffice's the
+ * How long an engine that can see its own progress may go without any before its conversion ends
+ * as `timeout`, ms (Ghostscript: its processor time; LibreOffice: the clock); 0: only the time limit. Ghostscript's is its PDF growing, LibreOffice's the
  * pages of its PDF export (postscript_stall_timeout, office_stall_timeout).
  */
 export interface StallWindows {

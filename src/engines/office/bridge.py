@@ -5,8 +5,7 @@ named pipe of its own), connects to it over UNO and converts one document at a t
 JSON lines on stdin; answers are JSON lines on file descriptor 3 (see
 src/engines/process/helper-process.ts): {"type": "ready"} once connected, then per request any
 number of {"type": "event", "event": {"progress": ...}} (what LibreOffice's progress indicator
-was told while it loaded and stored the document) and {"type": "event", "event": {"cpu": s}}
-(soffice's processor time, every half second; office/progress.ts reads both), and one
+was told while it loaded and stored the document: office/progress.ts reads them) and one
 {"type": "result", "ok": true, "value": {...}} or {"type": "result", "ok": false, "error": {...}}.
 
 It runs under the Python that LibreOffice's `uno` module was built for (Debian: /usr/bin/python3
@@ -130,33 +129,6 @@ class Progress(unohelper.Base, XStatusIndicator):
     def reset(self):
         pass
 
-
-def office_cpu_seconds(office):
-    """soffice's processor time so far (its threads together), from /proc; None where there is none."""
-    try:
-        with open("/proc/%d/stat" % office.pid) as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def tell_office_cpu(office):
-    """While a document is being converted, soffice's processor time every half second, as an
-    event: convd counts a stall in the time LibreOffice worked, not in the time it waited for a
-    core (office/progress.ts)."""
-    def loop():
-        while True:
-            time.sleep(0.5)
-            if PHASE == "idle":
-                continue
-            seconds = office_cpu_seconds(office)
-            if seconds is not None:
-                try:
-                    send({"type": "event", "event": {"cpu": seconds}})
-                except Exception:
-                    return
-    threading.Thread(target=loop, daemon=True).start()
 
 
 def prop(name, value):
@@ -556,7 +528,6 @@ def main():
     OFFICE = office
     desktop, detection = desktop_of(context), type_detection_of(context)
     watch_office(office)
-    tell_office_cpu(office)
     send({"type": "ready"})
     for line in sys.stdin:
         try:
