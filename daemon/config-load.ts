@@ -295,6 +295,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
       memoryLimitMb: get('html_memory_mb')!, sandbox: get('html_sandbox')!, sandboxUid: get('html_sandbox_uid')!,
     },
     office: { instances: get('office_instances')!, recycleAfter: get('office_recycle_after')!, memoryLimitMb: get('office_memory_mb')!, warmAtStart: get('office_warm')! },
+    stallMs: { postscript: get('postscript_stall_timeout')!, office: get('office_stall_timeout')! },
     inputCapsMb: leaves('input_cap_mb') as DaemonConfig['inputCapsMb'],
     outputCapRatio: get('output_cap_ratio')!,
     outputCapFloorMb: get('output_cap_floor_mb')!,

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { InputCaps } from '../src/engines/data/input-caps.ts';
-import type { HtmlSettings } from '../src/engines/catalog.ts';
+import type { HtmlSettings, StallWindows } from '../src/engines/catalog.ts';
 import type { CreditWeights } from '../src/formats/registry.ts';
 import type { Plan, PlanId } from '../src/model/plan.ts';
 
@@ -66,6 +66,8 @@ export interface DaemonConfig {
   /** The largest image an engine decodes, in pixels. */
   maxInputPixels: number;
   office: { instances: number; recycleAfter: number; memoryLimitMb: number; warmAtStart: boolean };
+  /** postscript_stall_timeout, office_stall_timeout: ms (0: off). */
+  stallMs: StallWindows;
   html: HtmlSettings;
   /** The data engine's input caps per format, MiB. */
   inputCapsMb: Record<keyof InputCaps, number>;

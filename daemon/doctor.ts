@@ -37,7 +37,7 @@ export async function doctor(): Promise<DoctorReport> {
   const config = defaultServiceConfig();
   // A host that is never started: it tells where the isolated engines run.
   const host = new EngineHost({ processes: 1, memoryLimitMb: config.engineMemoryMb });
-  const engines = defaultEngines({ maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, html: config.html }, undefined, host);
+  const engines = defaultEngines({ maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, stallMs: config.stallMs, html: config.html }, undefined, host);
   const registry = await FormatRegistry.create(engines, config.creditWeights);
   await registry.close();
   const pairs = registry.allPairs();

@@ -83,6 +83,7 @@ function serviceConfigOf(config: DaemonConfig): ServiceConfig {
     engineMemoryMb: config.engineMemoryMb,
     maxInputPixels: config.maxInputPixels,
     office: { ...config.office },
+    stallMs: { ...config.stallMs },
     html: { ...config.html },
     inputCaps: {
       md: config.inputCapsMb.md * BYTES_PER_MB,

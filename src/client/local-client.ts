@@ -112,7 +112,7 @@ class LocalClient implements ConvClient {
   private engines(): Promise<FoundEngines> {
     return (this.enginesPromise ??= (async () => {
       const workers = this.options.workers ?? availableParallelism();
-      const settings = { maxInputPixels: this.config.maxInputPixels, processMemoryMb: this.config.engineMemoryMb, inputCaps: this.config.inputCaps, office: { ...this.config.office, instances: workers }, html: { ...this.config.html, pages: workers } };
+      const settings = { maxInputPixels: this.config.maxInputPixels, processMemoryMb: this.config.engineMemoryMb, inputCaps: this.config.inputCaps, office: { ...this.config.office, instances: workers }, stallMs: this.config.stallMs, html: { ...this.config.html, pages: workers } };
       // The JavaScript engines (data, pdf) run in host processes here too: a heap blow-up or a
       // time limit ends that process, not the user's `conv`. Started only by a conversion.
       const { EngineHost } = await import('../engines/host/engine-host.ts');

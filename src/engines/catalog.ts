@@ -36,6 +36,25 @@ export interface HtmlSettings {
   allowedNetworks?: readonly string[];
 }
 
+/**
+ * How long an engine that can see its own progress may go without any before its conversion ends
+ * as `timeout`, ms (Ghostscript: its processor time; LibreOffice: the clock); 0: only the time limit. Ghostscript's is its PDF growing, LibreOffice's the
+ * pages of its PDF export (postscript_stall_timeout, office_stall_timeout).
+ */
+export interface StallWindows {
+  postscript: number;
+  office: number;
+}
+
+/**
+ * The defaults. postscript: a document's page (what drivers and drawing programs write) is drawn
+ * in well under a second, and what goes 20 s without a page done or a buffer of drawing written
+ * is a program computing or looping rather than drawing. office: a page of LibreOffice's PDF
+ * export takes well under a second; the slowest measured here, a page holding a 64-megapixel
+ * picture, took 4 s on two busy cores, so a slide of several such pictures stays well inside.
+ */
+export const DEFAULT_STALL_MS: StallWindows = { postscript: 20_000, office: 30_000 };
+
 /** What the engines are made with; plain data, so that the engine host gets the same. */
 export interface EngineSettings {
   maxInputPixels: number;
@@ -55,6 +74,8 @@ export interface EngineSettings {
    * LibreOffice pool has this many more instances, the engine host this many more processes.
    */
   quickRuns?: number;
+  /** No early end when unset. */
+  stallMs?: StallWindows;
 }
 
 /**
@@ -95,10 +116,10 @@ export function engineLoaders(settings: EngineSettings): EngineLoader[] {
       name: 'office',
       maxConcurrentRuns: settings.office?.instances ?? availableParallelism(),
       startsClock: true,
-      load: async () => (await import('./office/office-engine.ts')).createOfficeEngine({ ...settings.office, quickInstances: settings.quickRuns ?? 0 }),
+      load: async () => (await import('./office/office-engine.ts')).createOfficeEngine({ ...settings.office, quickInstances: settings.quickRuns ?? 0, stallMs: settings.stallMs?.office }),
     },
     // Ghostscript for EPS, PostScript and Illustrator files (to PDF, then on through the PDF engines).
-    { name: 'postscript', load: async () => (await import('./postscript/ghostscript-engine.ts')).createGhostscriptEngine({ processMemoryMb: settings.processMemoryMb }) },
+    { name: 'postscript', load: async () => (await import('./postscript/ghostscript-engine.ts')).createGhostscriptEngine({ processMemoryMb: settings.processMemoryMb, stallMs: settings.stallMs?.postscript }) },
     // pandoc, a process of its own (sandboxed, heap-limited): after data, which keeps md -> html.
     { name: 'markup', maxConcurrentRuns: availableParallelism(), load: async () => (await import('./markup/markup-engine.ts')).createMarkupEngine() },
   ];

@@ -12,6 +12,8 @@ export interface RunOptions {
   timeoutMs?: number;
   onStdoutLine?: (line: string) => void;
   onStderrLine?: (line: string) => void;
+  /** Told the process's pid once it runs (to read its processor time, say). */
+  onSpawn?: (pid: number) => void;
   /** How much of stderr is kept for error messages (the end of it). Default 64 KiB. */
   stderrTailBytes?: number;
   /** Time between SIGTERM and SIGKILL when the group is stopped. Default 1500 ms. */
@@ -157,6 +159,7 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
     let limitTimer: NodeJS.Timeout | undefined;
 
     if (pid !== undefined) trackGroup(pid);
+    if (pid !== undefined) options.onSpawn?.(pid);
 
     const stop = (error: unknown): void => {
       if (stopReason || pid === undefined) return;

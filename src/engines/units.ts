@@ -8,3 +8,10 @@ export function formatSeconds(ms: number): string {
 export function formatMegabytes(bytes: number): string {
   return `${Number((bytes / (1024 * 1024)).toFixed(1))} MB`;
 }
+
+/** A size for people: `253 bytes`, `4.1 KB`, `1.2 MB` (KiB and MiB, as the plans count). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} byte${bytes === 1 ? '' : 's'}`;
+  if (bytes < 1024 * 1024) return `${Number((bytes / 1024).toFixed(1))} KB`;
+  return formatMegabytes(bytes);
+}

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import type { HtmlSettings, OfficeSettings } from '../engines/catalog.ts';
+import { DEFAULT_STALL_MS, type HtmlSettings, type OfficeSettings, type StallWindows } from '../engines/catalog.ts';
 import { DEFAULT_INPUT_CAPS, type InputCaps } from '../engines/data/input-caps.ts';
 import { DEFAULT_PLANS, type Plan, type PlanId } from '../model/plan.ts';
 import { DEFAULT_CREDIT_WEIGHTS, type CreditWeights } from '../formats/registry.ts';
@@ -20,6 +20,8 @@ export interface ServiceConfig {
   /** Per engine name; an engine run longer than this fails with `timeout`. */
   engineTimeoutMs: Record<string, number>;
   defaultEngineTimeoutMs: number;
+  /** Work that shows no progress for this long ends before its time limit (per engine that can tell; 0: never). */
+  stallMs: StallWindows;
   /** Memory of one engine host process (the JavaScript engines' work), in MiB. */
   engineMemoryMb: number;
   /** The data engine's per-format input caps, in bytes. */
@@ -52,6 +54,7 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     urlFetchTimeoutMs: 60_000,
     engineTimeoutMs: { image: 120_000, pdf: 300_000, pdfpages: 120_000, data: 120_000, media: 1_800_000, office: 300_000, markup: 120_000, raster: 120_000, postscript: 120_000, html: 120_000 },
     defaultEngineTimeoutMs: 600_000,
+    stallMs: { ...DEFAULT_STALL_MS },
     engineMemoryMb: 1024,
     inputCaps: { ...DEFAULT_INPUT_CAPS },
     outputCapRatio: 50,

@@ -256,7 +256,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
  */
 async function catalogEngines(options: SystemOptions, workers: number, quickRuns: number, log: RunnerLog): Promise<FoundEngines> {
   const { config } = options;
-  const settings = { maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, html: { ...config.html, allowPrivateUrls: config.allowPrivateUrls, allowedNetworks: config.urlAllowNetworks }, quickRuns };
+  const settings = { maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, stallMs: config.stallMs, html: { ...config.html, allowPrivateUrls: config.allowPrivateUrls, allowedNetworks: config.urlAllowNetworks }, quickRuns };
   const host = new EngineHost({
     processes: workers + quickRuns,
     spare: quickRuns > 0,

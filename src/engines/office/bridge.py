@@ -3,7 +3,9 @@
 One bridge per LibreOffice instance: it starts soffice (headless, its own profile directory, a
 named pipe of its own), connects to it over UNO and converts one document at a time. Requests are
 JSON lines on stdin; answers are JSON lines on file descriptor 3 (see
-src/engines/process/helper-process.ts): {"type": "ready"} once connected, then per request
+src/engines/process/helper-process.ts): {"type": "ready"} once connected, then per request any
+number of {"type": "event", "event": {"progress": ...}} (what LibreOffice's progress indicator
+was told while it loaded and stored the document: office/progress.ts reads them) and one
 {"type": "result", "ok": true, "value": {...}} or {"type": "result", "ok": false, "error": {...}}.
 
 It runs under the Python that LibreOffice's `uno` module was built for (Debian: /usr/bin/python3
@@ -31,8 +33,10 @@ import time
 import traceback
 
 import uno
+import unohelper
 from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
+from com.sun.star.task import XStatusIndicator
 
 import font_names
 
@@ -82,8 +86,49 @@ NEVER_EXECUTE = 0
 NO_UPDATE = 0
 
 
+# LibreOffice calls the progress indicator on a thread of pyuno's, not necessarily the one that
+# sends the answer.
+SENDING = threading.Lock()
+
+
 def send(message):
-    ANSWERS.write(json.dumps(message) + "\n")
+    with SENDING:
+        ANSWERS.write(json.dumps(message) + "\n")
+
+
+class Progress(unohelper.Base, XStatusIndicator):
+    """The StatusIndicator of a document's load and store: each call LibreOffice makes on it is
+    passed on to convd as an event, with the stage ("load" or "store") it came in. LibreOffice's
+    PDF export starts it with the number of pages and sets it at each page; loads and other
+    exports call it seldom or never (convd reads them only where it can tell: office/progress.ts).
+    The words LibreOffice shows with it are not passed on."""
+
+    def __init__(self):
+        self.stage = "load"
+
+    def tell(self, event):
+        event["stage"] = self.stage
+        try:
+            send({"type": "event", "event": event})
+        except Exception:
+            # Never an error into LibreOffice's load or export for a progress note.
+            pass
+
+    def start(self, text, count):
+        self.tell({"progress": "start", "range": count})
+
+    def end(self):
+        self.tell({"progress": "end"})
+
+    def setText(self, text):
+        pass
+
+    def setValue(self, value):
+        self.tell({"progress": "value", "value": value})
+
+    def reset(self):
+        pass
+
 
 
 def prop(name, value):
@@ -253,9 +298,11 @@ def without_server_paths(document, kind, path):
                 cell.setString(scrubbed(cell.getString()))
 
 
-def load(desktop, request, detection=None):
+def load(desktop, request, detection=None, progress=None):
     url = uno.systemPathToFileUrl(request["input"])
     options = {"Hidden": True, "ReadOnly": True, "MacroExecutionMode": NEVER_EXECUTE, "UpdateDocMode": NO_UPDATE}
+    if progress is not None:
+        options["StatusIndicator"] = progress
     if request.get("password"):
         options["Password"] = request["password"]
     if request.get("inputFilterOptions"):
@@ -314,19 +361,20 @@ def crash_for_tests(marker, request):
             time.sleep(1)
 
 
-def opened(desktop, request, detection):
+def opened(desktop, request, detection, progress):
     """The document, loaded. PHASE stays "loading" if soffice dies here: the bridge then ends with
     CRASHED_ON_DOCUMENT (office_gone) before main() answers or resets it."""
     global PHASE
     PHASE = "loading"
     crash_for_tests(CRASH_ON_LOAD, request)
-    document = load(desktop, request, detection)
+    document = load(desktop, request, detection, progress)
     PHASE = "converting"
     return document
 
 
 def convert(desktop, request, detection=None):
-    document = opened(desktop, request, detection)
+    progress = Progress()
+    document = opened(desktop, request, detection, progress)
     try:
         if request.get("landscape"):
             set_landscape(document)
@@ -342,7 +390,8 @@ def convert(desktop, request, detection=None):
         target_filter = request["filters"].get(kind)
         if target_filter is None:
             raise Failure("conversion_failed", "A %s document cannot be converted to %s." % (kind, request["target"]))
-        store = {"FilterName": target_filter}
+        progress.stage = "store"
+        store = {"FilterName": target_filter, "StatusIndicator": progress}
         if request.get("filterOptions"):
             store["FilterOptions"] = request["filterOptions"]
         data = request.get("filterData")

@@ -21,6 +21,7 @@ import { findOffice, type OfficeInstall } from './find-office.ts';
 
 type ReadyOffice = Extract<OfficeInstall, { ready: true }>;
 import { pdfFilterData } from './pdf-options.ts';
+import { officeProgress } from './progress.ts';
 import { makeProfile, removeOrphanedProfiles, removeProfile } from './profiles.ts';
 import { countRetry } from './retries.ts';
 import { convertOnce, CRASHED, SecondWayFailed } from './second-way.ts';
@@ -36,6 +37,11 @@ export interface OfficeEngineOptions {
   memoryLimitMb?: number;
   /** Start every instance with the daemon instead of with the first document. */
   warmAtStart?: boolean;
+  /**
+   * A PDF export that stays on one page this long ends early with `timeout` (office_stall_timeout;
+   * progress.ts says why only there); 0 or unset: only the time limit.
+   */
+  stallMs?: number;
   env?: NodeJS.ProcessEnv;
   onLifecycle?: (event: HelperLifecycle) => void;
   /**
@@ -98,9 +104,10 @@ function officePairs(): ConversionPair[] {
  * Office documents (Word, Excel, PowerPoint, their OpenDocument and older kin, their templates,
  * and drawings) with LibreOffice, kept warm: a pool of instances, each a bridge (bridge.py, under
  * the Python that has LibreOffice's `uno`) and its soffice in a process group of their own, one
- * conversion at a time, talked to over UNO. A time limit or a cancel kills the instance's group
- * and the next document gets a new one. A document whose opening crashes its instance is tried
- * once more a second way (second-way.ts), counted in retries.ts.
+ * conversion at a time, talked to over UNO. A time limit, a cancel or a PDF export that stalls
+ * (progress.ts) kills the instance's group and the next document gets a new one. A document whose
+ * opening crashes its instance is tried once more a second way (second-way.ts), counted in
+ * retries.ts.
  */
 export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   const instances = settings.instances ?? availableParallelism();
@@ -235,16 +242,21 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       landscape: job.options.landscape === true,
       password: typeof job.options.password === 'string' ? job.options.password : undefined,
     };
+    const progress = officeProgress(job.target, settings.stallMs, job.onProgress);
     try {
-      const written = await running.run(request, { signal: job.signal, onStart: job.startClock }) as { warnings?: ConversionWarning[] } | undefined;
+      const signal = AbortSignal.any([job.signal, progress.signal]);
+      const written = await running.run(request, { signal, onStart: job.startClock, onEvent: progress.onEvent }) as { warnings?: ConversionWarning[] } | undefined;
       return written?.warnings ?? [];
     } catch (error) {
       if (job.signal.aborted) throw job.signal.reason;
+      if (progress.stalled()) throw progress.signal.reason;
       const failure = failureOf(error, memoryLimitMb);
       // Only a crash on the document, opening or writing it (bridge.py tells it by its exit status):
       // not a kill (memory, the OOM killer), a time limit, or a document LibreOffice calls damaged.
       if (error instanceof HelperDied && error.exit.end === 'exited' && error.exit.code === CRASHED) throw new CrashedOnDocument(failure);
       throw failure;
+    } finally {
+      progress.stop();
     }
   }
 

@@ -6,8 +6,10 @@ import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { engineEnvironment, ENGINE_NICENESS } from '../process/group.ts';
 import { isExecutableFile, searchPath } from '../process/path-search.ts';
 import { firstLine } from '../process/first-line.ts';
+import { ProgressWatch, watchCpu, watchFileGrowth } from '../process/progress-watch.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import { formatBytes } from '../units.ts';
 
 export const POSTSCRIPT_FORMATS: FormatInfo[] = [
   { key: 'eps', extensions: ['eps', 'epsf', 'epsi'], mime: 'application/postscript' },
@@ -23,6 +25,8 @@ export const GHOSTSCRIPT_INSTALL_HINT = 'install Ghostscript (Debian and Ubuntu:
 export interface GhostscriptEngineOptions {
   /** Memory of one Ghostscript run, MiB (engine_memory_mb); none when unset. */
   processMemoryMb?: number;
+  /** A run whose PDF has not grown for this long ends early with `timeout` (postscript_stall_timeout); 0 or unset: never. */
+  stallMs?: number;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -81,7 +85,21 @@ async function toPdf(gs: string, job: EngineJob, settings: GhostscriptEngineOpti
     `-sOutputFile=${job.outputPath}`,
     '-f', job.inputPath,
   ];
-  const { signal, stop } = watchOutputCap(job.outputPath, job.maxOutputBytes, job.signal);
+  const capped = watchOutputCap(job.outputPath, job.maxOutputBytes, job.signal);
+  // Progress is the PDF growing (Ghostscript prints no page numbers for PostScript input, with or
+  // without -q): pdfwrite writes each page as it ends (the file's header with the first), and a
+  // heavy page's drawing as its buffer fills (a page of 8 million strokes grew the file 2.5 MB/s
+  // throughout).
+  // A page that draws a little at a time shows nothing until it ends: the stall window is for
+  // that page as a whole, in Ghostscript's processor time.
+  let cpu: ReturnType<typeof watchCpu> | undefined;
+  const stall = new ProgressWatch({
+    stallMs: settings.stallMs,
+    cpuMs: () => cpu?.ms(),
+    describe: () => `Ghostscript's PDF stayed at ${formatBytes(growth.size())}, the program running on without drawing anything`,
+  });
+  const growth = watchFileGrowth(job.outputPath, stall);
+  const signal = AbortSignal.any([capped.signal, stall.signal]);
   let said: string;
   let code: number | null;
   let exitSignal: string | null;
@@ -94,6 +112,9 @@ async function toPdf(gs: string, job: EngineJob, settings: GhostscriptEngineOpti
       dieWithParent: true,
       niceness: ENGINE_NICENESS,
       memoryLimitMb: settings.processMemoryMb,
+      onSpawn: (pid) => {
+        if (settings.stallMs) cpu = watchCpu(pid);
+      },
     });
     const stderr = result.stderrTail.split(job.inputPath).join('the input').split(job.outputPath).join('the output').split(work).join('.');
     // `Error: /invalidfileaccess in --file--` says it; the operand and execution stacks after it do not.
@@ -101,7 +122,10 @@ async function toPdf(gs: string, job: EngineJob, settings: GhostscriptEngineOpti
     code = result.code;
     exitSignal = result.signal;
   } finally {
-    stop();
+    capped.stop();
+    growth.stop();
+    cpu?.stop();
+    stall.stop();
     await rm(work, { recursive: true, force: true });
   }
   if (code !== 0) {
