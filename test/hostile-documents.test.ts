@@ -40,7 +40,8 @@ before(async () => {
   assert.ok(office.ready, `LibreOffice is required under CI: ${office.ready ? '' : office.problem}`);
   dir = await mkdtemp(join(tmpdir(), 'convd-hostile-docs-'));
   await makeOfficeFixtures(office, dir);
-  daemon = await startDaemon({ args: ['--office-instances', String(INSTANCES), '--engine-timeout-ms', `office=${OFFICE_LIMIT}`] });
+  // No quick lane: its warm spare instances would be counted with the pool's below.
+  daemon = await startDaemon({ args: ['--office-instances', String(INSTANCES), '--quick-lane', '0', '--engine-timeout-ms', `office=${OFFICE_LIMIT}`] });
   client = await meteredClient(daemon, 'pro');
 });
 

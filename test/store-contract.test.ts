@@ -21,6 +21,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import type { ApiKeyRecord } from '../src/model/account.ts';
+import type { ConversionRecord } from '../src/model/conversion.ts';
+import { conversionIdFloor } from '../src/service/ids.ts';
 import { toPublicConversion } from '../src/model/conversion.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
 import { migrate } from '../src/store/postgres/migrate.ts';
@@ -32,6 +34,9 @@ import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 import { account, conversion, DAY, HOUR, webToken } from './helpers/store-records.ts';
 
 const ids = (records: { id: string }[]) => records.map((r) => r.id);
+/** A conversion id of the instant `ms`, made apart from the service's monotonic factory (which would clamp a past instant to its last). */
+let idSuffix = 0;
+const idAt = (ms: number) => `${conversionIdFloor(ms)}${String(++idSuffix).padStart(16, '0')}`;
 
 interface Backend {
   name: string;
@@ -183,6 +188,24 @@ for (const backend of backends) {
       const expiring = ids(await store.conversionsExpiringBy(new Date().toISOString()));
       assert.ok(expiring.includes(records[3]!.id));
       assert.ok(!ids(await store.conversionsExpiringBy(new Date(Date.now() - 60_000).toISOString())).includes(records[3]!.id));
+    });
+
+    it('engineTimeSince: the engine time of the account\'s conversions created since, ended or not', async () => {
+      const a = 'acc_engine_time';
+      // Before the records helper's clock: making these does not move the id factory past it.
+      const hourAgo = Date.now() - 3 * HOUR;
+      const at = (ms: number, overrides: Partial<ConversionRecord>) => conversion(overrides.account_id ?? a, { id: idAt(ms), created_at: new Date(ms).toISOString(), ...overrides });
+      const before = at(hourAgo - 60_000, { engine_ms: 50_000, status: 'failed' });
+      const within = [
+        at(hourAgo + 60_000, { engine_ms: 1200, status: 'succeeded' }),
+        at(hourAgo + 120_000, { engine_ms: 800, status: 'cancelled' }),
+        at(hourAgo + 180_000, { status: 'processing' }),
+      ];
+      const other = at(hourAgo + 60_000, { account_id: 'acc_engine_other', engine_ms: 9000 });
+      for (const record of [before, ...within, other]) await store.insertConversion(record);
+      assert.equal(await store.engineTimeSince(a, hourAgo), 2000);
+      assert.equal(await store.engineTimeSince(a, hourAgo - 120_000), 52_000);
+      assert.equal(await store.engineTimeSince('acc_nobody', hourAgo), 0);
     });
 
     it('prunes only ended history outside the credit period, with its finished deliveries', async () => {

@@ -71,11 +71,11 @@ export async function engineTimeUse(store: Store, accountId: string, plan: Plan,
   const hour = Math.floor(nowMs / HOUR_MS) * HOUR_MS;
   const usedMs = await store.engineTimeSince(accountId, hour);
   const allowance = plan.engine_seconds_per_hour;
-  const used = Math.ceil(usedMs / 1000);
   return {
     allowance_seconds: allowance,
-    used_seconds: used,
-    remaining_seconds: allowance > 0 ? Math.max(0, allowance - used) : null,
+    // Whole seconds, rounded so that "remaining 0" is exactly "refused".
+    used_seconds: Math.floor(usedMs / 1000),
+    remaining_seconds: allowance > 0 ? Math.max(0, Math.ceil((allowance * 1000 - usedMs) / 1000)) : null,
     resets_at: new Date(hour + HOUR_MS).toISOString(),
   };
 }
