@@ -43,6 +43,11 @@ export interface EngineJob {
    */
   tenant?: string;
   /**
+   * Taken on the workers' quick lane (a light account's conversion beside busy workers): a pool
+   * gives it one of the helpers it keeps warm for that, rather than starting one.
+   */
+  quick?: boolean;
+  /**
    * In a chain's later step, the format the user sent (`source` is what the step before made
    * of it: an xlsx's CSV): for messages that name the user's file, and to read a step's
    * result as convd's engines write it.

@@ -144,6 +144,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
             startClock: limited.start,
             timeLimitMs: timeoutMs,
             tenant: record.account_id,
+            ...(lane === 'quick' ? { quick: true } : {}),
             ...(record.input.kind === 'url' ? { sourceUrl: record.input.url } : {}),
           });
         } catch (error) {

@@ -106,6 +106,7 @@ export class EngineHost {
         signal,
         onEvent: (event) => onProgress((event as HostProgress).progress),
         onStart: startClock,
+        quick: job.quick === true,
       })) as HostDone;
       return done;
     } catch (error) {

@@ -519,6 +519,33 @@ def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv
     sys.exit(0 if code == 0 else 1)
 
 
+def warm_up(desktop, profile):
+    """Has Writer read a Word file and write a PDF once before the first request: the first
+    document an instance converts otherwise loads those filters itself (seconds on a busy box,
+    where an instance started ahead for a waiting conversion was meant to be quick). Never a
+    reason not to start: an instance that cannot do this still takes requests."""
+    docx = os.path.join(profile, "warm-up.docx")
+    pdf = os.path.join(profile, "warm-up.pdf")
+    document = None
+    try:
+        document = desktop.loadComponentFromURL("private:factory/swriter", "_blank", 0, props({"Hidden": True}))
+        document.getText().setString("warm-up")
+        document.storeToURL(uno.systemPathToFileUrl(docx), props({"FilterName": "MS Word 2007 XML"}))
+        close(document)
+        document = desktop.loadComponentFromURL(uno.systemPathToFileUrl(docx), "_blank", 0, props({"Hidden": True, "ReadOnly": True}))
+        document.storeToURL(uno.systemPathToFileUrl(pdf), props({"FilterName": "writer_pdf_Export"}))
+    except Exception:
+        pass
+    finally:
+        if document is not None:
+            close(document)
+        for path in (docx, pdf):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+
 def main():
     global ANSWERS, OFFICE, PHASE
     ANSWERS = os.fdopen(3, "w", buffering=1)
@@ -528,6 +555,7 @@ def main():
     OFFICE = office
     desktop, detection = desktop_of(context), type_detection_of(context)
     watch_office(office)
+    warm_up(desktop, profile)
     send({"type": "ready"})
     for line in sys.stdin:
         try:

@@ -245,7 +245,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     const progress = officeProgress(job.target, settings.stallMs, job.onProgress);
     try {
       const signal = AbortSignal.any([job.signal, progress.signal]);
-      const written = await running.run(request, { signal, onStart: job.startClock, onEvent: progress.onEvent }) as { warnings?: ConversionWarning[] } | undefined;
+      const written = await running.run(request, { signal, onStart: job.startClock, onEvent: progress.onEvent, quick: job.quick === true }) as { warnings?: ConversionWarning[] } | undefined;
       return written?.warnings ?? [];
     } catch (error) {
       if (job.signal.aborted) throw job.signal.reason;

@@ -35,6 +35,8 @@ export interface PoolTask {
   onEvent?: (event: unknown) => void;
   /** Called once the task has a started helper of its own, just before it is sent. */
   onStart?: () => void;
+  /** A quick-lane task: it may take the warm helpers kept as spares (see HelperPoolOptions.spares). */
+  quick?: boolean;
 }
 
 export interface PoolStatus {
@@ -127,7 +129,7 @@ export class HelperPool {
   /** Runs one task on a helper; rejects with the signal's reason when aborted, HelperDied when the helper died. */
   async run(request: unknown, task: PoolTask): Promise<unknown> {
     task.signal.throwIfAborted();
-    const slot = await this.acquire(task.signal);
+    const slot = await this.acquire(task.signal, task.quick === true);
     let helper: HelperProcess | null = null;
     try {
       helper = await this.helperOf(slot);
@@ -203,10 +205,16 @@ export class HelperPool {
     await Promise.all([...this.stops]);
   }
 
-  private acquire(signal: AbortSignal): Promise<Slot> {
+  private acquire(signal: AbortSignal, quick: boolean): Promise<Slot> {
     if (this.closed) return Promise.reject(new Error(`${this.options.name} pool is closed`));
-    // A slot whose helper is up first, then one that must start one.
-    const free = this.slots.find((slot) => !slot.busy && slot.helper?.alive) ?? this.slots.find((slot) => !slot.busy);
+    // A slot whose helper is up first, then one that must start one. While others work, a
+    // regular task leaves the spares warm for quick ones and starts a helper of its own.
+    const warm = this.slots.filter((slot) => !slot.busy && slot.helper?.alive);
+    const cold = this.slots.find((slot) => !slot.busy && !slot.helper?.alive && !slot.starting);
+    const spares = this.options.spares;
+    const keepWarm = !quick && spares !== undefined && cold !== undefined
+      && this.slots.some((slot) => slot.busy) && warm.length <= spares.count;
+    const free = (keepWarm ? cold : warm[0]) ?? this.slots.find((slot) => !slot.busy);
     if (free) {
       free.busy = true;
       clearTimeout(free.idleTimer);
