@@ -148,7 +148,7 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
     const pid = child.pid;
     let endDrop: () => void = () => undefined;
     if (pid !== undefined && options.niceness) {
-      lowerSessionPriority(pid, options.niceness);
+      lowerSessionPriority(child, options.niceness);
       offerToOomKiller(pid);
       endDrop = dropWhenLong(pid, false);
     }
