@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- a b c d e f g h i j k l m n o p q r s]`: runs the benches, each against its
+ * `npm run bench [-- a b c d e f g h i j k l m n o p q r s t]`: runs the benches, each against its
  * baseline in the same run: a-d the API (GET throughput, PNG -> WebP end to end, submission
  * latency, RSS while uploading), e video, f-h conv (bench/cli.ts), i the mixed load test
  * (bench/load.ts), j and k Word documents -> PDF against cold `soffice --convert-to` runs and a
@@ -12,7 +12,8 @@
  * directly and a cold chromium per file (bench/html.ts), q the daemon's RSS over 300 large images
  * with deploy/convd.service's allocator against glibc's malloc (bench/memory-soak.ts), r the
  * event-loop delay under attack (bench/event-loop-under-attack.ts), s 1 MiB of text and of
- * Markdown to five document formats against the fastest direct tool (bench/large-text.ts). It
+ * Markdown to five document formats against the fastest direct tool (bench/large-text.ts), t /healthz
+ * and a keyed GET under 16 hostile Chromium pages against an idle daemon (bench/healthz-under-chromium.ts). It
  * prints one line per bench as it ends and a table at the end. Exits 1 when a target is missed
  * (or a figure is invalid), so a script can gate on it. Not among them, as it needs a folder of
  * real Word files: `npm run bench:page-count -- <folder>` (bench/page-count.ts), how many of
@@ -30,6 +31,7 @@ import { availableParallelism, cpus } from 'node:os';
 import { benchConvBatch, benchConvFormats, benchConvVersion } from './cli.ts';
 import { benchClusterNodes } from './cluster-nodes.ts';
 import { benchGetThroughput } from './get-throughput.ts';
+import { benchHealthzUnderChromium } from './healthz-under-chromium.ts';
 import { benchHtml } from './html.ts';
 import { benchLargeText } from './large-text.ts';
 import { benchLoad } from './load.ts';
@@ -65,6 +67,7 @@ const BENCHES: Record<string, () => Promise<BenchResult>> = {
   q: benchMemorySoak,
   r: benchEventLoopUnderAttack,
   s: benchLargeText,
+  t: benchHealthzUnderChromium,
 };
 
 function line(result: BenchResult): string {
