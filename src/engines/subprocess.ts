@@ -150,7 +150,7 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
     if (pid !== undefined && options.niceness) {
       lowerSessionPriority(child, options.niceness);
       offerToOomKiller(pid);
-      endDrop = dropWhenLong(pid, false);
+      endDrop = dropWhenLong(pid, false, () => child.exitCode === null && child.signalCode === null);
     }
     const tail = new Tail(options.stderrTailBytes ?? DEFAULT_TAIL_BYTES);
     let stopReason: { error: unknown } | undefined;

@@ -1,25 +1,26 @@
 /**
  * Run by engines-session-priority.test.ts as an unprivileged user: starts STARTED engine
- * processes at once, through runProcess (`processes`) or through the HTML engine's browser
- * wrapper with a stand-in for Chromium (`wrapper`), and prints each one's autogroup line (or
- * `none`), one per line.
+ * processes at once, through runProcess (`processes`; `long`: each runs past LONG_RUN_MS) or
+ * through the HTML engine's browser wrapper with a stand-in for Chromium (`wrapper`), and prints
+ * each one's autogroup line (or `none`), one per line.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wrapperScript } from '../../src/engines/html/launch.ts';
-import { ENGINE_NICENESS, findParentDeathWrapper } from '../../src/engines/process/group.ts';
+import { ENGINE_NICENESS, findParentDeathWrapper, LONG_RUN_MS, LONG_RUN_NICENESS } from '../../src/engines/process/group.ts';
 import { runProcess } from '../../src/engines/subprocess.ts';
 
 const STARTED = 6;
-/** Each process reads its autogroup once it is lowered, or after 5 s. */
-const REPORT = `for i in $(seq 1 100); do grep -q " nice ${ENGINE_NICENESS}$" /proc/$$/autogroup 2>/dev/null && break; sleep 0.05; done; cat /proc/$$/autogroup 2>/dev/null || echo none`;
+/** Each process reads its autogroup once it is at `nice`, or after 5 s. */
+const report = (nice: number) => `for i in $(seq 1 100); do grep -q " nice ${nice}$" /proc/$$/autogroup 2>/dev/null && break; sleep 0.05; done; cat /proc/$$/autogroup 2>/dev/null || echo none`;
 
-async function throughRunProcess(): Promise<string[]> {
+async function throughRunProcess(long: boolean): Promise<string[]> {
+  const script = long ? `sleep ${LONG_RUN_MS / 1000}; ${report(LONG_RUN_NICENESS)}` : report(ENGINE_NICENESS);
   return Promise.all(Array.from({ length: STARTED }, async () => {
     const lines: string[] = [];
-    await runProcess('sh', ['-c', REPORT], { niceness: ENGINE_NICENESS, onStdoutLine: (line) => lines.push(line) });
+    await runProcess('sh', ['-c', script], { niceness: ENGINE_NICENESS, onStdoutLine: (line) => lines.push(line) });
     return lines[0] ?? 'no output';
   }));
 }
@@ -46,5 +47,6 @@ async function throughWrapper(): Promise<string[]> {
   }
 }
 
-const lines = process.argv[2] === 'wrapper' ? await throughWrapper() : await throughRunProcess();
+const mode = process.argv[2];
+const lines = mode === 'wrapper' ? await throughWrapper() : await throughRunProcess(mode === 'long');
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -172,8 +172,8 @@ const AUTOGROUP_TRIES = 50;
  * daemon's event loop p99 went from 16 to 79 ms beside four busy engine hosts). The group's own
  * nice value is in /proc/<pid>/autogroup; raising it needs no privilege, but an unprivileged
  * daemon may change one group's per tenth of a second, machine-wide: of several engines started
- * together, all but the first were left at the daemon's priority. A refused write is tried again until it
- * lands or the child has exited (while it has not been reaped, its pid is not anyone else's).
+ * together, all but the first were left at the daemon's priority. A refused write is tried again
+ * until it lands or the child has exited (while it has not been reaped, its pid is no one else's).
  * Where there is no such file (autogroup off, not Linux) the per-thread nice set by `wrapped` is
  * what counts.
  */
@@ -182,19 +182,26 @@ export function lowerSessionPriority(child: ChildProcess, niceness: number): voi
   lowerSessionOf(child.pid, niceness, () => child.exitCode === null && child.signalCode === null);
 }
 
+/** Retries still to come, by pid: a newer value for a session replaces one still waiting. */
+const pendingChanges = new Map<number, NodeJS.Timeout>();
+
 /**
- * lowerSessionPriority for a process that is not the daemon's child (one the engine's own
- * processes started): `stillThere` says, before each try, that `pid` is still that process.
+ * lowerSessionPriority for any engine process (one the daemon started, or one that an engine's
+ * own process started): `stillThere` says, before each try, that `pid` is still that process.
+ * The last value asked for a session is the one that lands: a retry of an older one is dropped.
  */
 export function lowerSessionOf(pid: number, niceness: number, stillThere: () => boolean): void {
   if (process.platform !== 'linux' || niceness <= 0) return;
+  clearTimeout(pendingChanges.get(pid));
+  pendingChanges.delete(pid);
   const attempt = (triesLeft: number): void => {
+    pendingChanges.delete(pid);
     if (!stillThere()) return;
     try {
       writeFileSync(`/proc/${pid}/autogroup`, String(niceness));
     } catch (error) {
       // Anything else: no autogroup here, or the process is already gone.
-      if ((error as NodeJS.ErrnoException).code === 'EAGAIN' && triesLeft > 1) setTimeout(() => attempt(triesLeft - 1), AUTOGROUP_RETRY_MS).unref();
+      if ((error as NodeJS.ErrnoException).code === 'EAGAIN' && triesLeft > 1) pendingChanges.set(pid, setTimeout(() => attempt(triesLeft - 1), AUTOGROUP_RETRY_MS).unref());
     }
   };
   attempt(AUTOGROUP_TRIES);
@@ -209,17 +216,17 @@ export function lowerSessionOf(pid: number, niceness: number, stillThere: () => 
  * will take other work) it puts the session back at ENGINE_NICENESS. An autogroup's niceness may
  * be raised and lowered again within 0-19 without privilege.
  */
-export function dropWhenLong(pid: number, restore: boolean): () => void {
+export function dropWhenLong(pid: number, restore: boolean, stillThere: () => boolean): () => void {
   if (process.platform !== 'linux') return () => undefined;
   let dropped = false;
   const timer = setTimeout(() => {
     dropped = true;
-    lowerSessionPriority(pid, LONG_RUN_NICENESS);
+    lowerSessionOf(pid, LONG_RUN_NICENESS, stillThere);
   }, LONG_RUN_MS);
   timer.unref();
   return () => {
     clearTimeout(timer);
-    if (dropped && restore) lowerSessionPriority(pid, ENGINE_NICENESS);
+    if (dropped && restore) lowerSessionOf(pid, ENGINE_NICENESS, stillThere);
   };
 }
 
