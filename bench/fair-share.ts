@@ -1,5 +1,5 @@
 /**
- * (t) A fair share under hostile load: the p99 of submit-to-end of 100 small PNG -> WebP of a
+ * (u) A fair share under hostile load: the p99 of submit-to-end of 100 small PNG -> WebP of a
  * fourth account (one at a time: an account with nothing running) while three free accounts keep
  * every engine kind busy with work that runs to its limit (test/helpers/hostile-load.ts), against
  * the same 100 on the idle daemon in the same run. Both with the daemon's defaults: the workers
@@ -102,7 +102,7 @@ export async function benchFairShare(): Promise<BenchResult> {
       ];
       if (timedOut === 0) notes.push('INVALID: no hostile conversion ran to its limit');
       return {
-        id: 't',
+        id: 'u',
         title: 'small conversions of a fourth account under hostile load',
         figures: `p99 submit-to-end ${loadedP99.toFixed(0)} ms under load vs ${idleP99.toFixed(0)} ms idle`,
         ratio: `${(loadedP99 / idleP99).toFixed(2)}x`,

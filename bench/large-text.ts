@@ -75,7 +75,7 @@ function runNiced(command: string, args: string[], cwd: string): Promise<{ ms: n
   const [file, argv] = wrapped(null, command, args, ENGINE_NICENESS);
   const started = performance.now();
   const child = spawn(file, argv, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  lowerSessionPriority(child.pid!, ENGINE_NICENESS);
+  lowerSessionPriority(child, ENGINE_NICENESS);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });

@@ -12,9 +12,10 @@
  * directly and a cold chromium per file (bench/html.ts), q the daemon's RSS over 300 large images
  * with deploy/convd.service's allocator against glibc's malloc (bench/memory-soak.ts), r the
  * event-loop delay under attack (bench/event-loop-under-attack.ts), s 1 MiB of text and of
- * Markdown to five document formats against the fastest direct tool (bench/large-text.ts), u a
- * fourth account's small conversions while three keep every engine busy against the same on an idle
- * daemon (bench/fair-share.ts). It
+ * Markdown to five document formats against the fastest direct tool (bench/large-text.ts), t /healthz
+ * and a keyed GET under 16 hostile Chromium pages against an idle daemon (bench/healthz-under-chromium.ts),
+ * u a fourth account's small conversions while three keep every engine busy against the same on an
+ * idle daemon (bench/fair-share.ts). It
  * prints one line per bench as it ends and a table at the end. Exits 1 when a target is missed
  * (or a figure is invalid), so a script can gate on it. Not among them, as it needs a folder of
  * real Word files: `npm run bench:page-count -- <folder>` (bench/page-count.ts), how many of
@@ -32,6 +33,7 @@ import { availableParallelism, cpus } from 'node:os';
 import { benchConvBatch, benchConvFormats, benchConvVersion } from './cli.ts';
 import { benchClusterNodes } from './cluster-nodes.ts';
 import { benchGetThroughput } from './get-throughput.ts';
+import { benchHealthzUnderChromium } from './healthz-under-chromium.ts';
 import { benchHtml } from './html.ts';
 import { benchLargeText } from './large-text.ts';
 import { benchLoad } from './load.ts';
@@ -68,6 +70,7 @@ const BENCHES: Record<string, () => Promise<BenchResult>> = {
   q: benchMemorySoak,
   r: benchEventLoopUnderAttack,
   s: benchLargeText,
+  t: benchHealthzUnderChromium,
   u: benchFairShare,
 };
 

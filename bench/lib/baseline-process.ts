@@ -24,7 +24,7 @@ export interface BaselineProcess {
 export function startBaseline(command: string, args: string[], what: string): BaselineProcess {
   const [file, argv] = wrapped(null, command, args, ENGINE_NICENESS);
   const child = spawnTracked(file, argv, { cwd: ROOT, detached: true, stdio: ['pipe', 'pipe', 'inherit'] });
-  lowerSessionPriority(child.pid!, ENGINE_NICENESS);
+  lowerSessionPriority(child, ENGINE_NICENESS);
   const lines = createInterface({ input: child.stdout! });
   const iterator = lines[Symbol.asyncIterator]();
   return {

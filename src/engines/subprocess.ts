@@ -148,9 +148,9 @@ export async function runProcess(cmd: string, args: readonly string[], options: 
     const pid = child.pid;
     let endDrop: () => void = () => undefined;
     if (pid !== undefined && options.niceness) {
-      lowerSessionPriority(pid, options.niceness);
+      lowerSessionPriority(child, options.niceness);
       offerToOomKiller(pid);
-      endDrop = dropWhenLong(pid, false);
+      endDrop = dropWhenLong(pid, false, () => child.exitCode === null && child.signalCode === null);
     }
     const tail = new Tail(options.stderrTailBytes ?? DEFAULT_TAIL_BYTES);
     let stopReason: { error: unknown } | undefined;

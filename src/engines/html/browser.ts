@@ -3,9 +3,10 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { engineEnvironment, findParentDeathWrapper, killGroup, trackGroup, untrackGroup } from '../process/group.ts';
+import { engineEnvironment, ENGINE_NICENESS, findParentDeathWrapper, killGroup, trackGroup, untrackGroup } from '../process/group.ts';
 import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 import { AccountPages } from './account-pages.ts';
+import { lowerCrashHandlers } from './crash-handlers.ts';
 import { WINDOW } from './formats.ts';
 import { BROWSER_PREFERENCES, launchFlags, wrapperScript } from './launch.ts';
 import { resetForNextConversion } from './page-reset.ts';
@@ -190,6 +191,8 @@ class Launched {
       timeout: 60_000,
     });
     const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
+    // Started by the browser before it answers Playwright, outside its session.
+    void lowerCrashHandlers(dir, ENGINE_NICENESS);
     if (pid > 0) {
       this.pid = pid;
       trackGroup(pid);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { ENGINE_NICENESS } from '../process/group.ts';
 import type { SandboxPlan } from './sandbox.ts';
 
@@ -47,19 +48,37 @@ export interface WrapperPaths {
  * Playwright made, and execs Chromium through setpriv: --pdeathsig where there is one, and as the
  * browser's own unprivileged user when the daemon runs as root (sandbox.ts), after handing it the
  * folders it writes to.
+ *
+ * The lower priority is two things. `nice` sets every thread's. And Playwright starts the browser
+ * in a session of its own, which with Linux's autogroup scheduling is a scheduling group that
+ * weighs as much as the daemon's whatever its threads' nice values: the script lowers that
+ * group's (its own session's, which every process Chromium forks shares) before Chromium starts.
+ * An unprivileged process may change one autogroup per tenth of a second, machine-wide: a change
+ * refused for that (EAGAIN) is tried again, for two seconds at most. Where there is no writable
+ * autogroup file (autogroup off, a read-only /proc) there is nothing to lower.
+ *
+ * A browser that would run as root (the daemon is root and the sandbox is off) goes without
+ * CAP_SYS_NICE: with it, Chromium gives its threads the nice values of their kinds (measured: the
+ * main thread -8, the others 0), above the daemon's. Without it, a thread may only lower its own
+ * priority. As another user it has no capability at all.
  */
-export function wrapperScript(paths: WrapperPaths, setpriv: string | null, sandbox: SandboxPlan): string {
+export function wrapperScript(paths: WrapperPaths, setpriv: string | null, sandbox: SandboxPlan, root: RootCapabilities = ownCapabilities()): string {
   const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
   const runAs = sandbox.on && sandbox.runAs !== undefined ? sandbox.runAs : undefined;
   const owner = runAs === undefined ? '' : `; chown -R ${runAs}:${runAs} "$d"`;
   const setprivArgs = [
     ...(setpriv ? ['--pdeathsig', 'KILL'] : []),
     ...(runAs === undefined ? [] : [`--reuid=${runAs}`, `--regid=${runAs}`, '--clear-groups']),
+    ...(runAs === undefined && root.mayRaisePriority && root.mayDropCapabilities ? ['--bounding-set=-sys_nice', '--inh-caps=-sys_nice'] : []),
   ];
   return [
     '#!/bin/sh',
     `echo $$ > ${quote(paths.pidFile)}`,
     'echo 1000 > /proc/self/oom_score_adj 2>/dev/null',
+    'if [ -w /proc/self/autogroup ]; then',
+    '  n=0',
+    `  until { echo ${ENGINE_NICENESS} > /proc/self/autogroup; } 2>/dev/null; do n=$((n + 1)); [ $n -ge 20 ] && break; sleep 0.1; done`,
+    'fi',
     'for a in "$@"; do',
     `  case "$a" in --user-data-dir=*) d="\${a#--user-data-dir=}"; mkdir -p "$d/Default" && cp ${quote(paths.preferences)} "$d/Default/Preferences"${owner};; esac`,
     'done',
@@ -67,4 +86,28 @@ export function wrapperScript(paths: WrapperPaths, setpriv: string | null, sandb
     `exec ${setpriv && setprivArgs.length > 0 ? `${quote(setpriv)} ${setprivArgs.join(' ')} -- ` : ''}nice -n ${ENGINE_NICENESS} ${quote(paths.executable)} "$@"`,
     '',
   ].join('\n');
+}
+
+/** What a browser the daemon starts as root would be able to do with its priority. */
+export interface RootCapabilities {
+  /** It would run as root with CAP_SYS_NICE (root's programs get the whole bounding set). */
+  mayRaisePriority: boolean;
+  /** The daemon may take a capability out of the bounding set (CAP_SETPCAP); else setpriv would fail. */
+  mayDropCapabilities: boolean;
+}
+
+const CAP_SETPCAP = 8n;
+const CAP_SYS_NICE = 23n;
+
+/** The daemon's own: from its uid and the capability sets in /proc/self/status (Linux). */
+export function ownCapabilities(): RootCapabilities {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return { mayRaisePriority: false, mayDropCapabilities: false };
+  let status = '';
+  try {
+    status = readFileSync('/proc/self/status', 'utf8');
+  } catch {
+    // No /proc: nothing known, nothing dropped.
+  }
+  const set = (name: string) => BigInt(`0x${new RegExp(`^${name}:\\s+([0-9a-f]+)`, 'm').exec(status)?.[1] ?? '0'}`);
+  return { mayRaisePriority: ((set('CapBnd') >> CAP_SYS_NICE) & 1n) === 1n, mayDropCapabilities: ((set('CapEff') >> CAP_SETPCAP) & 1n) === 1n };
 }

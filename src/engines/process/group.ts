@@ -157,21 +157,54 @@ export function offerToOomKiller(pid: number): void {
 }
 
 /**
+ * The kernel lets a process without CAP_SYS_ADMIN change one autogroup's nice value per tenth of
+ * a second, machine-wide; a write inside that window fails with EAGAIN. Tried again this often.
+ */
+const AUTOGROUP_RETRY_MS = 110;
+/** Given up after this many tries (the child runs on with only its threads niced). */
+const AUTOGROUP_TRIES = 50;
+
+/**
  * Gives a child that leads a session of its own (every engine process: `detached` is setsid) a
  * lower priority as a whole. With Linux's autogroup scheduling (the default on desktops and many
  * servers), each session is a scheduling group, and a nice value counts only inside its group:
  * a niced engine in its own session still got as much CPU as the whole daemon (measured: the
  * daemon's event loop p99 went from 16 to 79 ms beside four busy engine hosts). The group's own
- * nice value is in /proc/<pid>/autogroup; raising it needs no privilege. Where there is no such
- * file (autogroup off, not Linux) the per-thread nice set by `wrapped` is what counts.
+ * nice value is in /proc/<pid>/autogroup; raising it needs no privilege, but an unprivileged
+ * daemon may change one group's per tenth of a second, machine-wide: of several engines started
+ * together, all but the first were left at the daemon's priority. A refused write is tried again
+ * until it lands or the child has exited (while it has not been reaped, its pid is no one else's).
+ * Where there is no such file (autogroup off, not Linux) the per-thread nice set by `wrapped` is
+ * what counts.
  */
-export function lowerSessionPriority(pid: number, niceness: number): void {
+export function lowerSessionPriority(child: ChildProcess, niceness: number): void {
+  if (child.pid === undefined) return;
+  lowerSessionOf(child.pid, niceness, () => child.exitCode === null && child.signalCode === null);
+}
+
+/** Retries still to come, by pid: a newer value for a session replaces one still waiting. */
+const pendingChanges = new Map<number, NodeJS.Timeout>();
+
+/**
+ * lowerSessionPriority for any engine process (one the daemon started, or one that an engine's
+ * own process started): `stillThere` says, before each try, that `pid` is still that process.
+ * The last value asked for a session is the one that lands: a retry of an older one is dropped.
+ */
+export function lowerSessionOf(pid: number, niceness: number, stillThere: () => boolean): void {
   if (process.platform !== 'linux' || niceness <= 0) return;
-  try {
-    writeFileSync(`/proc/${pid}/autogroup`, String(niceness));
-  } catch {
-    // No autogroup here, or the process is already gone.
-  }
+  clearTimeout(pendingChanges.get(pid));
+  pendingChanges.delete(pid);
+  const attempt = (triesLeft: number): void => {
+    pendingChanges.delete(pid);
+    if (!stillThere()) return;
+    try {
+      writeFileSync(`/proc/${pid}/autogroup`, String(niceness));
+    } catch (error) {
+      // Anything else: no autogroup here, or the process is already gone.
+      if ((error as NodeJS.ErrnoException).code === 'EAGAIN' && triesLeft > 1) pendingChanges.set(pid, setTimeout(() => attempt(triesLeft - 1), AUTOGROUP_RETRY_MS).unref());
+    }
+  };
+  attempt(AUTOGROUP_TRIES);
 }
 
 /**
@@ -183,17 +216,17 @@ export function lowerSessionPriority(pid: number, niceness: number): void {
  * will take other work) it puts the session back at ENGINE_NICENESS. An autogroup's niceness may
  * be raised and lowered again within 0-19 without privilege.
  */
-export function dropWhenLong(pid: number, restore: boolean): () => void {
+export function dropWhenLong(pid: number, restore: boolean, stillThere: () => boolean): () => void {
   if (process.platform !== 'linux') return () => undefined;
   let dropped = false;
   const timer = setTimeout(() => {
     dropped = true;
-    lowerSessionPriority(pid, LONG_RUN_NICENESS);
+    lowerSessionOf(pid, LONG_RUN_NICENESS, stillThere);
   }, LONG_RUN_MS);
   timer.unref();
   return () => {
     clearTimeout(timer);
-    if (dropped && restore) lowerSessionPriority(pid, ENGINE_NICENESS);
+    if (dropped && restore) lowerSessionOf(pid, ENGINE_NICENESS, stillThere);
   };
 }
 

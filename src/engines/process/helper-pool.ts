@@ -138,7 +138,7 @@ export class HelperPool {
       const running = helper;
       const onAbort = () => running.kill();
       task.signal.addEventListener('abort', onAbort, { once: true });
-      const endWatch = running.niced ? dropWhenLong(running.pid, true) : () => undefined;
+      const endWatch = running.niced ? dropWhenLong(running.pid, true, () => running.alive) : () => undefined;
       this.keepSpare();
       try {
         return await running.run(request, task.onEvent);

@@ -150,7 +150,7 @@ export class HelperProcess {
       await options.cleanup?.().catch(() => undefined);
       throw error;
     }
-    lowerSessionPriority(child.pid, options.niceness ?? 0);
+    lowerSessionPriority(child, options.niceness ?? 0);
     offerToOomKiller(child.pid);
     const helper = new HelperProcess(child, options);
     await helper.ready();
