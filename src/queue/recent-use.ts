@@ -1,7 +1,7 @@
 /** How far back an account's runs count towards being heavy. */
 const WINDOW_MS = 5 * 60_000;
 /** An account whose runs held workers longer than this within the window is not light. */
-const DEFAULT_LIGHT_MS = 20_000;
+const DEFAULT_LIGHT_MS = 60_000;
 
 /**
  * The time each account's jobs held a worker on this node lately. The quick lane serves only
