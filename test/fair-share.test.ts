@@ -73,8 +73,11 @@ describe(`a fair share under hostile load (${TEST_STORE})`, { timeout: 240_000 }
     const hostile: { id: string; client: Client }[] = [];
     const attacks = attackers.map((client, i) => saturate(client, work, i * 2, hostile, () => stopped));
     try {
-      // The attack is under way: every worker and quick place has been taken at least once.
-      await new Promise((resolve) => setTimeout(resolve, 6000));
+      // The attack is under way: every worker and quick place has been taken, and the warm
+      // LibreOffice spares its first document started (three instances starting together on a
+      // busy box take several seconds) are up. Within those first seconds a quick document may
+      // wait for a spare's start.
+      await new Promise((resolve) => setTimeout(resolve, 15_000));
       const measured: { name: string; id: string; waitMs: number; runMs: number }[] = [];
       for (let round = 0; round < 3; round++) {
         for (const { upload, target } of small) {
