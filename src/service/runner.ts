@@ -136,12 +136,18 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       const convertWithinLimit = async (chosen: ConversionPair, engine: Engine): Promise<EngineOutput | void> => {
         const timeoutMs = timeLimitOf(chosen);
         const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);
-        const began = performance.now();
+        // The engine's own time, as its limit counts it: from the start of the work (after a
+        // LibreOffice instance or an engine host is started or free), not the wait before.
+        let began = engine.startsClock === true ? null : performance.now();
+        const startClock = () => {
+          began ??= performance.now();
+          limited.start();
+        };
         try {
           return await engine.convert({
             inputPath, outputPath, source: record.source, target: record.target,
             variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress, maxOutputBytes: maxOutput.bytes,
-            startClock: limited.start,
+            startClock,
             timeLimitMs: timeoutMs,
             tenant: record.account_id,
             ...(lane === 'quick' ? { quick: true } : {}),
@@ -153,7 +159,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
           }
           throw explainOutputCap(error, maxOutput);
         } finally {
-          engineMs += Math.round(performance.now() - began);
+          if (began !== null) engineMs += Math.round(performance.now() - began);
           limited.dispose();
         }
       };
