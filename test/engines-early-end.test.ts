@@ -97,7 +97,9 @@ describe('Ghostscript ends a program that draws nothing', { skip: gsSkip }, () =
 });
 
 describe('LibreOffice ends a PDF export that stays on one page', { skip: officeSkip }, () => {
-  const engine = createOfficeEngine({ instances: 1, stallMs: OFFICE_STALL_MS });
+  // Room enough for the stuck export's memory to grow until its window ends it: on a busy box it
+  // reached the default 2 GiB first (and failed memory_limit, which is not what is shown here).
+  const engine = createOfficeEngine({ instances: 1, stallMs: OFFICE_STALL_MS, memoryLimitMb: 6144 });
   before(async () => {
     assert.ok((await engine.probe()).available, 'LibreOffice is required under CI');
   });
@@ -117,7 +119,7 @@ describe('LibreOffice ends a PDF export that stays on one page', { skip: officeS
   });
 
   it('a long document converts though its load and layout say nothing for longer than the window and its export outlasts it; its pages are the progress', async () => {
-    const made = job('docx', await write('long.docx', longDocx(2400, OFFICE_MARKER)));
+    const made = job('docx', await write('long.docx', longDocx(4000, OFFICE_MARKER)));
     const reported: { at: number; percent: number }[] = [];
     const began = performance.now();
     await engine.convert({ ...made, onProgress: (percent) => reported.push({ at: performance.now() - began, percent }) });
