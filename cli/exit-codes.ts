@@ -1,6 +1,6 @@
 import type { ConversionStatus } from '../src/model/status.ts';
 
-/** The exit codes of DESIGN.md ("conv surface"): scripts rely on them, so they never change. */
+/** The exit codes: scripts rely on them, so they never change. */
 export const EXIT = {
   ok: 0,
   error: 1,

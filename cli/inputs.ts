@@ -11,7 +11,7 @@ export type InputArg =
 
 const URL_PATTERN = /^https?:\/\//i;
 
-/** The last path segment of a URL, decoded (what the server names a URL input, DESIGN.md). */
+/** The last path segment of a URL, decoded (what the server names a URL input). */
 function urlName(url: URL): string {
   const segment = url.pathname.split('/').filter(Boolean).pop() ?? '';
   try {

@@ -3,7 +3,7 @@ import type { ConvClient } from '../src/client/types.ts';
 import type { PublicConversion } from '../src/model/conversion.ts';
 import { END_STATUSES } from '../src/model/status.ts';
 
-/** The API holds a request at most this long (`wait`, spec 8). */
+/** The API holds a request at most this long (`wait`). */
 export const MAX_API_WAIT_SECONDS = 30;
 
 export interface WaitOptions {

@@ -55,7 +55,7 @@ export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
 }
 
 /**
- * What the web pages' own calls share with /v1 (DESIGN.md: "/web/api/..."): a submission runs
+ * What the web pages' own calls share with /v1: a submission runs
  * the same checks and handler as POST /v1/conversions (the maintenance switch, the account's
  * requests per minute, the plan's limits, the upload's admission), for the signed-in account
  * instead of a key's. Answers in the spec's error shape, in the page's language.

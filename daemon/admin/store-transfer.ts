@@ -16,7 +16,7 @@ import type { DeliveryRecord, Store } from '../../src/store/types.ts';
 import { AdminError } from './operations.ts';
 
 /**
- * Moving a box (DESIGN.md, "Scale-out"): `convd store export DIR` writes a stopped daemon's lowdb
+ * Moving a box: `convd store export DIR` writes a stopped daemon's lowdb
  * store as one JSON record per line (`store.ndjson`: accounts, keys, settings, conversions,
  * deliveries) and, with `--with-files`, the files conversions still need (results of succeeded
  * ones, inputs of queued or running ones) under `files/`; `convd store import DIR` reads that

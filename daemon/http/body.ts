@@ -53,7 +53,7 @@ function readText(req: IncomingMessage, signal: AbortSignal): Promise<string> {
 
 /**
  * Splits received names into request fields and options: `options[quality]` and any name that is
- * not a field of spec 2.3 are options (flat form), a JSON `options` object too.
+ * not a request field are options (flat form), a JSON `options` object too.
  */
 function sortFields(entries: Iterable<[string, unknown]>): Pick<CreateRequestInput, 'fields' | 'options'> {
   const fields: Record<string, unknown> = {};
@@ -104,7 +104,7 @@ export interface BodyOptions extends Omit<MultipartLimits, 'hashFiles' | 'signal
 }
 
 /**
- * Reads a conversion request in any of the three content types of spec 2.3, within the body's
+ * Reads a conversion request in any of the three content types, within the body's
  * time limits (408 request_timeout when it stalls or takes too long).
  */
 export async function readCreateRequest(req: IncomingMessage, options: BodyOptions, idempotencyKey: string | undefined): Promise<CreateRequestInput> {

@@ -89,7 +89,7 @@ function errorEnvelope(error: unknown, language: Language, extraHeaders: Record<
   return { status: apiError.status, body, headers: { 'content-language': language, ...extraHeaders, ...apiError.headers } };
 }
 
-/** The one error shape of spec 7: `{ error: { code, message, details? } }`, nothing else in the body. */
+/** The one error shape: `{ error: { code, message, details? } }`, nothing else in the body. */
 export function errorResponse(error: unknown, language: Language, extraHeaders: Record<string, string> = {}): JsonResponse {
   const { status, body, headers } = errorEnvelope(error, language, extraHeaders);
   return json(status, body, headers);

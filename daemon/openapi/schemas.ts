@@ -37,7 +37,7 @@ export const SCHEMAS = {
     mime: { type: 'string' },
     expires_at: dateTime,
     download_url: { ...uri, description: 'The download endpoint of the conversion.' },
-  }, 'The result of a conversion that succeeded (spec 2.2).'),
+  }, 'The result of a conversion that succeeded.'),
   ConversionWarning: closed({
     code: { type: 'string', enum: ['font_substituted'] },
     font: { type: 'string', description: 'The font the document names.' },
@@ -75,7 +75,7 @@ export const SCHEMAS = {
     warnings: { type: 'array', items: ref('ConversionWarning'), description: 'This service\'s own, additive: what to know of a result (empty for most).' },
     error: nullable(ref('ConversionError')),
     links: closed({ self: uri, download: uri }),
-  }, 'A conversion (spec 2.1).'),
+  }, 'A conversion.'),
   ConversionRequest: {
     type: 'object',
     description: 'Spec 2.3. Exactly one of `file` (multipart only) and `url`. Options may also be sent flat (`quality=80`) or as `options[quality]=80`.',
@@ -96,10 +96,10 @@ export const SCHEMAS = {
   ListPage: closed({
     data: { type: 'array', items: ref('Conversion') },
     next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last.' },
-  }, 'A page of conversions, newest first (spec 2.8).'),
+  }, 'A page of conversions, newest first.'),
   FormatListing: closed({
     data: { type: 'array', items: closed({ source: { type: 'string' }, targets: { type: 'array', items: { type: 'string' } } }) },
-  }, 'Every source format and its targets (spec 2.4).'),
+  }, 'Every source format and its targets.'),
   OptionDescriptor: {
     type: 'object',
     properties: {
@@ -115,7 +115,7 @@ export const SCHEMAS = {
     },
     required: ['name', 'type', 'values', 'default', 'label'],
     additionalProperties: false,
-    description: 'An option of a conversion (spec 2.5); `min`/`max` for range and number, `values` for enum. `text` (this service\'s own type): `max` is its length, `pattern` its form; a `secret` one (a password) is never shown with the conversion.',
+    description: 'An option of a conversion; `min`/`max` for range and number, `values` for enum. `text` (this service\'s own type): `max` is its length, `pattern` its form; a `secret` one (a password) is never shown with the conversion.',
   },
   FormatDetails: closed({
     source: { type: 'string' },
@@ -129,7 +129,7 @@ export const SCHEMAS = {
         variants: { type: 'array', items: closed({ key: { type: 'string' }, label: { type: 'string' } }) },
       }),
     },
-  }, 'The targets of one source format with options, variants, limits and prices (spec 2.5).'),
+  }, 'The targets of one source format with options, variants, limits and prices.'),
   Account: closed({
     plan: closed({ id: { type: 'string' }, name: { type: 'string' } }),
     credits: closed({
@@ -157,19 +157,19 @@ export const SCHEMAS = {
         remaining_seconds: { type: ['integer', 'null'], description: 'Null without an allowance; at 0 a submission gets 429 `engine_time_exhausted` with `Retry-After`.' },
         resets_at: dateTime,
     }, 'Added to the spec: the hourly engine-time allowance and what is left of it.'),
-  }, "The key's account: plan, credits and limits (spec 2.6)."),
+  }, "The key's account: plan, credits and limits."),
   Error: closed({
     error: {
       type: 'object',
       properties: {
-        code: { type: 'string', enum: Object.keys(ERROR_STATUS), description: 'Stable and machine-readable (spec 7).' },
+        code: { type: 'string', enum: Object.keys(ERROR_STATUS), description: 'Stable and machine-readable.' },
         message: { type: 'string', description: 'For people, in the language of Accept-Language.' },
         details: { type: 'object', description: 'Optional; `max_upload_mb` for file_too_large, `fields` for validation_failed, `limit` for rate limits, `reason` for api_disabled (`low_disk_space`, `shutting_down`), `limit` (`upload_idle_timeout` or `request_timeout`) and `seconds` for request_timeout.' },
       },
       required: ['code', 'message'],
       additionalProperties: false,
     },
-  }, 'The one error shape (spec 7).'),
+  }, 'The one error shape.'),
 } satisfies Record<string, JsonSchema>;
 
 export type SchemaName = keyof typeof SCHEMAS;

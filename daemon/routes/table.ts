@@ -44,7 +44,7 @@ export interface RouteDoc {
   errors: readonly ApiErrorCode[];
 }
 
-/** What any operation that needs a key can answer (spec 5 and 7, DESIGN.md). */
+/** What any operation that needs a key can answer. */
 export const COMMON_ERRORS: readonly ApiErrorCode[] = ['unauthenticated', 'forbidden', 'rate_limited', 'api_disabled', 'internal_error'];
 
 const idParameter: ParameterDoc = { name: 'id', in: 'path', required: true, description: 'Conversion id (`cnv_...`).', schema: { type: 'string' } };

@@ -6,7 +6,7 @@ import type { OptionValue } from '../model/conversion.ts';
  */
 export type OptionType = 'range' | 'number' | 'enum' | 'bool' | 'text';
 
-/** Option descriptor of spec 2.5. `min`/`max` exist for range and number, `values` for enum. */
+/** Option descriptor. `min`/`max` exist for range and number, `values` for enum. */
 export interface OptionDescriptor {
   name: string;
   type: OptionType;

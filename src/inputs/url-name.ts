@@ -9,7 +9,7 @@ const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u
 const UNSAFE = /[/\\:*?"<>|]/g;
 
 /**
- * The display name of a URL input (DESIGN.md: the last segment of the URL path, decoded, else
+ * The display name of a URL input (the last segment of the URL path, decoded, else
  * `download`). The query and fragment never count; a trailing slash falls back to the segment before
  * it. The result never contains a path separator, a control character or `..`, never starts with a
  * dot, and has at most 200 characters (the extension is kept when the stem is shortened).

@@ -34,7 +34,7 @@ export type ConversionInput =
   | { kind: 'file'; sha256: string }
   | { kind: 'url'; url: string };
 
-/** The stored record. The public object (spec 2.1) is derived from it by `toPublicConversion`. */
+/** The stored record. The public object is derived from it by `toPublicConversion`. */
 export interface ConversionRecord {
   id: string;
   account_id: string;

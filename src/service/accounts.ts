@@ -28,7 +28,7 @@ const HASH_MEMO_SIZE = 1024;
  */
 const LAST_USED_RESOLUTION_MS = 3600_000;
 
-/** Accounts, keys and the account object (spec 2.6); also the admin operations behind `convd accounts|keys`. */
+/** Accounts, keys and the account object; also the admin operations behind `convd accounts|keys`. */
 export class AccountService {
   /**
    * Hashes of keys that authenticated recently: a poller sends the same key hundreds of times a

@@ -19,7 +19,7 @@ export interface SpooledFile {
 }
 
 /**
- * The raw conversion request of spec 2.3, as any face received it (strings from forms, typed
+ * The raw conversion request, as any face received it (strings from forms, typed
  * values from JSON). Everything is checked here, so HTTP and in-process callers share the rules.
  */
 export interface CreateRequestInput {
@@ -49,7 +49,7 @@ export interface RequestRules {
   allowInsecureCallbacks: boolean;
 }
 
-/** Request fields of spec 2.3; any other name in a request is a flat option (`quality=80`). */
+/** Request fields; any other name in a request is a flat option (`quality=80`). */
 export const REQUEST_FIELDS: ReadonlySet<string> = new Set(['target', 'source', 'url', 'filename', 'variant', 'options', 'callback_url', 'wait', 'file']);
 const MAX_IDEMPOTENCY_KEY = 64;
 

@@ -4,7 +4,7 @@ import type { Store } from '../store/types.ts';
 
 const BRACKET_BYTES = 100 * BYTES_PER_MB;
 
-/** Spec 8 + DESIGN.md: the weight per started 100 MB (files up to 100 MB cost the weight once). */
+/** The weight per started 100 MB of input (files up to 100 MB cost the weight once). */
 export function conversionCost(weight: number, inputSize: number | null): number {
   const multiple = inputSize === null || inputSize <= BRACKET_BYTES ? 1 : Math.ceil(inputSize / BRACKET_BYTES);
   return weight * multiple;

@@ -10,7 +10,7 @@ const ENDED = 'convd_ended';
 const CANCELLED = 'convd_cancel';
 
 /**
- * What the nodes of one database tell each other through LISTEN/NOTIFY (DESIGN.md, "Scale-out"):
+ * What the nodes of one database tell each other through LISTEN/NOTIFY:
  * a conversion's end, so that `wait` on any node answers the moment another finishes it; and a
  * cancel, so that the node running the conversion stops its engine at once.
  */

@@ -26,7 +26,7 @@ interface Held {
 }
 
 /**
- * Requests per minute counted where every node sees them (DESIGN.md, "Scale-out"): the same
+ * Requests per minute counted where every node sees them: the same
  * token bucket as RequestRateLimiter, kept in the database, so a client spreading its requests
  * over the nodes gets the plan's rate, not the rate times the nodes. A node takes a key's tokens
  * a batch at a time (`rateBatch`) and spends them itself, so a busy key costs one write per batch

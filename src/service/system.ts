@@ -29,7 +29,7 @@ import { RETRY_WAITS_MS } from '../webhooks/schedule.ts';
 
 export interface SystemOptions {
   dataDir: string;
-  /** PostgreSQL holds the store (DESIGN.md, "Scale-out"). */
+  /** PostgreSQL holds the store. */
   databaseUrl?: string | null;
   /**
    * The store's hold on the database was lost (PostgreSQL restarted or dropped the node's

@@ -57,7 +57,7 @@ export interface DeliveryRecord {
 }
 
 /**
- * A sign-in link or a session of the web face (DESIGN.md, "Web face"): server-side records, so
+ * A sign-in link or a session of the web face: server-side records, so
  * that any node honours them. Only the SHA-256 of the token the browser holds is kept; the token
  * itself is shown once (the link) or lives only in the browser's cookie (the session).
  */

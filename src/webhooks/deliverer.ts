@@ -49,7 +49,7 @@ export interface EnqueueInput {
   accountId: string;
   url: string;
   event: WebhookEvent;
-  /** The conversion object as GET returns it at the moment of the end state (spec 2.1). */
+  /** The conversion object as GET returns it at the moment of the end state. */
   data: PublicConversion;
 }
 

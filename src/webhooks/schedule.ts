@@ -1,5 +1,5 @@
 /**
- * The retry schedule of DESIGN.md: the first attempt at once, then waits of 1, 5, 15, 30 and 40
+ * The retry schedule: the first attempt at once, then waits of 1, 5, 15, 30 and 40
  * minutes between attempts (91 minutes in all, "about an hour and a half" as the spec says), each
  * wait with at most ±10 % jitter so that many deliveries failing together do not retry together.
  */

@@ -95,7 +95,7 @@ interface Doc<T> {
 }
 
 /**
- * The Store on PostgreSQL (DESIGN.md, "Scale-out"): every node that shares the database sees the
+ * The Store on PostgreSQL: every node that shares the database sees the
  * same accounts, keys, settings, conversions, deliveries and web sessions, and `exclusive` is a
  * transaction that holds an advisory lock, so an account's submission checks and insert are one
  * step across nodes. Every statement is parameterized and named (prepared once per connection);
