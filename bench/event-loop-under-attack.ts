@@ -14,10 +14,11 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
-import { json, multipartBody, send } from './lib/http.ts';
+import { send } from './lib/http.ts';
 import { photoPng } from './lib/images.ts';
 import { removeDir, tempDir } from './lib/processes.ts';
 import { seedAccounts } from './lib/seed.ts';
+import { endedAs, submitAs, type BenchConversion } from './lib/submit.ts';
 import type { BenchResult } from './types.ts';
 
 const ORDINARY = 200;
@@ -25,12 +26,6 @@ const PARALLEL = 8;
 const TARGET_MS = 50;
 /** Workers: the 4 hostile conversions and the ordinary ones run side by side, not one after the other. */
 const WORKERS = 6;
-
-interface Conversion {
-  id: string;
-  status: string;
-  error: { code: string } | null;
-}
 
 async function hostileFiles(dir: string): Promise<{ name: string; path: string; target: string }[]> {
   const emphasis = join(dir, 'emphasis.md');
@@ -57,18 +52,10 @@ async function loopDelayP99(daemon: BenchDaemon): Promise<number> {
   return Number(value) * 1000;
 }
 
-async function submit(daemon: BenchDaemon, key: string, name: string, data: Buffer, target: string, wait: number): Promise<Conversion> {
-  const { contentType, body } = multipartBody({ target, wait: String(wait) }, name, 'application/octet-stream', data);
-  const answer = await send(daemon, 'POST', '/v1/conversions', { authorization: `Bearer ${key}`, 'content-type': contentType }, body);
-  if (answer.status !== 200 && answer.status !== 202) throw new Error(`${name}: ${answer.status} ${answer.body.toString('utf8')}`);
-  return json<Conversion>(answer);
-}
-
-async function ended(daemon: BenchDaemon, key: string, id: string): Promise<Conversion> {
-  for (;;) {
-    const view = json<Conversion>(await send(daemon, 'GET', `/v1/conversions/${id}?wait=30`, { authorization: `Bearer ${key}` }));
-    if (['succeeded', 'failed', 'cancelled'].includes(view.status)) return view;
-  }
+async function submit(daemon: BenchDaemon, key: string, name: string, data: Buffer, target: string, wait: number): Promise<BenchConversion> {
+  const sent = await submitAs(daemon, key, name, data, target, wait);
+  if (!sent.conversion) throw new Error(`${name}: ${sent.status} ${sent.body}`);
+  return sent.conversion;
 }
 
 /** The ordinary batch: 200 PNG -> WebP, 8 in flight, each waited for, downloaded and decoded. */
@@ -79,7 +66,7 @@ async function ordinaryBatch(daemon: BenchDaemon, key: string, images: Buffer[])
     while (next < images.length) {
       const index = next++;
       let view = await submit(daemon, key, `photo-${index}.png`, images[index]!, 'webp', 30);
-      if (view.status !== 'succeeded') view = await ended(daemon, key, view.id);
+      if (view.status !== 'succeeded') view = await endedAs(daemon, key, view.id);
       if (view.status !== 'succeeded') throw new Error(`ordinary conversion ${view.id} ${view.status}: ${JSON.stringify(view.error)}`);
       const result = await send(daemon, 'GET', `/v1/conversions/${view.id}/download`, { authorization: `Bearer ${key}` });
       if ((await sharp(result.body).metadata()).format === 'webp') checked++;
@@ -113,7 +100,7 @@ export async function benchEventLoopUnderAttack(): Promise<BenchResult> {
       const attacks = await Promise.all(hostile.map((file, i) => submit(daemon, attackers[i % 2]!.apiKey, file.name, hostileData[i]!, file.target, 0)));
       const attackedChecked = await ordinaryBatch(daemon, owner!.apiKey, images);
       const attackedBatchMs = performance.now() - began;
-      const outcomes = await Promise.all(attacks.map((attack, i) => ended(daemon, attackers[i % 2]!.apiKey, attack.id)));
+      const outcomes = await Promise.all(attacks.map((attack, i) => endedAs(daemon, attackers[i % 2]!.apiKey, attack.id)));
       const attackedMs = performance.now() - began;
       const attacked = await loopDelayP99(daemon);
 

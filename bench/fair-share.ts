@@ -7,42 +7,23 @@
  */
 import { hostileWork, type Hostile } from '../test/helpers/hostile-load.ts';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
-import { json, multipartBody, send } from './lib/http.ts';
 import { photoPng } from './lib/images.ts';
 import { removeDir, tempDir } from './lib/processes.ts';
 import { seedAccounts } from './lib/seed.ts';
+import { endedAs, submitAs } from './lib/submit.ts';
 import type { BenchResult } from './types.ts';
 
 const SMALL = 100;
 const TARGET = 3;
-
-interface Conversion {
-  id: string;
-  status: string;
-  error: { code: string } | null;
-}
-
-async function submit(daemon: BenchDaemon, key: string, name: string, data: Buffer, target: string, wait: number): Promise<{ status: number; view: Conversion | null }> {
-  const { contentType, body } = multipartBody({ target, wait: String(wait) }, name, 'application/octet-stream', data);
-  const answer = await send(daemon, 'POST', '/v1/conversions', { authorization: `Bearer ${key}`, 'content-type': contentType }, body);
-  return { status: answer.status, view: answer.status === 200 || answer.status === 201 || answer.status === 202 ? json<Conversion>(answer) : null };
-}
-
-async function ended(daemon: BenchDaemon, key: string, id: string): Promise<Conversion> {
-  for (;;) {
-    const view = json<Conversion>(await send(daemon, 'GET', `/v1/conversions/${id}?wait=30`, { authorization: `Bearer ${key}` }));
-    if (['succeeded', 'failed', 'cancelled'].includes(view.status)) return view;
-  }
-}
 
 /** Submit-to-end of each small conversion, one at a time, in ms. */
 async function smallOnes(daemon: BenchDaemon, key: string, images: Buffer[]): Promise<number[]> {
   const times: number[] = [];
   for (const [index, image] of images.entries()) {
     const began = performance.now();
-    const sent = await submit(daemon, key, `small-${index}.png`, image, 'webp', 30);
-    if (!sent.view) throw new Error(`small conversion refused: ${sent.status}`);
-    const view = sent.view.status === 'succeeded' ? sent.view : await ended(daemon, key, sent.view.id);
+    const sent = await submitAs(daemon, key, `small-${index}.png`, image, 'webp', 30);
+    if (!sent.conversion) throw new Error(`small conversion refused: ${sent.status} ${sent.body}`);
+    const view = sent.conversion.status === 'succeeded' ? sent.conversion : await endedAs(daemon, key, sent.conversion.id);
     if (view.status !== 'succeeded') throw new Error(`small conversion ${view.id} ${view.status}: ${JSON.stringify(view.error)}`);
     times.push(performance.now() - began);
   }
@@ -57,12 +38,12 @@ async function saturate(daemon: BenchDaemon, key: string, work: Hostile[], offse
   await Promise.all([0, 1].map(async () => {
     while (!stop()) {
       const { upload, target } = work[turn++ % work.length]!;
-      const sent = await submit(daemon, key, upload.name, upload.data, target, 0);
-      if (!sent.view) {
+      const sent = await submitAs(daemon, key, upload.name, upload.data, target, 0);
+      if (!sent.conversion) {
         await new Promise((resolve) => setTimeout(resolve, 250));
         continue;
       }
-      const view = await ended(daemon, key, sent.view.id);
+      const view = await endedAs(daemon, key, sent.conversion.id);
       ends.push(`${upload.name}: ${view.error?.code ?? view.status}`);
     }
   }));
