@@ -11,20 +11,21 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PostgresJobSource } from '../src/queue/postgres-job-source.ts';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
-import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
+import { nodesOnFreshDatabase, type TestDatabase } from './helpers/postgres.ts';
 import { conversion } from './helpers/store-records.ts';
 
 describe('PostgresJobSource', () => {
+  let nodes: Awaited<ReturnType<typeof nodesOnFreshDatabase>>;
   let database: TestDatabase;
   let storeA: PostgresStore;
   let storeB: PostgresStore;
   before(async () => {
-    database = await freshDatabase();
-    [storeA, storeB] = await Promise.all([PostgresStore.open({ url: database.url, poolSize: 4 }), PostgresStore.open({ url: database.url, poolSize: 4 })]);
+    nodes = await nodesOnFreshDatabase(2);
+    database = nodes.database;
+    [storeA, storeB] = nodes.stores as [PostgresStore, PostgresStore];
   });
   after(async () => {
-    await Promise.all([storeA?.close(), storeB?.close()]);
-    await database?.drop();
+    await nodes?.close();
   });
 
   const takeAll = async (source: PostgresJobSource): Promise<string[]> => {

@@ -13,7 +13,7 @@ import pg from 'pg';
 import type { RateDecision } from '../src/service/rate-limiter.ts';
 import { rateBatch, SharedRateLimiter } from '../src/service/shared-rate-limiter.ts';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
-import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
+import { nodesOnFreshDatabase, type TestDatabase } from './helpers/postgres.ts';
 
 /** A store whose rate statements are counted. */
 function counted(store: PostgresStore): { store: PostgresStore; statements: () => number } {
@@ -27,16 +27,17 @@ function counted(store: PostgresStore): { store: PostgresStore; statements: () =
 }
 
 describe('requests per minute shared by the nodes, in batches', () => {
+  let nodes: Awaited<ReturnType<typeof nodesOnFreshDatabase>>;
   let database: TestDatabase;
   let storeA: PostgresStore;
   let storeB: PostgresStore;
   before(async () => {
-    database = await freshDatabase();
-    [storeA, storeB] = await Promise.all([PostgresStore.open({ url: database.url, poolSize: 4 }), PostgresStore.open({ url: database.url, poolSize: 4 })]);
+    nodes = await nodesOnFreshDatabase(2);
+    database = nodes.database;
+    [storeA, storeB] = nodes.stores as [PostgresStore, PostgresStore];
   });
   after(async () => {
-    await Promise.all([storeA?.close(), storeB?.close()]);
-    await database?.drop();
+    await nodes?.close();
   });
 
   it('batches are a twentieth of the limit, one token below 40 a minute, at most 50', () => {

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 
 export const TEST_DATABASE_URL = process.env.CONVD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -47,5 +48,19 @@ export async function freshDatabase(): Promise<TestDatabase> {
     url: url.href,
     name,
     drop: () => admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+  };
+}
+
+/** A fresh database and `count` stores on it, as the nodes of a cluster; `close` ends them and drops it. */
+export async function nodesOnFreshDatabase(count: number): Promise<{ database: TestDatabase; stores: PostgresStore[]; close(): Promise<void> }> {
+  const database = await freshDatabase();
+  const stores = await Promise.all(Array.from({ length: count }, () => PostgresStore.open({ url: database.url, poolSize: 4 })));
+  return {
+    database,
+    stores,
+    async close() {
+      await Promise.all(stores.map((store) => store.close()));
+      await database.drop();
+    },
   };
 }
