@@ -134,17 +134,23 @@ export class WorkerPool {
       heldMs = Date.now() - startedAt;
     };
     let moveTimer: NodeJS.Timeout | undefined;
-    if (lane === 'quick') {
+    const moveLater = () => {
       moveTimer = setTimeout(() => {
-        // Over the workers by at most the lane's places; past that it keeps its quick place.
-        if (holds !== 'quick' || this.slotsTaken >= this.concurrency + this.quick.places) return;
+        if (holds !== 'quick') return;
+        // Over the workers by at most the lane's places; past that it keeps its quick place and
+        // tries again, as others end.
+        if (this.slotsTaken >= this.concurrency + this.quick.places) {
+          moveLater();
+          return;
+        }
         holds = 'regular';
         this.quickTaken -= 1;
         this.slotsTaken += 1;
         this.pump();
       }, this.quick.moveAfterMs);
       moveTimer.unref();
-    }
+    };
+    if (lane === 'quick') moveLater();
     const releaseSlot = () => {
       // Jobs finishing after their slot was given back are bounded too (as many as workers): on
       // a disk slower than the engines they would otherwise pile up without limit.
