@@ -38,8 +38,9 @@ export interface HtmlSettings {
 
 /**
  * How long an engine that can see its own progress may go without any before its conversion ends
- * as `timeout`, ms (Ghostscript: its processor time; LibreOffice: the clock); 0: only the time limit. Ghostscript's is its PDF growing, LibreOffice's the
- * pages of its PDF export (postscript_stall_timeout, office_stall_timeout).
+ * as `timeout`, ms (postscript_stall_timeout, office_stall_timeout; 0: only the time limit).
+ * Ghostscript's progress is its PDF growing, counted in its processor time; LibreOffice's is the
+ * pages of its PDF export, counted by the clock.
  */
 export interface StallWindows {
   postscript: number;
