@@ -124,6 +124,21 @@ describe('WorkerPool', () => {
     assert.equal(pool.active, 0);
   });
 
+  it('takes nothing before start(): what is pushed earlier waits for it', async () => {
+    const source = new MemoryJobSource();
+    const ran: string[] = [];
+    const pool = new WorkerPool(source, 2, async (id) => {
+      ran.push(id);
+    });
+    source.push('early');
+    await tick();
+    assert.deepEqual(ran, [], 'started before the pool was');
+    pool.start();
+    await tick();
+    assert.deepEqual(ran, ['early']);
+    await pool.stop();
+  });
+
   it('a handler that throws before returning a promise is reported and does not keep its slot', async () => {
     const source = new MemoryJobSource();
     const reported: string[] = [];

@@ -43,7 +43,12 @@ export class WorkerPool {
   private readonly quick: QuickLane;
   /** Jobs that gave their slot back and are still finishing: at most `concurrency` too. */
   private finishing = 0;
-  private stopped = false;
+  /**
+   * Until start(): ids pushed before it wait. The daemon's start re-queues a dead node's work
+   * (its leases) before it clears the scratch directories; a job taken then had its directory
+   * removed under it (ENOTEMPTY at start, or an internal_error).
+   */
+  private stopped = true;
 
   constructor(
     private readonly source: JobSource,
