@@ -36,7 +36,7 @@ export interface History {
 }
 
 /**
- * Ids exactly as src/service/ids.ts newConversionId makes them ('cnv_' + a monotonic ULID,
+ * Ids exactly as src/model/ids.ts newConversionId makes them ('cnv_' + a monotonic ULID,
  * lowercase), from a factory of this history's own: the service's factory is monotonic, so
  * feeding it times older than an id it already made would give every later id that time.
  */

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import type { AccountRecord, ApiKeyRecord, Settings } from '../../src/model/account.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
 import { ACTIVE_STATUSES } from '../../src/model/status.ts';
-import { isConversionId } from '../../src/service/ids.ts';
+import { isConversionId } from '../../src/model/ids.ts';
 import { LocalBlobStore, type BlobKind, type BlobStore } from '../../src/store/blob-store.ts';
 import { acquireDataDirLock, DataDirLockedError } from '../../src/store/data-dir-lock.ts';
 import { LowdbStore } from '../../src/store/lowdb-store.ts';

@@ -1,7 +1,7 @@
 import type { H3 } from 'h3';
 import { ApiError } from '../../src/errors/api-error.ts';
 import { renderMessage } from '../../src/errors/messages.ts';
-import { isConversionId } from '../../src/service/ids.ts';
+import { isConversionId } from '../../src/model/ids.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import { ACTIVE_STATUSES, STATUSES, type ConversionStatus } from '../../src/model/status.ts';
 import { resultResponse } from '../http/result-download.ts';

@@ -2,13 +2,13 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/api-error.ts';
 import type { AccountRecord, ApiKeyRecord, Scope } from '../model/account.ts';
 import type { Plan, PlanId } from '../model/plan.ts';
-import type { AccountView } from '../client/types.ts';
+import type { AccountView } from '../model/account-view.ts';
 import type { Store } from '../store/types.ts';
 import { applyMonthlyReset, balanceOf, nextMonthStart } from './credits.ts';
 import type { ServiceConfig } from './config.ts';
 import { engineTimeUse } from './submission-limits.ts';
 import { planTimeLimitMs } from './time-limit.ts';
-import { newAccountId, newApiKey, newKeyId } from './ids.ts';
+import { newAccountId, newApiKey, newKeyId } from '../model/ids.ts';
 import { generateWebhookSecret } from '../webhooks/signature.ts';
 
 export interface Caller {

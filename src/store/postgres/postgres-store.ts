@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.ts';
 import type { ConversionRecord } from '../../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../../model/status.ts';
-import { conversionIdFloor, conversionIdTime } from '../../service/ids.ts';
+import { conversionIdFloor, conversionIdTime } from '../../model/ids.ts';
 import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
 import { migrate } from './migrate.ts';
 import { SecondCache } from './second-cache.ts';
