@@ -13,6 +13,7 @@ import { AuthFailureLimiter } from './http/auth-failures.ts';
 import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
 import { reportedMethod, routeHeadAsGet } from './http/head.ts';
 import { nodeRequest } from './http/node-request.ts';
+import type { RequestInfo } from './http/request-info.ts';
 import { createHotRead } from './http/hot-read.ts';
 import { lingerThenClose } from './http/linger.ts';
 import { addHeaders, errorResponse } from './http/respond.ts';
@@ -20,15 +21,7 @@ import { UNMETERED_SPACE } from './ops/disk-space.ts';
 import { ROUTES, type RouteDoc } from './routes/table.ts';
 import { v1Handlers, type HandlerDeps, type PublicHandler, type RouteHandler } from './routes/v1-handlers.ts';
 
-export interface RequestInfo {
-  method: string;
-  /** The route pattern (`/v1/conversions/:id`), `unmatched` for anything else. */
-  route: string;
-  status: number;
-  durationMs: number;
-  accountId: string | null;
-  req: IncomingMessage | undefined;
-}
+export type { RequestInfo } from './http/request-info.ts';
 
 /** A route outside /v1 that needs no key (health, metrics). */
 export interface ExtraRoute {

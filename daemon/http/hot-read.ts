@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from '../../src/errors/api-error.ts';
 import { negotiateLanguage } from '../../src/errors/negotiate.ts';
 import type { ConversionService } from '../../src/service/conversion-service.ts';
-import type { RequestInfo } from '../app.ts';
+import type { RequestInfo } from './request-info.ts';
 import type { Admission } from './admission.ts';
 import { reportedMethod } from './head.ts';
 import { errorAnswer, JSON_CONTENT_TYPE, type PlainAnswer } from './respond.ts';
