@@ -1,4 +1,5 @@
-import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
+import type { FormatInfo } from '../types.ts';
+import type { OptionDescriptor } from '../../model/formats.ts';
 
 /** Formats that hold records (or, for JSON and YAML, any document) and convert between each other. */
 export const TABULAR = ['csv', 'tsv', 'json', 'ndjson', 'yaml'] as const;

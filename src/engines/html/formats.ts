@@ -1,4 +1,5 @@
-import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
+import type { FormatInfo } from '../types.ts';
+import type { OptionDescriptor, VariantDescriptor } from '../../model/formats.ts';
 
 export const HTML_FORMATS: FormatInfo[] = [
   { key: 'html', extensions: ['html', 'htm', 'xhtml'], mime: 'text/html' },

@@ -1,4 +1,5 @@
-import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
+import type { FormatInfo } from '../types.ts';
+import type { OptionDescriptor, VariantDescriptor } from '../../model/formats.ts';
 
 /**
  * Office documents, by family: what LibreOffice opens as a text, a spreadsheet, a presentation or

@@ -1,4 +1,5 @@
-import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
+import type { FormatInfo } from '../types.ts';
+import type { OptionDescriptor, VariantDescriptor } from '../../model/formats.ts';
 
 /**
  * Image sources: JPEG and PNG are embedded as they are; the others are re-encoded by sharp first

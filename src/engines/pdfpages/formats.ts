@@ -1,4 +1,5 @@
-import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
+import type { FormatInfo } from '../types.ts';
+import type { OptionDescriptor } from '../../model/formats.ts';
 
 /** Targets a PDF page renders to. */
 export const IMAGE_TARGETS = ['png', 'jpg', 'webp'] as const;

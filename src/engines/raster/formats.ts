@@ -1,4 +1,5 @@
-import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
+import type { FormatInfo } from '../types.ts';
+import type { OptionDescriptor } from '../../model/formats.ts';
 
 /**
  * Still-image formats libvips (as sharp ships it) does not read or write: BMP, ICO and the
