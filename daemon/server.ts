@@ -203,6 +203,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     const origin = proxy.forwardedOrigin(req);
     return origin ? `${origin}/v1` : serviceConfig.baseUrl;
   };
+  // One for the pages and the admin socket: sign-in links and sessions are records in the store.
+  const signIn = new WebSignIn(running.store, running.accounts);
   const app = createApp(running, {
     onRequestDone,
     baseUrlFor,
@@ -228,7 +230,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     serveApi: config.serveApi,
     web: config.serveWeb ? (h3, api) => registerWebFace(h3, {
       system: running,
-      signIn: new WebSignIn(running.store, running.accounts),
+      signIn,
       clientAddress: (req) => proxy.clientAddress(req),
       publicOrigin: (req) => new URL(baseUrlFor(req)).origin,
       // A proxy serving convd under a path (public_url https://example.com/convd) takes the path off.
@@ -251,10 +253,10 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     const address = server.address() as AddressInfo;
     metricsUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   }
-  const admin = await startAdminSocket(config.dataDir, running);
+  const admin = await startAdminSocket(config.dataDir, running, signIn);
   // Only now that every address is bound: a start that fails on one (EADDRINUSE) has created no
   // account, so the next start still creates it and shows its key.
-  await bootstrapFirstAccount(running.store, running.accounts, {
+  await bootstrapFirstAccount(running.accounts, {
     write: (line) => process.stderr.write(line),
     terminal: process.stderr.isTTY === true,
     dataDir: config.dataDir,

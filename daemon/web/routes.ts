@@ -1,8 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { H3 } from 'h3';
 import { SCOPES, type Scope } from '../../src/model/account.ts';
-import { balanceOf } from '../../src/service/credits.ts';
-import { dailyUsage } from '../../src/service/daily-usage.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
 import { SESSION_LIFETIME_MS } from '../../src/sign-in/web-sign-in.ts';
 import { ASSETS } from './assets.ts';
@@ -34,7 +32,7 @@ const RECENT_DELIVERIES = 10;
  */
 export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): void {
   const failures = new SignInFailures(deps.system.failureBuckets);
-  const { store, accounts } = deps.system;
+  const { accounts, deliveries: deliveryLog } = deps.system;
 
   const page = pageHandler(deps);
   registerConversionPages(app, deps);
@@ -102,8 +100,8 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
   const showAccount = async (request: PageRequest, status: number, extra: Partial<AccountPageState> = {}) => {
     const account = request.session!.account;
     const [view, balance, keys, usage, deliveries] = await Promise.all([
-      accounts.view(account), balanceOf(store, account), store.listApiKeys(account.id), dailyUsage(store, account.id, new Date()),
-      store.recentDeliveries(account.id, RECENT_DELIVERIES),
+      accounts.view(account), accounts.balance(account), accounts.keysOf(account.id), accounts.usageByDay(account.id),
+      deliveryLog.recentOf(account.id, RECENT_DELIVERIES),
     ]);
     keys.sort((a, b) => (a.revoked_at === null) === (b.revoked_at === null) ? b.created_at.localeCompare(a.created_at) : a.revoked_at === null ? -1 : 1);
     return respond(request, status, accountPage(request.context, { view, usage, deliveries, reserved: balance.reserved, keys, ...extra }));
@@ -123,19 +121,16 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
   app.on('POST', '/account/keys/:id/revoke', (event) => page(event, '/account/keys/:id/revoke', async (request) => {
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
-    const key = await store.getApiKey(event.context.params?.id ?? '');
-    // Another account's key is as absent as one that never was.
-    if (!key || key.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
-    await accounts.revokeKey(key.id);
+    const key = await accounts.revokeKeyOf(session.account.id, event.context.params?.id ?? '');
+    if (!key) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
     return showAccount(request, 200, { notice: request.t('keyRevoked', { prefix: key.prefix }) });
   }));
 
   app.on('POST', '/account/deliveries/:id/redeliver', (event) => page(event, '/account/deliveries/:id/redeliver', async (request) => {
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
-    const delivery = await store.getDelivery(event.context.params?.id ?? '');
-    // Another account's delivery is as absent as one that never was.
-    if (!delivery || delivery.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
+    const delivery = await deliveryLog.ownedBy(session.account.id, event.context.params?.id ?? '');
+    if (!delivery) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
     const sent = await deps.system.webhooks.redeliver(delivery.id);
     const last = sent?.attempts[sent.attempts.length - 1];
     const outcome = last ? String(last.status_code ?? last.error ?? '') : '';
