@@ -32,6 +32,14 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   cli: ['src/client', 'src/model', 'src/errors', 'src/formats', 'src/webhooks/index.ts'],
 };
 
+/**
+ * Imports that break a rule today and are on their way out. The test fails when one no longer
+ * occurs, so that its entry goes with it.
+ */
+const NOT_YET_MOVED: readonly { from: string; to: string; until: string }[] = [
+  { from: 'src/engines', to: 'src/formats/types.ts', until: 'ConversionPair and FormatInfo live with the engine types' },
+];
+
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FOLDERS = ['src', 'daemon', 'cli'];
 
@@ -41,13 +49,16 @@ function roomOf(path: string): string | undefined {
   return Object.keys(MAY_IMPORT).filter((room) => within(path, room)).sort((a, b) => b.length - a.length)[0];
 }
 
-/** Every import that leaves its room for one its room may not import. */
-function brokenRules(graph: ImportGraph): ImportEdge[] {
-  return graph.edges.filter((edge) => {
+/** Every import that leaves its room for one its room may not import, as `file:line -> target`. */
+function brokenRules(graph: ImportGraph, exceptions = NOT_YET_MOVED): { edge: ImportEdge; excusedBy?: (typeof NOT_YET_MOVED)[number] }[] {
+  const broken: { edge: ImportEdge; excusedBy?: (typeof NOT_YET_MOVED)[number] }[] = [];
+  for (const edge of graph.edges) {
     const room = roomOf(edge.from);
-    if (room === undefined || roomOf(edge.to) === room) return false;
-    return !MAY_IMPORT[room]!.some((allowed) => within(edge.to, allowed));
-  });
+    if (room === undefined || roomOf(edge.to) === room) continue;
+    if (MAY_IMPORT[room]!.some((allowed) => within(edge.to, allowed))) continue;
+    broken.push({ edge, excusedBy: exceptions.find((exception) => within(edge.from, exception.from) && within(edge.to, exception.to)) });
+  }
+  return broken;
 }
 
 const show = (edge: ImportEdge) => `${edge.from}:${edge.line} -> ${edge.to}`;
@@ -73,7 +84,14 @@ describe('layering of src/, daemon/ and cli/', () => {
   });
 
   it('imports only downwards', () => {
-    assert.deepEqual(brokenRules(graph).map(show), [], 'imports a layer may not make (MAY_IMPORT)');
+    const broken = brokenRules(graph).filter((rule) => rule.excusedBy === undefined);
+    assert.deepEqual(broken.map((rule) => show(rule.edge)), [], 'imports a layer may not make (MAY_IMPORT)');
+  });
+
+  it('keeps no exception that nothing needs any more', () => {
+    const used = new Set(brokenRules(graph).map((rule) => rule.excusedBy));
+    const stale = NOT_YET_MOVED.filter((exception) => !used.has(exception));
+    assert.deepEqual(stale, [], 'remove these from NOT_YET_MOVED: no import needs them');
   });
 });
 
@@ -104,8 +122,8 @@ describe('the layering checks themselves', () => {
       ['cli/webhook-receiver.ts', 'src/webhooks/index.ts'],
       ['src/service/accounts.ts', 'src/store/types.ts'],
       ['daemon/app.ts', 'src/service/system.ts'],
-    ]));
-    assert.deepEqual(broken.map((edge) => `${edge.from} -> ${edge.to}`), [
+    ]), []);
+    assert.deepEqual(broken.map((rule) => `${rule.edge.from} -> ${rule.edge.to}`), [
       'src/store/lowdb-store.ts -> src/service/ids.ts',
       'src/service/accounts.ts -> src/client/types.ts',
       'cli/render.ts -> src/webhooks/deliverer.ts',

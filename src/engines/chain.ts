@@ -1,8 +1,9 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import type { ConversionOptions } from '../model/conversion.ts';
+import type { ConversionPair, FormatInfo } from '../formats/types.ts';
 import { handedOver } from './hand-over.ts';
-import type { ConversionPair, Engine, EngineJob, EngineOutput, EngineStatus, FormatInfo } from './types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
 
 /** The engine name of composed pairs (ConversionPair.steps). */
 export const CHAIN_ENGINE = 'chain';

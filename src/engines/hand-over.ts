@@ -1,5 +1,6 @@
 import { ConversionFailure, HandOver } from '../errors/api-error.ts';
-import type { ConversionPair, Engine } from './types.ts';
+import type { ConversionPair } from '../formats/types.ts';
+import type { Engine } from './types.ts';
 
 /**
  * Where an engine handed its file over (HandOver): the pair's fallback and its engine. Any other

@@ -1,4 +1,5 @@
-import type { ConversionPair, Engine, EngineJob, EngineOutput, EngineStatus, FormatInfo } from './types.ts';
+import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
 
 /**
  * Engines whose modules (sharp, pdf-lib with its fonts, ffmpeg probing, the data libraries)

@@ -1,52 +1,5 @@
 import type { ConversionOptions, ConversionWarning } from '../model/conversion.ts';
-import type { OptionDescriptor, VariantDescriptor } from '../model/formats.ts';
-
-/**
- * Kinds of conversion; each has a credit weight (by default: image 1, pdf 1, data 1, audio 2,
- * document 2 (office, markup, PDF pages), video 4).
- */
-export type ConversionKind = 'image' | 'pdf' | 'data' | 'audio' | 'document' | 'video';
-
-/** One supported (source, target) pair, and what it takes. */
-export interface ConversionPair {
-  source: string;
-  target: string;
-  /** Name of the engine that runs it (`Engine.name`). */
-  engine: string;
-  kind: ConversionKind;
-  options: OptionDescriptor[];
-  /** Empty when the conversion has a single mode; otherwise the first is the default. */
-  variants: VariantDescriptor[];
-  /**
-   * The engine declares its result a faithful step for another engine to go on from (an office
-   * document's PDF, Markdown's docx, a table's CSV): the registry may compose a chain through it.
-   */
-  intermediate?: boolean;
-  /**
-   * Targets that, from this intermediate, a chain makes better than another engine's direct pair:
-   * where the chain can be composed it takes the pair's place (csv -> html -> pdf, a table
-   * Chromium prints, over LibreOffice's sheet); where it cannot (no Chromium) the direct pair stays.
-   */
-  preferredFor?: string[];
-  /** The only targets chains make through this intermediate (unset: any the next engine makes). */
-  intermediateFor?: string[];
-  /** A composed pair (engine `chain`): the direct pairs it runs, in order. */
-  steps?: ConversionPair[];
-  /**
-   * Declared by an engine: not offered on its own, only as the fallback of another engine's pair
-   * of the same source and target (Chromium setting text that the PDF engine's font lacks).
-   */
-  fallbackOnly?: boolean;
-  /** Set by the registry: the pair that converts a file this pair's engine hands over (HandOver). */
-  fallback?: ConversionPair;
-}
-
-/** What is known of one format: its file extensions (first is canonical) and MIME type. */
-export interface FormatInfo {
-  key: string;
-  extensions: string[];
-  mime: string;
-}
+import type { ConversionPair, FormatInfo } from '../formats/types.ts';
 
 /** Everything an engine needs for one job. An engine knows nothing of HTTP, accounts or credits. */
 export interface EngineJob {

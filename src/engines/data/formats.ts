@@ -1,5 +1,4 @@
-import type { FormatInfo } from '../types.ts';
-import type { OptionDescriptor } from '../../model/formats.ts';
+import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
 
 /** Formats that hold records (or, for JSON and YAML, any document) and convert between each other. */
 export const TABULAR = ['csv', 'tsv', 'json', 'ndjson', 'yaml'] as const;

@@ -1,5 +1,4 @@
-import type { FormatInfo } from '../types.ts';
-import type { OptionDescriptor, VariantDescriptor } from '../../model/formats.ts';
+import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
 
 export const HTML_FORMATS: FormatInfo[] = [
   { key: 'html', extensions: ['html', 'htm', 'xhtml'], mime: 'text/html' },

@@ -1,5 +1,5 @@
 import type { ConversionOptions } from '../../model/conversion.ts';
-import type { OptionDescriptor } from '../../model/formats.ts';
+import type { OptionDescriptor } from '../../formats/types.ts';
 
 /**
  * The sixteen basic colours of CSS (and HTML 4), by name: an `enum`, which is what the spec's

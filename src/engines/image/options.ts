@@ -1,4 +1,4 @@
-import type { OptionDescriptor } from '../../model/formats.ts';
+import type { OptionDescriptor } from '../../formats/types.ts';
 import { BACKGROUND_OPTION } from './background.ts';
 import type { ImageTarget } from './formats.ts';
 

@@ -1,5 +1,4 @@
-import type { FormatInfo } from '../types.ts';
-import type { OptionDescriptor } from '../../model/formats.ts';
+import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
 
 /** Markup and word-processor documents pandoc reads. */
 export const MARKUP_SOURCES = ['md', 'html', 'docx', 'odt', 'epub', 'rst', 'org', 'latex', 'txt'] as const;

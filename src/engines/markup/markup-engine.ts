@@ -2,10 +2,11 @@ import { mkdir, mkdtemp, rename, rm, stat, symlink, writeFile } from 'node:fs/pr
 import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
 import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess, type RunResult } from '../subprocess.ts';
-import type { ConversionPair, Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import {
   MARKUP_FORMATS, MARKUP_SOURCES, MARKUP_TARGETS, NUMBERED_BY_FILTER, PACKAGED_TARGETS, PAIRS_LEFT_TO_OTHERS, READERS, RTF_SOURCES,
   WRAP_ARGUMENTS, WRITERS, markupOptions, type MarkupSource, type MarkupTarget,

@@ -1,5 +1,4 @@
-import type { FormatInfo } from '../types.ts';
-import type { OptionDescriptor, VariantDescriptor } from '../../model/formats.ts';
+import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
 
 /**
  * Office documents, by family: what LibreOffice opens as a text, a spreadsheet, a presentation or

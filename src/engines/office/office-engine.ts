@@ -3,6 +3,7 @@ import { basename, join } from 'node:path';
 import { availableParallelism, tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
 import type { ConversionWarning } from '../../model/conversion.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import { ENGINE_NICENESS, engineEnvironment, findParentDeathWrapper } from '../process/group.ts';
@@ -11,7 +12,7 @@ import { HelperDied, HelperTaskError } from '../process/helper-process.ts';
 import { linkOrCopy, moveFile } from '../process/link-or-copy.ts';
 import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 import { lastLines } from '../subprocess.ts';
-import type { ConversionPair, Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import {
   DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, kindOfSource, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
   TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind, type OfficeFamily,

@@ -1,5 +1,4 @@
-import type { FormatInfo } from '../types.ts';
-import type { OptionDescriptor, VariantDescriptor } from '../../model/formats.ts';
+import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
 
 /**
  * Image sources: JPEG and PNG are embedded as they are; the others are re-encoded by sharp first

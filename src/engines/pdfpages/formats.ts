@@ -1,5 +1,4 @@
-import type { FormatInfo } from '../types.ts';
-import type { OptionDescriptor } from '../../model/formats.ts';
+import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
 
 /** Targets a PDF page renders to. */
 export const IMAGE_TARGETS = ['png', 'jpg', 'webp'] as const;

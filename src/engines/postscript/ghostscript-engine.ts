@@ -1,13 +1,14 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair, FormatInfo } from '../../formats/types.ts';
 import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { engineEnvironment, ENGINE_NICENESS } from '../process/group.ts';
 import { isExecutableFile, searchPath } from '../process/path-search.ts';
 import { firstLine } from '../process/first-line.ts';
 import { ProgressWatch, watchCpu, watchFileGrowth } from '../process/progress-watch.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
-import type { ConversionPair, Engine, EngineJob, EngineOutput, EngineStatus, FormatInfo } from '../types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { formatBytes } from '../units.ts';
 
 export const POSTSCRIPT_FORMATS: FormatInfo[] = [

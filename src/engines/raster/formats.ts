@@ -1,5 +1,4 @@
-import type { FormatInfo } from '../types.ts';
-import type { OptionDescriptor } from '../../model/formats.ts';
+import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
 
 /**
  * Still-image formats libvips (as sharp ships it) does not read or write: BMP, ICO and the

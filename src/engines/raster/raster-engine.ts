@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionPair } from '../../formats/types.ts';
 import { BACKGROUND_OPTION, backgroundOf, ffmpegColour } from '../image/background.ts';
 import { asksForResize, pixelLimitFailure } from '../image/pixel-limit.ts';
 import { findBinary, type FindOptions } from '../media/binaries.ts';
@@ -8,7 +9,7 @@ import { firstLine } from '../process/first-line.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import { engineEnvironment, ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
-import type { ConversionPair, Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import {
   ICON_MAX_SIDE, ICON_OPTIONS, RASTER_FORMATS, RASTER_KEYS, SOURCE_DEMUXER, TARGET_ENCODING, type RasterFormat,
 } from './formats.ts';
