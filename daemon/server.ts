@@ -7,7 +7,8 @@ import { BYTES_PER_MB } from '../src/model/plan.ts';
 import { defaultServiceConfig, type ServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
 import { acquireDataDirLock } from '../src/store/data-dir-lock.ts';
-import { createApp, type RequestInfo } from './app.ts';
+import { createApp } from './app.ts';
+import type { RequestInfo } from './http/pipeline.ts';
 import { bootstrapFirstAccount } from './bootstrap.ts';
 import type { DaemonConfig } from './config.ts';
 import { startAdminSocket } from './admin/socket.ts';
@@ -235,7 +236,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
       publicOrigin: (req) => new URL(baseUrlFor(req)).origin,
       // A proxy serving convd under a path (public_url https://example.com/convd) takes the path off.
       basePath: () => pagesBasePath(live.publicUrl),
-      done: (route, status, started, req) => onRequestDone({ method: req?.method ?? 'GET', route, status, durationMs: performance.now() - started, accountId: null, req }),
+      pipeline: api.pipeline,
     }, api) : undefined,
   });
   const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls), config.requestTimeoutMs);
