@@ -224,7 +224,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       await input?.release();
       // No `await store.flush()` here: the store writes these changes at once by itself (group
       // commit), and waiting for the fsync held this worker's slot idle for every conversion
-      // (a quarter of the wall time of `npm run bench` (b) on a busy disk).
+      // (a quarter of the wall time of `npm run bench -- convert-e2e` on a busy disk).
     }
   };
 
