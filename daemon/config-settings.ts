@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { DEFAULT_CREDIT_WEIGHTS } from '../src/formats/registry.ts';
-import type { ConversionKind } from '../src/formats/types.ts';
+import type { ConversionKind } from '../src/engines/pairs.ts';
 import { DEFAULT_INPUT_CAPS, type InputCaps } from '../src/engines/data/input-caps.ts';
 import { BYTES_PER_MB, DEFAULT_PLANS, ENGINE_KINDS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';

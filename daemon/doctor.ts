@@ -4,7 +4,7 @@ import { EngineHost } from '../src/engines/host/engine-host.ts';
 import { systemFonts, type SystemFonts } from '../src/engines/fonts/system-fonts.ts';
 import { MATH_PACKAGE, officeMath } from '../src/engines/office/find-office.ts';
 import type { EngineStatus } from '../src/engines/types.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import { memoryAllocator, type Allocator } from './ops/allocator.ts';

@@ -18,7 +18,7 @@ import { defaultEngines } from '../src/engines/catalog.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import { assertOutput, makeFixture, mediaTools, type Fixture } from './registry-pairs-fixtures.ts';
 

@@ -1,5 +1,5 @@
 import type { PublicConversion } from '../model/conversion.ts';
-import type { OptionDescriptor, VariantDescriptor } from '../formats/types.ts';
+import type { OptionDescriptor, VariantDescriptor } from '../engines/pairs.ts';
 import type { Readable } from 'node:stream';
 
 /** The API objects as the spec defines them (the CLI prints them unchanged with --json). */

@@ -1,5 +1,5 @@
 import type { ConversionOptions, ConversionWarning } from '../model/conversion.ts';
-import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+import type { ConversionPair, FormatInfo } from './pairs.ts';
 
 /** Everything an engine needs for one job. An engine knows nothing of HTTP, accounts or credits. */
 export interface EngineJob {

@@ -1,5 +1,11 @@
 import type { OptionValue } from '../model/conversion.ts';
 
+/*
+ * What an engine declares of itself: the pairs it converts, their options and variants, and the
+ * formats it introduces. Engine types, so that engines import nothing from formats/: the format
+ * registry (formats/registry.ts) composes them, downwards.
+ */
+
 /**
  * Spec 2.5's four types, and `text` (this service's own, for what none of them can say: a page
  * range such as `1-3,5`, a document's password), with `max` its length and `pattern` its form.
