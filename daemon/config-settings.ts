@@ -117,7 +117,7 @@ function kindOf(kind: SettingKind): Kind<unknown> {
   }
 }
 
-/** An engine's row: SIGHUP never applies it, the engines are made with their settings once. */
+/** An engine's row as a setting; not reloadable: the engines are made with their settings once. */
 const engineSetting = (row: ConfigRow): Setting => setting(row.key, { kind: kindOf(row.kind), fallback: row.fallback, arg: row.arg, help: row.help });
 
 /**
@@ -145,11 +145,9 @@ export interface Group {
   help: string;
 }
 
-const [PLANS_GROUP, WEIGHTS_GROUP, TIMEOUTS_GROUP]: Group[] = [
-  { prefix: 'plans', flag: '--plan <plan.field=value>', envPrefix: 'CONVD_PLAN_', help: 'a plan limit, e.g. free.max_upload_mb=200 (repeatable)' },
-  { prefix: 'credit_weights', flag: '--credit-weight <kind=n>', envPrefix: 'CONVD_CREDIT_WEIGHT_', help: 'credits per conversion kind, e.g. video=8 (repeatable)' },
-  { prefix: 'engine_timeout_ms', flag: '--engine-timeout-ms <engine=ms>', envPrefix: 'CONVD_ENGINE_TIMEOUT_MS_', help: 'engine time limit, e.g. media=600000 or media=10m (repeatable)' },
-] as [Group, Group, Group];
+const PLANS_GROUP: Group = { prefix: 'plans', flag: '--plan <plan.field=value>', envPrefix: 'CONVD_PLAN_', help: 'a plan limit, e.g. free.max_upload_mb=200 (repeatable)' };
+const WEIGHTS_GROUP: Group = { prefix: 'credit_weights', flag: '--credit-weight <kind=n>', envPrefix: 'CONVD_CREDIT_WEIGHT_', help: 'credits per conversion kind, e.g. video=8 (repeatable)' };
+const TIMEOUTS_GROUP: Group = { prefix: 'engine_timeout_ms', flag: '--engine-timeout-ms <engine=ms>', envPrefix: 'CONVD_ENGINE_TIMEOUT_MS_', help: 'engine time limit, e.g. media=600000 or media=10m (repeatable)' };
 
 /** The engines' groups (the data engine's `input_cap_mb`), each with its leaves. */
 const ENGINE_GROUPS = engineSettingGroups().map((group) => ({
