@@ -3,7 +3,7 @@ import { ConversionFailure } from '../errors/api-error.ts';
 import { handedOver } from '../engines/hand-over.ts';
 import { formatSeconds } from '../engines/units.ts';
 import type { Engine, EngineOutput } from '../engines/types.ts';
-import type { ConversionPair } from '../formats/types.ts';
+import type { ConversionPair } from '../engines/pairs.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
