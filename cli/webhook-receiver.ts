@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhook, type VerifyFailureReason } from '../src/webhooks/signature.ts';
+import { verifyWebhook, type VerifyFailureReason } from '../src/webhooks/index.ts';
 import { WEBHOOK_REJECTIONS } from './webhook-reasons.ts';
 
 /**

@@ -1,8 +1,7 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
 import { toNodeHandler } from 'h3/node';
-import { H3, type H3Event, type HTTPResponse } from 'h3';
+import { H3, type H3Event } from 'h3';
 import { ApiError } from '../src/errors/api-error.ts';
-import type { Language } from '../src/errors/messages.ts';
 import { SCOPES, type AccountRecord } from '../src/model/account.ts';
 import type { Caller } from '../src/service/accounts.ts';
 import { negotiateLanguage } from '../src/errors/negotiate.ts';
@@ -11,36 +10,26 @@ import { RequestRateLimiter, type RateLimiter } from '../src/service/rate-limite
 import { createAdmission, refuseInMaintenance, takeRequest } from './http/admission.ts';
 import { AuthFailureLimiter } from './http/auth-failures.ts';
 import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
-import { reportedMethod, routeHeadAsGet } from './http/head.ts';
+import { routeHeadAsGet } from './http/head.ts';
 import { nodeRequest } from './http/node-request.ts';
 import { createHotRead } from './http/hot-read.ts';
-import { lingerThenClose } from './http/linger.ts';
-import { addHeaders, errorResponse } from './http/respond.ts';
+import { apiAnswer, apiFailure, createPipeline, type Answer, type Exchange, type Pipeline, type RequestReport, type RouteRules } from './http/pipeline.ts';
+import { errorResponse } from './http/respond.ts';
 import { UNMETERED_SPACE } from './ops/disk-space.ts';
 import { ROUTES, type RouteDoc } from './routes/table.ts';
 import { v1Handlers, type HandlerDeps, type PublicHandler, type RouteHandler } from './routes/v1-handlers.ts';
 
-export interface RequestInfo {
-  method: string;
-  /** The route pattern (`/v1/conversions/:id`), `unmatched` for anything else. */
-  route: string;
-  status: number;
-  durationMs: number;
-  accountId: string | null;
-  req: IncomingMessage | undefined;
-}
-
 /** A route outside /v1 that needs no key (health, metrics). */
 export interface ExtraRoute {
   path: string;
-  handler: (event: H3Event) => Promise<Response | HTTPResponse>;
+  handler: (event: H3Event) => Promise<Answer>;
   /** Asked at each request; while false the path is answered like one that does not exist. */
   served?: () => boolean;
 }
 
 export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
   /** Called once per request when it is answered (logs, metrics). */
-  onRequestDone?: (info: RequestInfo) => void;
+  onRequestDone?: RequestReport;
   /** Public base ending in /v1 for this request (a trusted proxy's X-Forwarded-*); default the configured one. */
   baseUrlFor?: (req: IncomingMessage) => string;
   extraRoutes?: ExtraRoute[];
@@ -55,13 +44,16 @@ export interface AppOptions extends Partial<Omit<HandlerDeps, 'system'>> {
 }
 
 /**
- * What the web pages' own calls share with /v1: a submission runs
- * the same checks and handler as POST /v1/conversions (the maintenance switch, the account's
- * requests per minute, the plan's limits, the upload's admission), for the signed-in account
- * instead of a key's. Answers in the spec's error shape, in the page's language.
+ * What the web pages share with /v1: the request pipeline every route answers through, and a
+ * submission that runs the same checks and handler as POST /v1/conversions (the maintenance
+ * switch, the account's requests per minute, the plan's limits, the upload's admission), for the
+ * signed-in account instead of a key's. A submission throws its refusal (an ApiError, its
+ * RateLimit-* headers already in `exchange.headers`): the page's call answers it in the spec's
+ * error shape, in the page's language.
  */
 export interface WebApiBridge {
-  submit(event: H3Event, account: AccountRecord, language: Language): Promise<Response | HTTPResponse>;
+  pipeline: Pipeline;
+  submit(event: H3Event, account: AccountRecord, exchange: Exchange): Promise<Answer>;
 }
 
 /** The caller of a web page's submission: the session's account, as if with a key of every scope. */
@@ -117,32 +109,18 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     clientAddress: options.clientAddress ?? ((req) => req.socket.remoteAddress ?? ''),
   });
 
+  const pipeline = createPipeline(done);
+
   const keyedRoute = (route: RouteDoc & { scope: NonNullable<RouteDoc['scope']> }, handler: RouteHandler) => {
     const { method, path, scope } = route;
-    app.on(method, path, async (event) => {
-      const started = performance.now();
-      const language = negotiateLanguage(event.req.headers.get('accept-language'));
-      const headers: Record<string, string> = {};
-      let accountId: string | null = null;
-      let response: Response | HTTPResponse;
-      const nodeReq = nodeRequest(event)!;
-      try {
-        const caller = await admit(event.req.headers.get('authorization'), scope, headers, nodeReq);
-        accountId = caller.account.id;
-        response = await handler({ event, caller, language, nodeReq, baseUrl: baseUrlFor(nodeReq) });
-        headers['content-language'] = language;
-        addHeaders(response, headers);
-      } catch (error) {
-        if (!(error instanceof ApiError)) {
-          process.emitWarning(`convd: unexpected error on ${method} ${path}: ${error instanceof Error ? error.stack : String(error)}`);
-        }
-        response = errorResponse(error, language, headers);
-        // A body still arriving (e.g. an upload over the limit) is not read: drop it, then close.
-        if (method === 'POST') lingerThenClose(nodeReq);
-      }
-      done?.({ method: reportedMethod(nodeReq, method), route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId, req: nodeReq });
-      return response;
-    });
+    // A body still arriving after a refusal (e.g. an upload over the limit) is dropped, then the connection closed.
+    const rules: RouteRules = { method, route: path, failure: apiFailure, lingerOnFailure: method === 'POST' };
+    const answer = async (event: H3Event, exchange: Exchange) => {
+      const caller = await admit(event.req.headers.get('authorization'), scope, exchange.headers, exchange.req);
+      exchange.accountId = caller.account.id;
+      return apiAnswer(await handler({ event, caller, language: exchange.language, nodeReq: exchange.req, baseUrl: baseUrlFor(exchange.req) }), exchange);
+    };
+    app.on(method, path, (event) => pipeline.run(event, rules, answer));
   };
 
   const extras = options.extraRoutes ?? [];
@@ -151,46 +129,27 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
     ...extras.map((route) => ({ pattern: pathPattern(route.path), served: route.served })),
   ];
   /** Any path that is not a route (or not served now): the spec's error shape too, never h3's own. */
-  const unmatched = (event: H3Event, started: number) => {
-    const language = negotiateLanguage(event.req.headers.get('accept-language'));
+  const unmatchedRules: RouteRules = { route: 'unmatched', failure: apiFailure };
+  const refuseUnmatched = async (event: H3Event): Promise<never> => {
     const path = new URL(event.req.url).pathname;
     const exists = known.some(({ pattern, served }) => (served?.() ?? true) && pattern.test(path));
-    const response = errorResponse(new ApiError(exists ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } }), language);
-    const req = nodeRequest(event);
-    done?.({ method: reportedMethod(req, event.req.method), route: 'unmatched', status: response.status ?? 404, durationMs: performance.now() - started, accountId: null, req });
-    return response;
+    throw new ApiError(exists ? 'method_not_allowed' : 'not_found', { params: { resource: 'route' } });
   };
+  const unmatched = (event: H3Event) => pipeline.run(event, unmatchedRules, refuseUnmatched);
 
   /** No key, no rate limit, no maintenance switch: health, metrics, the interface's description. */
-  const openRoute = (method: string, path: string, handler: (event: H3Event) => Promise<Response | HTTPResponse>, served?: () => boolean) => {
-    app.on(method as 'GET', path, async (event) => {
-      const started = performance.now();
-      if (served && !served()) return unmatched(event, started);
-      let response: Response | HTTPResponse;
-      try {
-        response = await handler(event);
-      } catch (error) {
-        process.emitWarning(`convd: unexpected error on ${method} ${path}: ${error instanceof Error ? error.stack : String(error)}`);
-        response = errorResponse(error, negotiateLanguage(event.req.headers.get('accept-language')));
-      }
-      const req = nodeRequest(event);
-      done?.({ method: reportedMethod(req, method), route: path, status: response.status ?? 200, durationMs: performance.now() - started, accountId: null, req });
-      return response;
-    });
+  const openRoute = (method: string, path: string, handler: (event: H3Event) => Promise<Answer>, served?: () => boolean) => {
+    const rules: RouteRules = { method, route: path, failure: apiFailure };
+    app.on(method as 'GET', path, (event) => (served && !served() ? unmatched(event) : pipeline.run(event, rules, handler)));
   };
 
   if (options.serveApi === false) {
     // A load balancer that still sends here gets the code every client already retries on.
-    app.all('/v1/**', (event) => {
-      const started = performance.now();
-      const response = errorResponse(
-        new ApiError('api_disabled', { params: { reason: 'worker_only', retry_after: WORKER_ONLY_RETRY_AFTER }, headers: { 'Retry-After': String(WORKER_ONLY_RETRY_AFTER) } }),
-        negotiateLanguage(event.req.headers.get('accept-language')),
-      );
-      const req = nodeRequest(event);
-      done?.({ method: reportedMethod(req, event.req.method), route: '/v1/**', status: response.status ?? 503, durationMs: performance.now() - started, accountId: null, req });
-      return response;
-    });
+    const rules: RouteRules = { route: '/v1/**', failure: apiFailure };
+    const refuse = async (): Promise<never> => {
+      throw new ApiError('api_disabled', { params: { reason: 'worker_only', retry_after: WORKER_ONLY_RETRY_AFTER }, headers: { 'Retry-After': String(WORKER_ONLY_RETRY_AFTER) } });
+    };
+    app.all('/v1/**', (event) => pipeline.run(event, rules, refuse));
   }
   for (const route of options.serveApi === false ? [] : ROUTES) {
     if (route.scope === null) {
@@ -202,23 +161,15 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
   }
   for (const extra of extras) openRoute('GET', extra.path, extra.handler, extra.served);
   options.web?.(app, {
-    async submit(event, account, language) {
-      const headers: Record<string, string> = {};
-      const nodeReq = nodeRequest(event)!;
-      try {
-        await refuseInMaintenance(system);
-        await takeRequest(system, limiter, account, headers);
-        const response = await handlers.keyed.createConversion({ event, caller: webCaller(account), language, nodeReq, baseUrl: baseUrlFor(nodeReq) });
-        addHeaders(response, { ...headers, 'content-language': language });
-        return response;
-      } catch (error) {
-        if (!(error instanceof ApiError)) process.emitWarning(`convd: unexpected error on a web submission: ${error instanceof Error ? error.stack : String(error)}`);
-        lingerThenClose(nodeReq);
-        return errorResponse(error, language, headers);
-      }
+    pipeline,
+    async submit(event, account, exchange) {
+      await refuseInMaintenance(system);
+      await takeRequest(system, limiter, account, exchange.headers);
+      const response = await handlers.keyed.createConversion({ event, caller: webCaller(account), language: exchange.language, nodeReq: exchange.req, baseUrl: baseUrlFor(exchange.req) });
+      return apiAnswer(response, exchange);
     },
   });
-  app.all('/**', (event) => unmatched(event, performance.now()));
+  app.all('/**', unmatched);
 
   const h3Listener = toNodeHandler(app);
   const hotRead = createHotRead({ admit, conversions: system.conversions, baseUrlFor, done });

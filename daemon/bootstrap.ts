@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import type { AccountService } from '../src/service/accounts.ts';
-import type { Store } from '../src/store/types.ts';
 import { SCOPES } from '../src/model/account.ts';
 import { preparePrivateFile } from './private-file.ts';
 
@@ -29,8 +28,8 @@ export interface FirstAccount {
  * readable by more than the owner), so the key goes to an owner-only file in the data dir and
  * the log names the file.
  */
-export async function bootstrapFirstAccount(store: Store, accounts: AccountService, out: FirstKeyOutput): Promise<FirstAccount | null> {
-  if ((await store.listAccounts()).length > 0) return null;
+export async function bootstrapFirstAccount(accounts: AccountService, out: FirstKeyOutput): Promise<FirstAccount | null> {
+  if ((await accounts.list()).length > 0) return null;
   const keyFile = out.terminal ? null : join(out.dataDir, FIRST_KEY_FILE);
   // Before the account: a data dir where the file cannot be made stops the start with nothing created.
   const pending = keyFile ? await preparePrivateFile(keyFile) : null;

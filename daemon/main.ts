@@ -3,9 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { defaultDataDir } from './config.ts';
 import { GROUPS, SCALARS, type Setting } from './config-settings.ts';
-import { AdminError, REDELIVER } from './admin/operations.ts';
+import { AdminError } from './admin/operations.ts';
 import type { BlobStore } from '../src/store/blob-store.ts';
 
 const VERSION = '0.1.0';
@@ -16,24 +15,9 @@ const VERSION = '0.1.0';
 // operator stands.
 process.env.UV_THREADPOOL_SIZE ??= String(Math.max(4, 2 * availableParallelism() + 2));
 
-/**
- * Admin commands: `--data-dir`, else `$CONVD_DATA_DIR`, else the config file's `data_dir`
- * (`--config`/`$CONVD_CONFIG`), else the default.
- */
-async function dataDirOf(options: { dataDir?: string; config?: string }): Promise<string> {
-  if (options.dataDir) return options.dataDir;
-  if (!process.env.CONVD_DATA_DIR) {
-    const file = await configFileOf(options);
-    if (file) return file.dataDir;
-  }
-  return defaultDataDir();
-}
-
-/** The config file named by `--config` or `$CONVD_CONFIG`, read as a daemon would; null without one. */
-async function configFileOf(options: { config?: string }) {
-  if (!options.config && !process.env.CONVD_CONFIG) return null;
-  const { loadConfig } = await import('./config-load.ts');
-  return loadConfig({ flags: { config: options.config }, env: { CONVD_CONFIG: process.env.CONVD_CONFIG } }).config;
+/** Where the store of an admin command is (the daemon's precedence; config-load.ts is loaded only then). */
+async function storePlaceOf(options: { dataDir?: string; databaseUrl?: string; config?: string }) {
+  return (await import('./admin/store-place.ts')).storePlaceOf(options);
 }
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
@@ -72,23 +56,10 @@ function print(result: unknown, asJson: boolean, human: (value: never) => string
   process.stdout.write(asJson ? `${JSON.stringify(result, null, 2)}\n` : `${human(result as never)}\n`);
 }
 
-/**
- * The database of admin commands: `--database-url`, else `$CONVD_DATABASE_URL`, else the config
- * file's `database_url`; none: the data dir's store.
- */
-async function databaseUrlOf(options: { databaseUrl?: string; config?: string }): Promise<string | null> {
-  const named = options.databaseUrl ?? process.env.CONVD_DATABASE_URL;
-  if (named) return named;
-  return (await configFileOf(options))?.databaseUrl ?? null;
-}
-
 async function admin(op: string, args: Record<string, unknown>, options: { dataDir?: string; databaseUrl?: string; config?: string; json?: boolean }, human: (value: never) => string) {
-  const { runAdminOperation, runAdminOnDatabase } = await import('./admin/run.ts');
+  const { runAdmin } = await import('./admin/run.ts');
   try {
-    // A redelivery is sent by a daemon's delivery worker: through its socket, whatever the store.
-    const databaseUrl = op === REDELIVER ? null : await databaseUrlOf(options);
-    const result = databaseUrl ? await runAdminOnDatabase(databaseUrl, op, args) : await runAdminOperation(await dataDirOf(options), op, args);
-    print(result, options.json === true, human);
+    print(await runAdmin(await storePlaceOf(options), op, args), options.json === true, human);
   } catch (error) {
     process.stderr.write(`convd: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = error instanceof AdminError ? error.exitCode : 1;
@@ -132,7 +103,7 @@ Examples:
 
   const dataDirOption = () => new Option('--data-dir <dir>', 'data directory (env CONVD_DATA_DIR)');
   const databaseOption = () => new Option('--database-url <url>', 'the PostgreSQL database of the daemons, instead of a data dir (env CONVD_DATABASE_URL)');
-  const configOption = () => new Option('--config <file>', 'read data_dir from this config file (env CONVD_CONFIG)');
+  const configOption = () => new Option('--config <file>', 'read data_dir and database_url from this config file (env CONVD_CONFIG)');
 
   addSettingOptions(program
     .command('serve', { isDefault: true })
@@ -245,14 +216,16 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
     .addOption(dataDirOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((dir: string, o: { withFiles?: boolean; dataDir?: string; config?: string; json?: boolean }) => transfer(o, async () => {
       const { exportStore } = await import('./admin/store-transfer.ts');
-      return exportStore(await dataDirOf(o), dir, o.withFiles === true);
+      return exportStore((await storePlaceOf({ dataDir: o.dataDir, config: o.config })).dataDir, dir, o.withFiles === true);
     }));
   storeCommand.command('import <dir>').description('read an export into the PostgreSQL database (no daemon may run on it meanwhile); again changes nothing')
     .addOption(databaseOption()).option('--data-dir <dir>', 'the new node\'s data dir, for the exported files (created if missing)')
     .option('--blob-url <url>', 'the bucket for the exported files instead (s3://bucket/prefix?endpoint=…; env CONVD_BLOB_URL)')
     .addOption(configOption()).option('--json', 'print JSON')
     .action((dir: string, o: { databaseUrl?: string; dataDir?: string; blobUrl?: string; config?: string; json?: boolean }) => transfer(o, async () => {
-      const databaseUrl = await databaseUrlOf(o);
+      // Its --data-dir is the new node's, for the files: the store is the database.
+      const place = await storePlaceOf({ databaseUrl: o.databaseUrl, config: o.config });
+      const { databaseUrl } = place;
       if (!databaseUrl) throw new AdminError('import into which database? name it with --database-url (or CONVD_DATABASE_URL)', 2);
       const { checkExport, importStore, openImportTarget } = await import('./admin/store-transfer.ts');
       const checked = await checkExport(dir);
@@ -260,7 +233,7 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
       if (checked.withFiles && !blobTarget) throw new AdminError('the export holds files: say where they go with --data-dir DIR or --blob-url URL', 2);
       const { LocalBlobStore } = await import('../src/store/blob-store.ts');
       const blobUrl = o.blobUrl ?? process.env.CONVD_BLOB_URL;
-      const target = await openImportTarget(databaseUrl);
+      const target = await openImportTarget({ ...place, databaseUrl });
       // A bucket's uploads go through a scratch directory of their own, removed after.
       const scratch = blobUrl ? await mkdtemp(join(tmpdir(), 'convd-import-')) : null;
       try {
@@ -276,7 +249,7 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
   program.command('migrate').description('apply the PostgreSQL schema\'s missing steps (a daemon does so at start too)')
     .addOption(databaseOption()).addOption(configOption()).option('--json', 'print JSON')
     .action((o: { databaseUrl?: string; config?: string; json?: boolean }) => transfer(o, async () => {
-      const databaseUrl = await databaseUrlOf(o);
+      const { databaseUrl } = await storePlaceOf(o);
       if (!databaseUrl) throw new AdminError('migrate which database? name it with --database-url (or CONVD_DATABASE_URL)', 2);
       const { migrateDatabase } = await import('../src/store/postgres/migrate.ts');
       return migrateDatabase(databaseUrl);

@@ -7,7 +7,8 @@ import { BYTES_PER_MB } from '../src/model/plan.ts';
 import { defaultServiceConfig, type ServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
 import { acquireDataDirLock } from '../src/store/data-dir-lock.ts';
-import { createApp, type RequestInfo } from './app.ts';
+import { createApp } from './app.ts';
+import type { RequestInfo } from './http/pipeline.ts';
 import { bootstrapFirstAccount } from './bootstrap.ts';
 import type { DaemonConfig } from './config.ts';
 import { startAdminSocket } from './admin/socket.ts';
@@ -203,6 +204,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     const origin = proxy.forwardedOrigin(req);
     return origin ? `${origin}/v1` : serviceConfig.baseUrl;
   };
+  // One for the pages and the admin socket: sign-in links and sessions are records in the store.
+  const signIn = new WebSignIn(running.store, running.accounts);
   const app = createApp(running, {
     onRequestDone,
     baseUrlFor,
@@ -228,12 +231,12 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     serveApi: config.serveApi,
     web: config.serveWeb ? (h3, api) => registerWebFace(h3, {
       system: running,
-      signIn: new WebSignIn(running.store, running.accounts),
+      signIn,
       clientAddress: (req) => proxy.clientAddress(req),
       publicOrigin: (req) => new URL(baseUrlFor(req)).origin,
       // A proxy serving convd under a path (public_url https://example.com/convd) takes the path off.
       basePath: () => pagesBasePath(live.publicUrl),
-      done: (route, status, started, req) => onRequestDone({ method: req?.method ?? 'GET', route, status, durationMs: performance.now() - started, accountId: null, req }),
+      pipeline: api.pipeline,
     }, api) : undefined,
   });
   const http = await startHttpServer(app.listener, config.host, config.port, await readTls(config.tls), config.requestTimeoutMs);
@@ -251,10 +254,10 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     const address = server.address() as AddressInfo;
     metricsUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   }
-  const admin = await startAdminSocket(config.dataDir, running);
+  const admin = await startAdminSocket(config.dataDir, running, signIn);
   // Only now that every address is bound: a start that fails on one (EADDRINUSE) has created no
   // account, so the next start still creates it and shows its key.
-  await bootstrapFirstAccount(running.store, running.accounts, {
+  await bootstrapFirstAccount(running.accounts, {
     write: (line) => process.stderr.write(line),
     terminal: process.stderr.isTTY === true,
     dataDir: config.dataDir,

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { dailyUsage, type DayUsage } from '../src/service/daily-usage.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
-import { conversionIdFloor } from '../src/service/ids.ts';
+import { conversionIdFloor } from '../src/model/ids.ts';
 import type { Store } from '../src/store/types.ts';
 import { freshDatabase, type TestDatabase } from './helpers/postgres.ts';
 import { conversion } from './helpers/store-records.ts';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiError } from '../src/errors/api-error.ts';
 import { DEFAULT_PLANS } from '../src/model/plan.ts';
-import { newConversionId } from '../src/service/ids.ts';
+import { newConversionId } from '../src/model/ids.ts';
 import { checkSubmissionLimits, engineTimeUse } from '../src/service/submission-limits.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
 import { assertError, call, getAccount, newAccount, submitFile, waitForEnd } from './api-support.ts';

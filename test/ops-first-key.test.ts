@@ -30,10 +30,10 @@ describe('bootstrapFirstAccount', () => {
     const accounts = new AccountService(store, defaultServiceConfig());
     const lines: string[] = [];
     const out = { write: (line: string) => lines.push(line), terminal, dataDir: dir };
-    const first = await bootstrapFirstAccount(store, accounts, out);
+    const first = await bootstrapFirstAccount(accounts, out);
     assert.ok(first);
     assert.equal((await accounts.authenticate(first.key)).account.id, first.accountId);
-    assert.equal(await bootstrapFirstAccount(store, accounts, out), null, 'once: the store has an account now');
+    assert.equal(await bootstrapFirstAccount(accounts, out), null, 'once: the store has an account now');
     await store.close();
     return { first, text: lines.join('') };
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { conversionIdFloor, conversionIdTime, isConversionId, newConversionId } from '../src/service/ids.ts';
+import { conversionIdFloor, conversionIdTime, isConversionId, newConversionId } from '../src/model/ids.ts';
 
 describe('conversion ids', () => {
   it('are valid, unique and in creation order, within one millisecond too', () => {

@@ -22,7 +22,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import type { ApiKeyRecord } from '../src/model/account.ts';
 import type { ConversionRecord } from '../src/model/conversion.ts';
-import { conversionIdFloor } from '../src/service/ids.ts';
+import { conversionIdFloor } from '../src/model/ids.ts';
 import { toPublicConversion } from '../src/model/conversion.ts';
 import { LowdbStore } from '../src/store/lowdb-store.ts';
 import { migrate } from '../src/store/postgres/migrate.ts';

@@ -8,7 +8,7 @@ import type { ConversionRecord } from '../../src/model/conversion.ts';
 import type { PlanId } from '../../src/model/plan.ts';
 import { AccountService } from '../../src/service/accounts.ts';
 import { defaultServiceConfig } from '../../src/service/config.ts';
-import { newConversionId } from '../../src/service/ids.ts';
+import { newConversionId } from '../../src/model/ids.ts';
 import { LowdbStore } from '../../src/store/lowdb-store.ts';
 import type { Store } from '../../src/store/types.ts';
 

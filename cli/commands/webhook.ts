@@ -67,7 +67,7 @@ ${examples([
       } catch (error) {
         throw usageError(`cannot read ${file}: ${(error as Error).message}`);
       }
-      const [{ verifyWebhook }, { WEBHOOK_REJECTIONS }] = await Promise.all([import('../../src/webhooks/signature.ts'), import('../webhook-reasons.ts')]);
+      const [{ verifyWebhook }, { WEBHOOK_REJECTIONS }] = await Promise.all([import('../../src/webhooks/index.ts'), import('../webhook-reasons.ts')]);
       const result = verifyWebhook(body, options.signature, secret, { toleranceSeconds: options.tolerance });
       const out = ctx.output;
       if (result.ok) {

@@ -1,16 +1,14 @@
 import { ApiError } from '../../src/errors/api-error.ts';
 import { SCOPES, type AccountRecord, type ApiKeyRecord, type Scope } from '../../src/model/account.ts';
 import { isPlanId } from '../../src/model/plan.ts';
-import type { AccountService } from '../../src/service/accounts.ts';
-import { balanceOf } from '../../src/service/credits.ts';
-import { LINK_LIFETIME_MS, WebSignIn } from '../../src/sign-in/web-sign-in.ts';
+import { LINK_LIFETIME_MS, type WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import type { ServiceConfig } from '../../src/service/config.ts';
-import type { DeliveryRecord, Store } from '../../src/store/types.ts';
+import type { StoreServices } from '../../src/service/store-services.ts';
+import type { DeliveryRecord } from '../../src/store/types.ts';
 import type { WebhookDeliverer } from '../../src/webhooks/deliverer.ts';
 
-export interface AdminContext {
-  store: Store;
-  accounts: AccountService;
+export interface AdminContext extends StoreServices {
+  signIn: WebSignIn;
   config: ServiceConfig;
   /** Present only inside the running daemon (redelivery needs its delivery worker). */
   webhooks?: WebhookDeliverer;
@@ -39,7 +37,7 @@ async function accountJson(context: AdminContext, account: AccountRecord) {
     created_at: account.created_at,
     credits: {
       type: plan.credits_type,
-      remaining: unmetered ? null : (await balanceOf(context.store, account)).remaining,
+      remaining: unmetered ? null : (await context.accounts.balance(account)).remaining,
       monthly_allowance: plan.monthly_allowance,
       resets_at: unmetered ? null : account.resets_at,
     },
@@ -70,7 +68,7 @@ async function loginLink(context: AdminContext, accountId: string, ttl: unknown)
     if (!Number.isFinite(hours) || hours <= 0 || hours > 24 * 30) throw new AdminError('--hours must be a number of hours above 0, at most 720 (30 days)', 2);
     lifetimeMs = hours * 3600 * 1000;
   }
-  const made = await new WebSignIn(context.store, context.accounts).createLoginLink(accountId, lifetimeMs);
+  const made = await context.signIn.createLoginLink(accountId, lifetimeMs);
   if (!made) throw new AdminError(`no account ${accountId}`, 4);
   const origin = context.config.baseUrl.replace(/\/v1\/?$/, '');
   return { url: `${origin}/link/${made.token}`, expires_at: made.expiresAt };
@@ -130,7 +128,7 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
     }
   },
   async 'accounts.list'(context) {
-    return Promise.all((await context.store.listAccounts()).map((account) => accountJson(context, account)));
+    return Promise.all((await context.accounts.list()).map((account) => accountJson(context, account)));
   },
   async 'keys.create'(context, args) {
     const accountId = requireString(args, 'account');
@@ -141,12 +139,16 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
   async 'keys.list'(context, args) {
     const accountId = requireString(args, 'account');
     await mustAccount(context, accountId);
-    return (await context.store.listApiKeys(accountId)).map(keyJson);
+    return (await context.accounts.keysOf(accountId)).map(keyJson);
   },
   async 'keys.revoke'(context, args) {
     const id = requireString(args, 'id');
-    if (!(await context.store.getApiKey(id))) throw new AdminError(`no key ${id}`, 4);
-    return keyJson(await context.accounts.revokeKey(id));
+    try {
+      return keyJson(await context.accounts.revokeKey(id));
+    } catch (error) {
+      if (error instanceof ApiError) throw new AdminError(`no key ${id}`, 4);
+      throw error;
+    }
   },
   async 'webhook-secret'(context, args) {
     const accountId = requireString(args, 'account');
@@ -155,8 +157,7 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
   },
   async 'deliveries.list'(context, args) {
     const conversionId = typeof args.conversion === 'string' ? args.conversion : undefined;
-    const list = await context.store.listDeliveries({ conversionId });
-    return list.sort((a, b) => (a.created_at < b.created_at ? 1 : -1)).map(deliveryJson);
+    return (await context.deliveries.list(conversionId)).map(deliveryJson);
   },
   async [REDELIVER](context, args) {
     const id = requireString(args, 'id');
@@ -166,15 +167,11 @@ export const ADMIN_OPERATIONS: Record<string, (context: AdminContext, args: Args
     return deliveryJson(delivery);
   },
   async maintenance(context, args) {
-    const settings = await context.store.getSettings();
-    settings.maintenance.enabled = args.enabled === true;
-    if (args.retry_after !== undefined) {
-      const retryAfter = Number(args.retry_after);
-      if (!Number.isInteger(retryAfter) || retryAfter < 1) throw new AdminError('--retry-after must be a whole number of seconds >= 1', 2);
-      settings.maintenance.retry_after = retryAfter;
+    try {
+      return { maintenance: await context.maintenance.set(args.enabled === true, args.retry_after === undefined ? undefined : Number(args.retry_after)) };
+    } catch (error) {
+      if (error instanceof ApiError) throw new AdminError('--retry-after must be a whole number of seconds >= 1', 2);
+      throw error;
     }
-    await context.store.putSettings(settings);
-    await context.store.flush();
-    return { maintenance: settings.maintenance };
   },
 };

@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccountService } from '../../src/service/accounts.ts';
 import { defaultServiceConfig } from '../../src/service/config.ts';
+import { openStore, type StorePlace } from '../../src/service/open-store.ts';
+import { storeServices } from '../../src/service/store-services.ts';
+import { WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import { acquireDataDirLock, DataDirLockedError, lockOwner } from '../../src/store/data-dir-lock.ts';
-import { LowdbStore } from '../../src/store/lowdb-store.ts';
 import type { Store } from '../../src/store/types.ts';
 import { ADMIN_OPERATIONS, AdminError, REDELIVER } from './operations.ts';
 import { callAdminSocket } from './socket.ts';
@@ -12,13 +13,22 @@ import { callAdminSocket } from './socket.ts';
 const DATA_DIR_HINT = 'a daemon started with another data dir keeps its accounts there: name it with --data-dir DIR, CONVD_DATA_DIR=DIR or --config FILE';
 
 /**
+ * Runs an admin operation where the store is: on the PostgreSQL database when one is named (a
+ * redelivery excepted: only a daemon's delivery worker sends, so it goes through its socket
+ * whatever the store), else in the data dir.
+ */
+export function runAdmin(place: StorePlace, op: string, args: Record<string, unknown>): Promise<unknown> {
+  return place.databaseUrl && op !== REDELIVER ? runAdminOnDatabase(place, op, args) : runAdminOperation(place.dataDir, op, args);
+}
+
+/**
  * Runs an admin operation through the running daemon's socket, or straight on the store when no
  * daemon holds the data dir (taking the lock meanwhile, so the JSON files never have two writers).
  * It never creates a data dir: one that no daemon ever used is almost always the wrong one (the
  * default, where the daemon was started with another), and an empty store made there would only
  * answer "no account" and leave a stray directory behind.
  */
-export async function runAdminOperation(dataDir: string, op: string, args: Record<string, unknown>): Promise<unknown> {
+async function runAdminOperation(dataDir: string, op: string, args: Record<string, unknown>): Promise<unknown> {
   try {
     return await runIn(dataDir, op, args);
   } catch (error) {
@@ -43,7 +53,7 @@ async function runIn(dataDir: string, op: string, args: Record<string, unknown>)
     if (error instanceof DataDirLockedError) return callAdminSocket(dataDir, op, args);
     throw error;
   }
-  const store = await LowdbStore.open({ dir: join(dataDir, 'store') });
+  const { store } = await openStore({ dataDir }, { role: 'command' });
   try {
     return await runOn(store, op, args);
   } finally {
@@ -57,9 +67,8 @@ async function runIn(dataDir: string, op: string, args: Record<string, unknown>)
  * reaches it: every daemon reads accounts, keys and settings from it at each request, so a
  * revoked key or the maintenance switch holds on all of them at once.
  */
-export async function runAdminOnDatabase(databaseUrl: string, op: string, args: Record<string, unknown>): Promise<unknown> {
-  const { PostgresStore } = await import('../../src/store/postgres/postgres-store.ts');
-  const store = await PostgresStore.open({ url: databaseUrl, poolSize: 2 }).catch((error: unknown) => {
+async function runAdminOnDatabase(place: StorePlace, op: string, args: Record<string, unknown>): Promise<unknown> {
+  const { store } = await openStore(place, { role: 'command' }).catch((error: unknown) => {
     throw new AdminError(`cannot open the database: ${error instanceof Error ? error.message : String(error)}`, 1);
   });
   try {
@@ -73,5 +82,6 @@ async function runOn(store: Store, op: string, args: Record<string, unknown>): P
   const config = defaultServiceConfig();
   const operation = ADMIN_OPERATIONS[op];
   if (!operation) throw new AdminError(`unknown operation ${op}`, 2);
-  return operation({ store, accounts: new AccountService(store, config), config }, args);
+  const services = storeServices(store, config);
+  return operation({ ...services, signIn: new WebSignIn(store, services.accounts), config }, args);
 }

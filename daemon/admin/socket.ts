@@ -2,6 +2,7 @@ import { createServer, request, type Server } from 'node:http';
 import { chmod, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ConversionSystem } from '../../src/service/system.ts';
+import type { WebSignIn } from '../../src/sign-in/web-sign-in.ts';
 import { ADMIN_OPERATIONS, AdminError, type AdminContext } from './operations.ts';
 import { ensurePrivateDir } from './private-dir.ts';
 
@@ -23,13 +24,14 @@ const MAX_BODY = 64 * 1024;
  * The running daemon's admin channel: a unix socket in the data dir, owner-only, so admin
  * commands change the live store instead of a second writer touching the JSON files.
  */
-export async function startAdminSocket(dataDir: string, system: ConversionSystem): Promise<{ close(): Promise<void> }> {
+export async function startAdminSocket(dataDir: string, system: ConversionSystem, signIn: WebSignIn): Promise<{ close(): Promise<void> }> {
   const path = adminSocketPath(dataDir);
   await ensurePrivateDir(dirname(path));
   await rm(path, { force: true });
   await rm(join(dataDir, OLD_SOCKET), { force: true });
   const context: AdminContext = {
-    store: system.store, accounts: system.accounts, config: system.conversions.config, webhooks: system.webhooks,
+    accounts: system.accounts, maintenance: system.maintenance, deliveries: system.deliveries, signIn,
+    config: system.conversions.config, webhooks: system.webhooks,
   };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];

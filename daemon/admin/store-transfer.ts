@@ -7,11 +7,10 @@ import { pipeline } from 'node:stream/promises';
 import type { AccountRecord, ApiKeyRecord, Settings } from '../../src/model/account.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
 import { ACTIVE_STATUSES } from '../../src/model/status.ts';
-import { isConversionId } from '../../src/service/ids.ts';
+import { isConversionId } from '../../src/model/ids.ts';
 import { LocalBlobStore, type BlobKind, type BlobStore } from '../../src/store/blob-store.ts';
+import { openStore, type StorePlace } from '../../src/service/open-store.ts';
 import { acquireDataDirLock, DataDirLockedError } from '../../src/store/data-dir-lock.ts';
-import { LowdbStore } from '../../src/store/lowdb-store.ts';
-import type { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import type { DeliveryRecord, Store } from '../../src/store/types.ts';
 import { AdminError } from './operations.ts';
 
@@ -66,7 +65,8 @@ export async function exportStore(dataDir: string, out: string, withFiles: boole
     if (error instanceof DataDirLockedError) throw new AdminError(`a daemon holds ${dataDir}: stop it first (the export must not miss its last writes)`, 1);
     throw error;
   });
-  const store = await LowdbStore.open({ dir: join(dataDir, 'store') });
+  // The data dir's lowdb files, whatever database the configuration names: that is the box being moved.
+  const { store } = await openStore({ dataDir }, { role: 'command' });
   const blobs = withFiles ? await LocalBlobStore.open(join(dataDir, 'blobs')) : null;
   const report = emptyReport();
   try {
@@ -129,11 +129,11 @@ export async function exportStore(dataDir: string, out: string, withFiles: boole
  * it is open: refused while any daemon runs on the database (a node without a bucket holds the
  * lock alone, the nodes of a cluster hold it shared), and no daemon starts there meanwhile.
  */
-export async function openImportTarget(databaseUrl: string): Promise<PostgresStore> {
-  const { PostgresStore: Database, DatabaseInUseError } = await import('../../src/store/postgres/postgres-store.ts');
+export async function openImportTarget(place: StorePlace & { databaseUrl: string }): Promise<Store> {
   try {
-    return await Database.open({ url: databaseUrl, nodeLock: 'sole', poolSize: 2 });
+    return (await openStore(place, { role: 'import' })).store;
   } catch (error) {
+    const { DatabaseInUseError } = await import('../../src/store/postgres/postgres-store.ts');
     if (!(error instanceof DatabaseInUseError)) throw error;
     throw new AdminError(error.holder === 'cluster'
       ? 'convd nodes of a cluster (this database and a bucket) run on this database: stop every node before the import (it must not write under running daemons)'

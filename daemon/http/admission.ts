@@ -35,9 +35,9 @@ export function createAdmission(system: ConversionSystem, limiter: RateLimiter, 
 
 /** The maintenance switch: 503 api_disabled while it is on. */
 export async function refuseInMaintenance(system: ConversionSystem): Promise<void> {
-  const settings = await system.store.getSettings();
-  if (settings.maintenance.enabled) {
-    const retryAfter = settings.maintenance.retry_after;
+  const maintenance = await system.maintenance.state();
+  if (maintenance.enabled) {
+    const retryAfter = maintenance.retry_after;
     throw new ApiError('api_disabled', { params: { retry_after: retryAfter }, headers: { 'Retry-After': String(retryAfter) } });
   }
 }

@@ -1,6 +1,6 @@
 import type { DayUsage } from '../../src/service/daily-usage.ts';
 import { html, type Html } from './html.ts';
-import type { PageContext } from './pages.ts';
+import type { PageContext } from './page-context.ts';
 
 const WIDTH = 600;
 const HEIGHT = 140;

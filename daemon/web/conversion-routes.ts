@@ -1,13 +1,13 @@
 import type { H3 } from 'h3';
 import { ApiError } from '../../src/errors/api-error.ts';
 import { renderMessage } from '../../src/errors/messages.ts';
-import { isConversionId } from '../../src/service/ids.ts';
+import { isConversionId } from '../../src/model/ids.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import { ACTIVE_STATUSES, STATUSES, type ConversionStatus } from '../../src/model/status.ts';
 import { resultResponse } from '../http/result-download.ts';
 import { conversionsPage } from './conversion-pages.ts';
 import { messagePage } from './pages.ts';
-import { pageHandler, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
+import { pageCallHandler, pageHandler, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
 import { PAGE_HEADERS } from './security.ts';
 
 /** Rows a page shows. */
@@ -23,6 +23,7 @@ const LIVE_IDS = 50;
  */
 export function registerConversionPages(app: H3, deps: PageDeps & { system: ConversionSystem }): void {
   const page = pageHandler(deps);
+  const call = pageCallHandler(deps);
   const { conversions } = deps.system;
 
   const show = async (request: PageRequest, status: number, extra: { notice?: string; error?: string } = {}) => {
@@ -68,7 +69,7 @@ export function registerConversionPages(app: H3, deps: PageDeps & { system: Conv
   }));
 
   // What the page's script polls: status and progress of the session's own conversions by id.
-  app.on('GET', '/web/api/conversions', (event) => page(event, '/web/api/conversions', async (request) => {
+  app.on('GET', '/web/api/conversions', (event) => call(event, '/web/api/conversions', async (request) => {
     if (!request.session) return new Response(JSON.stringify({ error: 'signed_out' }), { status: 401, headers: { ...PAGE_HEADERS, 'content-type': 'application/json' } });
     const ids = (new URL(event.req.url).searchParams.get('ids') ?? '').split(',').filter(isConversionId).slice(0, LIVE_IDS);
     const rows = [];

@@ -1,12 +1,13 @@
 import type { EngineStatus } from '../../src/engines/types.ts';
-import type { AccountRecord, Settings } from '../../src/model/account.ts';
+import type { AccountRecord } from '../../src/model/account.ts';
 import { PLAN_IDS } from '../../src/model/plan.ts';
+import type { Maintenance } from '../../src/service/maintenance.ts';
 import { html } from './html.ts';
 import { layout, problem, type PageContext } from './pages.ts';
 
 export interface OwnerPageState {
   accounts: { record: AccountRecord; remaining: number | null }[];
-  settings: Settings;
+  maintenance: Maintenance;
   engines: readonly EngineStatus[];
   queue: { queued: number; running: number; workers: number };
   /** A sign-in link just made: shown once. */
@@ -20,7 +21,7 @@ export function ownerPage(context: PageContext, state: OwnerPageState): string {
   const { t, session } = context;
   const csrf = html`<input type="hidden" name="csrf" value="${session!.csrf}">`;
   const plans = (current: string) => PLAN_IDS.map((plan) => html`<option value="${plan}"${plan === current ? html` selected` : ''}>${plan}</option>`);
-  const maintenance = state.settings.maintenance;
+  const { maintenance } = state;
   return layout(context, t('owner'), html`<h1>${t('owner')}</h1>
 <p>${t('ownerIntro')}</p>
 ${state.notice ? html`<p class="notice" role="status">${state.notice}</p>` : ''}

@@ -1,6 +1,6 @@
 import type { H3 } from 'h3';
+import { ApiError } from '../../src/errors/api-error.ts';
 import { isPlanId } from '../../src/model/plan.ts';
-import { remainingOf } from '../../src/service/credits.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import { messagePage } from './pages.ts';
 import { ownerPage, type OwnerPageState } from './owner-page.ts';
@@ -17,21 +17,13 @@ export function registerOwnerPage(app: H3, deps: PageDeps & { system: Conversion
   const { system } = deps;
   const notFound = (request: PageRequest) => respond(request, 404, messagePage(request.context, request.t('owner'), request.t('notFound')));
 
-  const show = async (request: PageRequest, status: number, extra: Partial<OwnerPageState> = {}) => {
-    // One read of the accounts and one of their balances, however many accounts there are.
-    const records = await Promise.all((await system.store.listAccounts()).map((record) => system.accounts.current(record)));
-    const metered = records.filter((record) => system.conversions.config.plans[record.plan].credits_type !== 'unmetered');
-    const remaining = await remainingOf(system.store, metered);
-    const accounts = records.map((record) => ({ record, remaining: remaining.get(record.id) ?? null }));
-    accounts.sort((a, b) => a.record.created_at.localeCompare(b.record.created_at));
-    return respond(request, status, ownerPage(request.context, {
-      accounts,
-      settings: await system.store.getSettings(),
-      engines: system.registry.statuses,
-      queue: { queued: system.queue.size, running: system.pool.active, workers: system.pool.workers },
-      ...extra,
-    }));
-  };
+  const show = async (request: PageRequest, status: number, extra: Partial<OwnerPageState> = {}) => respond(request, status, ownerPage(request.context, {
+    accounts: await system.accounts.listWithCredits(),
+    maintenance: await system.maintenance.state(),
+    engines: system.registry.statuses,
+    queue: { queued: system.queue.size, running: system.pool.active, workers: system.pool.workers },
+    ...extra,
+  }));
 
   /** A signed-in owner's POST (this origin, the session's token), or the answer to give instead. */
   const ownerForm = async (request: PageRequest) => {
@@ -86,11 +78,14 @@ export function registerOwnerPage(app: H3, deps: PageDeps & { system: Conversion
   app.on('POST', '/admin/maintenance', (event) => page(event, '/admin/maintenance', async (request) => {
     const owner = await ownerForm(request);
     if (owner instanceof Response) return owner;
-    const settings = await system.store.getSettings();
-    const retryAfter = Number(request.form!.get('retry_after') ?? settings.maintenance.retry_after);
-    if (!Number.isInteger(retryAfter) || retryAfter < 1) return show(request, 422, { error: request.t('badValue', { problem: request.t('retryAfter') }) });
-    await system.store.putSettings({ ...settings, maintenance: { enabled: request.form!.get('enabled') === 'on', retry_after: retryAfter } });
-    await system.store.flush();
+    // Without a Retry-After (the form to switch it off has none) the one set before stays.
+    const retryAfter = request.form!.get('retry_after');
+    try {
+      await system.maintenance.set(request.form!.get('enabled') === 'on', retryAfter === null ? undefined : Number(retryAfter));
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      return show(request, 422, { error: request.t('badValue', { problem: request.t('retryAfter') }) });
+    }
     return show(request, 200);
   }));
 }

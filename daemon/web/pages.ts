@@ -1,5 +1,5 @@
-import type { AccountView } from '../../src/client/types.ts';
 import type { Language } from '../../src/errors/messages.ts';
+import type { AccountView } from '../../src/model/account-view.ts';
 import type { ApiKeyRecord } from '../../src/model/account.ts';
 import type { DeliveryRecord } from '../../src/store/types.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
@@ -7,21 +7,10 @@ import type { DayUsage } from '../../src/service/daily-usage.ts';
 import { ASSETS } from './assets.ts';
 import { usageCharts } from './chart.ts';
 import { html, type Html } from './html.ts';
-import type { Translate } from './text.ts';
+import type { PageContext } from './page-context.ts';
 
-export interface PageContext {
-  language: Language;
-  t: Translate;
-  /** The path of the page (for the language switch), with the base. */
-  path: string;
-  /**
-   * The path the pages are served under, from public_url's path ('' at the host's root; '/convd'
-   * behind a proxy that serves convd there): every link, form and fetch of the pages starts with it.
-   */
-  base: string;
-  /** Signed in: the session's form token and the account's name; null on the sign-in pages. */
-  session: { csrf: string; accountName: string; admin: boolean } | null;
-}
+/** The pages' callers take the context's type with `layout` from here. */
+export type { PageContext } from './page-context.ts';
 
 export function layout(context: PageContext, title: string, body: Html): string {
   const { t, language, session } = context;

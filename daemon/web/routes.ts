@@ -1,11 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { H3 } from 'h3';
 import { SCOPES, type Scope } from '../../src/model/account.ts';
-import { balanceOf } from '../../src/service/credits.ts';
-import { dailyUsage } from '../../src/service/daily-usage.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
 import { SESSION_LIFETIME_MS } from '../../src/sign-in/web-sign-in.ts';
 import { ASSETS } from './assets.ts';
+import { dropSession, keepSession } from './cookies.ts';
 import { registerConversionPages } from './conversion-routes.ts';
 import { registerConvertPage } from './convert-routes.ts';
 import { registerOwnerPage } from './owner-routes.ts';
@@ -13,7 +12,6 @@ import type { ConversionSystem } from '../../src/service/system.ts';
 import type { WebApiBridge } from '../app.ts';
 import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState } from './pages.ts';
 import { pageHandler, readForm, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
-import { sessionCookie } from './security.ts';
 import { SignInFailures } from './sign-in-failures.ts';
 
 export interface WebFaceDeps extends PageDeps {
@@ -34,7 +32,7 @@ const RECENT_DELIVERIES = 10;
  */
 export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): void {
   const failures = new SignInFailures(deps.system.failureBuckets);
-  const { store, accounts } = deps.system;
+  const { accounts, deliveries: deliveryLog } = deps.system;
 
   const page = pageHandler(deps);
   registerConversionPages(app, deps);
@@ -69,7 +67,8 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     if (!opened) return respond(request, 401, signInPage(request.context, { name, error: request.t('signInFailed') }));
     // Best effort: the session exists already, and a lost give-back only counts one failure too many.
     await failures.succeeded(address, name).catch(() => undefined);
-    return redirect(request, '/account', { 'set-cookie': sessionCookie(opened.session, request, SESSION_LIFETIME_MS / 1000) });
+    keepSession(event, request, opened.session, SESSION_LIFETIME_MS / 1000);
+    return redirect(request, '/account');
   }));
 
   app.on('GET', '/link/:token', (event) => page(event, '/link/:token', async (request) => {
@@ -84,7 +83,8 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     const form = await readForm(request);
     const outcome = await deps.signIn.setPassword(token, form.get('password') ?? '', form.get('repeated') ?? '');
     if (typeof outcome !== 'string') {
-      return redirect(request, '/account', { 'set-cookie': sessionCookie(outcome.session, request, SESSION_LIFETIME_MS / 1000) });
+      keepSession(event, request, outcome.session, SESSION_LIFETIME_MS / 1000);
+      return redirect(request, '/account');
     }
     if (outcome === 'link_invalid') return respond(request, 404, messagePage(request.context, request.t('setPassword'), request.t('linkInvalid')));
     const account = await deps.signIn.linkAccount(token);
@@ -96,14 +96,15 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
     await deps.signIn.signOut(session);
-    return redirect(request, '/signin', { 'set-cookie': sessionCookie('', request, 0) });
+    dropSession(event, request);
+    return redirect(request, '/signin');
   }));
 
   const showAccount = async (request: PageRequest, status: number, extra: Partial<AccountPageState> = {}) => {
     const account = request.session!.account;
     const [view, balance, keys, usage, deliveries] = await Promise.all([
-      accounts.view(account), balanceOf(store, account), store.listApiKeys(account.id), dailyUsage(store, account.id, new Date()),
-      store.recentDeliveries(account.id, RECENT_DELIVERIES),
+      accounts.view(account), accounts.balance(account), accounts.keysOf(account.id), accounts.usageByDay(account.id),
+      deliveryLog.recentOf(account.id, RECENT_DELIVERIES),
     ]);
     keys.sort((a, b) => (a.revoked_at === null) === (b.revoked_at === null) ? b.created_at.localeCompare(a.created_at) : a.revoked_at === null ? -1 : 1);
     return respond(request, status, accountPage(request.context, { view, usage, deliveries, reserved: balance.reserved, keys, ...extra }));
@@ -123,19 +124,16 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
   app.on('POST', '/account/keys/:id/revoke', (event) => page(event, '/account/keys/:id/revoke', async (request) => {
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
-    const key = await store.getApiKey(event.context.params?.id ?? '');
-    // Another account's key is as absent as one that never was.
-    if (!key || key.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
-    await accounts.revokeKey(key.id);
+    const key = await accounts.revokeKeyOf(session.account.id, event.context.params?.id ?? '');
+    if (!key) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
     return showAccount(request, 200, { notice: request.t('keyRevoked', { prefix: key.prefix }) });
   }));
 
   app.on('POST', '/account/deliveries/:id/redeliver', (event) => page(event, '/account/deliveries/:id/redeliver', async (request) => {
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
-    const delivery = await store.getDelivery(event.context.params?.id ?? '');
-    // Another account's delivery is as absent as one that never was.
-    if (!delivery || delivery.account_id !== session.account.id) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
+    const delivery = await deliveryLog.ownedBy(session.account.id, event.context.params?.id ?? '');
+    if (!delivery) return respond(request, 404, messagePage(request.context, request.t('account'), request.t('notFound')));
     const sent = await deps.system.webhooks.redeliver(delivery.id);
     const last = sent?.attempts[sent.attempts.length - 1];
     const outcome = last ? String(last.status_code ?? last.error ?? '') : '';

@@ -1,26 +1,13 @@
 import type { PublicConversion } from '../model/conversion.ts';
-import type { OptionDescriptor, VariantDescriptor } from '../formats/types.ts';
+import type { AccountView } from '../model/account-view.ts';
+import type { FormatDetails, FormatListing } from '../model/formats.ts';
+import type { ListPage } from '../model/list-page.ts';
 import type { Readable } from 'node:stream';
 
-/** The API objects as the spec defines them (the CLI prints them unchanged with --json). */
-export interface FormatListing { data: { source: string; targets: string[] }[] }
-export interface FormatDetails {
-  source: string;
-  data: { target: string; max_upload_mb: number; credit_weight: number; options: OptionDescriptor[]; variants: VariantDescriptor[] }[];
-}
-export interface AccountView {
-  plan: { id: string; name: string };
-  credits: { type: 'plan_credits' | 'free_api_credits' | 'unmetered'; remaining: number | null; monthly_allowance: number; resets_at: string | null };
-  limits: {
-    max_upload_mb: number; conversions_per_window: number; window_seconds: number; concurrent_conversions: number;
-    active_conversions: number; requests_per_minute: number; result_ttl_hours: number;
-    /** Seconds a conversion may run, per engine kind. */
-    time_limits: Record<string, number>;
-  };
-  /** Engine time of the conversions submitted this clock hour (UTC), against the plan's allowance (0: none). */
-  engine_time: { allowance_seconds: number; used_seconds: number; remaining_seconds: number | null; resets_at: string };
-}
-export interface ListPage { data: PublicConversion[]; next_cursor: string | null }
+/** The API objects as the spec defines them (the CLI prints them unchanged with --json) live in model/. */
+export type { AccountView } from '../model/account-view.ts';
+export type { FormatDetails, FormatListing } from '../model/formats.ts';
+export type { ListPage } from '../model/list-page.ts';
 
 export type ConversionInputSpec =
   | { kind: 'file'; path: string; filename?: string }

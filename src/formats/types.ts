@@ -1,33 +1,7 @@
-import type { OptionValue } from '../model/conversion.ts';
+import type { OptionDescriptor, VariantDescriptor } from '../model/formats.ts';
 
-/**
- * Spec 2.5's four types, and `text` (this service's own, for what none of them can say: a page
- * range such as `1-3,5`, a document's password), with `max` its length and `pattern` its form.
- */
-export type OptionType = 'range' | 'number' | 'enum' | 'bool' | 'text';
-
-/** Option descriptor. `min`/`max` exist for range and number, `values` for enum. */
-export interface OptionDescriptor {
-  name: string;
-  type: OptionType;
-  values: string[];
-  min?: number;
-  max?: number;
-  /** text: the value must match this regular expression (whole). */
-  pattern?: string;
-  /**
-   * Given to the engine but never shown with the conversion's options nor kept after its end
-   * (a password).
-   */
-  secret?: boolean;
-  default: OptionValue | null;
-  label: string;
-}
-
-export interface VariantDescriptor {
-  key: string;
-  label: string;
-}
+/** Option and variant descriptors are public API shapes and live in model/; engines still take them from here. */
+export type { OptionDescriptor, OptionType, VariantDescriptor } from '../model/formats.ts';
 
 /**
  * Kinds of conversion; each has a credit weight (by default: image 1, pdf 1, data 1, audio 2,

@@ -2,13 +2,14 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/api-error.ts';
 import type { AccountRecord, ApiKeyRecord, Scope } from '../model/account.ts';
 import type { Plan, PlanId } from '../model/plan.ts';
-import type { AccountView } from '../client/types.ts';
-import type { Store } from '../store/types.ts';
-import { applyMonthlyReset, balanceOf, nextMonthStart } from './credits.ts';
+import type { AccountView } from '../model/account-view.ts';
+import type { DayUsage, Store } from '../store/types.ts';
+import { applyMonthlyReset, balanceOf, nextMonthStart, remainingOf, type Balance } from './credits.ts';
+import { dailyUsage } from './daily-usage.ts';
 import type { ServiceConfig } from './config.ts';
 import { engineTimeUse } from './submission-limits.ts';
 import { planTimeLimitMs } from './time-limit.ts';
-import { newAccountId, newApiKey, newKeyId } from './ids.ts';
+import { newAccountId, newApiKey, newKeyId } from '../model/ids.ts';
 import { generateWebhookSecret } from '../webhooks/signature.ts';
 
 export interface Caller {
@@ -107,6 +108,33 @@ export class AccountService {
     if (!rolled) return account;
     await this.store.putAccount(rolled);
     return rolled;
+  }
+
+  /** Every account as stored (a monthly reset that is due not applied: `current` does that). */
+  list(): Promise<AccountRecord[]> {
+    return this.store.listAccounts();
+  }
+
+  /**
+   * Every account, oldest first, with its monthly reset applied and the credits it has left (null:
+   * unmetered): one read of the accounts and one of their balances, however many accounts there are.
+   */
+  async listWithCredits(): Promise<{ record: AccountRecord; remaining: number | null }[]> {
+    const records = await Promise.all((await this.store.listAccounts()).map((record) => this.current(record)));
+    const metered = records.filter((record) => this.config.plans[record.plan].credits_type !== 'unmetered');
+    const remaining = await remainingOf(this.store, metered);
+    const accounts = records.map((record) => ({ record, remaining: remaining.get(record.id) ?? null }));
+    return accounts.sort((a, b) => a.record.created_at.localeCompare(b.record.created_at));
+  }
+
+  /** Credits left, held by the account's active conversions, and free for a new submission. */
+  balance(account: AccountRecord): Promise<Balance> {
+    return balanceOf(this.store, account);
+  }
+
+  /** Conversions made and credits charged per day over the last 30 days, oldest first (the account page's chart). */
+  usageByDay(accountId: string): Promise<DayUsage[]> {
+    return dailyUsage(this.store, accountId, this.now());
   }
 
   async view(account: AccountRecord): Promise<AccountView> {
@@ -221,16 +249,32 @@ export class AccountService {
     return { record, key };
   }
 
+  /** The account's keys (their records: a key itself is never kept). */
+  keysOf(accountId: string): Promise<ApiKeyRecord[]> {
+    return this.store.listApiKeys(accountId);
+  }
+
   async revokeKey(id: string): Promise<ApiKeyRecord> {
+    const revoked = await this.revoke(id, null);
+    if (!revoked) throw new ApiError('not_found', { params: { resource: 'key' } });
+    return revoked;
+  }
+
+  /** Revokes one of the account's own keys: another account's key is as absent as one that never was (undefined). */
+  revokeKeyOf(accountId: string, id: string): Promise<ApiKeyRecord | undefined> {
+    return this.revoke(id, accountId);
+  }
+
+  private async revoke(id: string, ownerId: string | null): Promise<ApiKeyRecord | undefined> {
     // Under the key's lock: a use being noted at the same moment (noteUse) cannot undo it.
     const revoked = await this.store.exclusive(`key:${id}`, async (tx) => {
       const record = await tx.getApiKey(id);
-      if (!record) throw new ApiError('not_found', { params: { resource: 'key' } });
+      if (!record || (ownerId !== null && record.account_id !== ownerId)) return undefined;
       const updated = { ...record, revoked_at: record.revoked_at ?? this.now().toISOString() };
       await tx.putApiKey(updated);
       return updated;
     });
-    await this.store.flush();
+    if (revoked) await this.store.flush();
     return revoked;
   }
 

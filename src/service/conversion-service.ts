@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
 import { ApiError } from '../errors/api-error.ts';
 import type { FormatRegistry } from '../formats/registry.ts';
-import type { FormatDetails, FormatListing, ListPage } from '../client/types.ts';
+import type { FormatDetails, FormatListing } from '../model/formats.ts';
+import type { ListPage } from '../model/list-page.ts';
 import type { AccountRecord } from '../model/account.ts';
 import { toPublicConversion, type ConversionRecord, type PublicConversion } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, END_STATUSES, assertTransition, isStatus, type ConversionStatus } from '../model/status.ts';
@@ -15,7 +16,7 @@ import type { ServiceConfig } from './config.ts';
 import { conversionCost } from './credits.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
 import { EndEvents } from './end-events.ts';
-import { isConversionId, newConversionId } from './ids.ts';
+import { isConversionId, newConversionId } from '../model/ids.ts';
 import { PublicJsonCache } from './public-json-cache.ts';
 import { checkSubmissionLimits } from './submission-limits.ts';
 import { UploadHolds, type UploadHold } from './upload-holds.ts';

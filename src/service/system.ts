@@ -10,16 +10,19 @@ import { FormatRegistry } from '../formats/registry.ts';
 import { MemoryJobSource, type JobOwner, type JobSource } from '../queue/job-source.ts';
 import { WorkerPool } from '../queue/worker-pool.ts';
 import { LocalBlobStore, type BlobStore } from '../store/blob-store.ts';
-import { LowdbStore } from '../store/lowdb-store.ts';
 import { observeStore, type StoreObserver } from '../store/observed-store.ts';
 import { UNLIMITED_ROOM, type DiskRoom } from '../store/disk-room.ts';
 import type { Store } from '../store/types.ts';
 import type { PostgresStore } from '../store/postgres/postgres-store.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
-import { AccountService } from './accounts.ts';
+import type { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
 import { ConversionService } from './conversion-service.ts';
 import { createRunner, type RunnerLog } from './runner.ts';
+import { openStore } from './open-store.ts';
+import { storeServices } from './store-services.ts';
+import type { DeliveryLog } from './deliveries.ts';
+import type { MaintenanceSwitch } from './maintenance.ts';
 import { PeerSignals } from './peer-signals.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import type { FailureBuckets } from './failure-buckets.ts';
@@ -77,6 +80,10 @@ export interface ConversionSystem {
   blobs: BlobStore;
   registry: FormatRegistry;
   accounts: AccountService;
+  /** The switch that turns /v1 off (503 api_disabled) while it is on. */
+  maintenance: MaintenanceSwitch;
+  /** Webhook deliveries to read (the operator's listing, an account's own). */
+  deliveries: DeliveryLog;
   conversions: ConversionService;
   pool: WorkerPool;
   /** Conversion ids waiting for a worker (its size is the queue depth). */
@@ -99,7 +106,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   // Set once the service exists: what to do with a dead node's running conversion.
   let takeOver: (id: string) => Promise<void> = async () => undefined;
   let ownerOf: (account: string) => Promise<JobOwner | undefined> = async () => undefined;
-  const { store: opened, queue, database, shared, node } = await openStore(options, log, {
+  const { store: opened, queue, database, shared, node } = await openStoreAndQueue(options, log, {
     takeOver: (id) => takeOver(id),
     ownerOf: (account) => ownerOf(account),
   });
@@ -114,7 +121,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
     : await catalogEngines(options, workers, quickRuns, log);
   const registry = await FormatRegistry.create(engines, config.creditWeights);
   await save?.();
-  const accounts = new AccountService(store, config);
+  const { accounts, maintenance, deliveries } = storeServices(store, config);
   const conversions = new ConversionService(store, blobs, registry, accounts, config, queue, {
     allowInsecureCallbacks: options.allowInsecureCallbacks ?? false,
   });
@@ -223,7 +230,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   }
 
   return {
-    store, blobs, registry, accounts, conversions, pool, queue, webhooks,
+    store, blobs, registry, accounts, maintenance, deliveries, conversions, pool, queue, webhooks,
     ...(database && shared ? { rateLimiter: new SharedRateLimiter(database), failureBuckets: new SharedFailureBuckets(database) } : {}),
     async start() {
       // A queue in the database listens and forgets its dead predecessor's leases before recovery re-queues.
@@ -281,35 +288,28 @@ async function catalogEngines(options: SystemOptions, workers: number, quickRuns
  * With a bucket too, several daemons may share them (`shared`); without one, files are this
  * box's and the database takes one daemon.
  */
-async function openStore(
+async function openStoreAndQueue(
   options: SystemOptions,
   log: RunnerLog,
   late: { takeOver: (id: string) => Promise<void>; ownerOf: (account: string) => Promise<JobOwner | undefined> },
 ): Promise<{ store: Store; queue: JobSource; database: PostgresStore | null; shared: boolean; node: string | null }> {
-  if (options.databaseUrl) {
-    const [{ PostgresStore: Database }, { PostgresJobSource }, { nodeIdIn }] = await Promise.all([
-      import('../store/postgres/postgres-store.ts'),
-      import('../queue/postgres-job-source.ts'),
-      import('../queue/node-id.ts'),
-    ]);
-    const shared = Boolean(options.blobUrl);
-    // The data dir's: restarted on it, the node knows the leases it held as its own.
-    const node = await nodeIdIn(options.dataDir);
-    // Held for as long as the daemon runs: shared by the nodes of a cluster, alone without a
-    // bucket (and by `convd store import`), so neither starts beside the other.
-    const store = await Database.open({
-      url: options.databaseUrl,
-      nodeLock: shared ? 'cluster' : 'sole',
-      onConnectionLost: (error) => {
-        options.log?.('store.connection_lost', { error: error.message });
-        options.onStoreLost?.(error);
-      },
-    });
-    const queue = new PostgresJobSource(store, { log, shared, node, onAbandoned: late.takeOver, ownerOf: late.ownerOf, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) });
-    return { store, queue, database: store, shared, node: queue.node };
-  }
-  const store = await LowdbStore.open({ dir: options.ephemeralStore ? null : join(options.dataDir, 'store') });
-  return { store, queue: new MemoryJobSource(), database: null, shared: false, node: null };
+  const shared = Boolean(options.databaseUrl && options.blobUrl);
+  // The data dir's: restarted on it, the node knows the leases it held as its own.
+  const node = options.databaseUrl ? await (await import('../queue/node-id.ts')).nodeIdIn(options.dataDir) : null;
+  // Held for as long as the daemon runs: shared by the nodes of a cluster, alone without a
+  // bucket (and by `convd store import`), so neither starts beside the other.
+  const { store, database } = await openStore({ dataDir: options.dataDir, databaseUrl: options.databaseUrl, ephemeral: options.ephemeralStore }, {
+    role: 'daemon',
+    cluster: shared,
+    onConnectionLost: (error) => {
+      options.log?.('store.connection_lost', { error: error.message });
+      options.onStoreLost?.(error);
+    },
+  });
+  if (!database || node === null) return { store, queue: new MemoryJobSource(), database: null, shared: false, node: null };
+  const { PostgresJobSource } = await import('../queue/postgres-job-source.ts');
+  const queue = new PostgresJobSource(database, { log, shared, node, onAbandoned: late.takeOver, ownerOf: late.ownerOf, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) });
+  return { store, queue, database, shared, node: queue.node };
 }
 /** The files' place the options name: a bucket (the SDK loaded only then), or the data dir. */
 async function openBlobs(options: SystemOptions): Promise<BlobStore> {

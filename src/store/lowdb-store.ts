@@ -6,7 +6,7 @@ import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
 import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from './types.ts';
-import { conversionIdFloor, conversionIdTime } from '../service/ids.ts';
+import { conversionIdFloor, conversionIdTime } from '../model/ids.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 
 interface MainData {

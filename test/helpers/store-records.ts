@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AccountRecord } from '../../src/model/account.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
-import { newConversionId } from '../../src/service/ids.ts';
+import { newConversionId } from '../../src/model/ids.ts';
 import type { WebTokenRecord } from '../../src/store/types.ts';
 
 export const HOUR = 3_600_000;

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
 import { CONVERSION_ERROR_CODES, type ConversionErrorCode } from '../../errors/codes.ts';
-import type { EngineSettings } from '../catalog.ts';
+import type { EngineSettings } from '../settings.ts';
 import type { HelperLifecycle, HelperPool, PoolStatus } from '../process/helper-pool.ts';
 import { engineEnvironment } from '../process/group.ts';
 import type { HelperCommand } from '../process/helper-process.ts';

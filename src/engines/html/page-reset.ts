@@ -1,4 +1,10 @@
-import type { WarmPage } from './browser.ts';
+import type { BrowserContext, Page } from 'playwright-core';
+
+/** The part of a warm page (browser.ts) that a clean-up works on. */
+export interface PageInContext {
+  context: BrowserContext;
+  page: Page;
+}
 
 /**
  * Makes a page that served a conversion of an account ready for the account's next one, so that
@@ -12,7 +18,7 @@ import type { WarmPage } from './browser.ts';
  * could miss is keyed to a site no later conversion has. Any failure rejects: the caller throws
  * the page away.
  */
-export async function resetForNextConversion(warm: WarmPage, touched: ReadonlySet<string>): Promise<void> {
+export async function resetForNextConversion(warm: PageInContext, touched: ReadonlySet<string>): Promise<void> {
   const { context, page } = warm;
   await Promise.all(context.pages().filter((other) => other !== page).map((other) => other.close()));
   const cdp = await context.newCDPSession(page);

@@ -68,11 +68,14 @@ export class RendererWatch {
   }
 
   /**
-   * The renderers now: the children of the browser's zygotes (the zygotes found once by walking
-   * the whole tree, which reads every thread's children of every process: 20 ms of CPU, too much
-   * ten times a second). A child known to be a renderer is not read again; any other is read each
-   * time (a renderer just forked may not carry its title yet), and a zygote among them is watched
-   * too (the sandboxed zygote forks the renderers).
+   * The renderers now: what the browser's zygotes forked (the zygotes found once by walking the
+   * whole tree, which reads every thread's children of every process: 20 ms of CPU, too much ten
+   * times a second). A child known to be a renderer is not read again. Any other child is read
+   * each time, and counted while it still carries a zygote's title: a renderer just forked shows
+   * its zygote's title until it renames itself, which on a loaded machine takes long enough for a
+   * page to allocate gigabytes; so such a child is never taken for a zygote for good (once it was,
+   * and a bomb went unwatched). Its own children are looked at too, one level down, since the
+   * sandboxed zygote is itself forked by a zygote. Utility processes are never counted.
    */
   private async renderers(): Promise<number[]> {
     if (this.zygotes.size === 0) {
@@ -83,24 +86,30 @@ export class RendererWatch {
       });
       if (this.zygotes.size === 0) return [];
     }
-    const children = [...this.zygotes].flatMap(childrenSync);
-    const live = new Set(children);
-    for (const pid of this.known) if (!live.has(pid)) this.known.delete(pid);
     const found: number[] = [];
-    for (const pid of children) {
-      if (this.known.has(pid)) {
-        found.push(pid);
-        continue;
+    const seen = new Set<number>();
+    let parents = [...this.zygotes];
+    for (let depth = 0; depth < 2 && parents.length > 0; depth++) {
+      const zygoteTitled: number[] = [];
+      for (const pid of parents.flatMap(childrenSync)) {
+        if (this.zygotes.has(pid) || seen.has(pid)) continue;
+        seen.add(pid);
+        if (this.known.has(pid)) {
+          found.push(pid);
+          continue;
+        }
+        const title = titleSync(pid);
+        if (RENDERER.test(title)) {
+          this.known.add(pid);
+          found.push(pid);
+        } else if (ZYGOTE.test(title)) {
+          found.push(pid);
+          zygoteTitled.push(pid);
+        }
       }
-      if (this.zygotes.has(pid)) continue;
-      const title = titleSync(pid);
-      if (RENDERER.test(title)) {
-        this.known.add(pid);
-        found.push(pid);
-      } else if (ZYGOTE.test(title)) {
-        this.zygotes.add(pid);
-      }
+      parents = zygoteTitled;
     }
+    for (const pid of this.known) if (!seen.has(pid)) this.known.delete(pid);
     return found;
   }
 }

@@ -67,8 +67,7 @@ export class ConversionRun {
       await this.files.release();
       // No `await store.flush()` here: the store writes these changes at once by itself (group
       // commit), and waiting for the fsync held this worker's slot idle for every conversion
-      // (a quarter of the wall time of the end-to-end conversion bench, bench/convert-e2e.ts, on a
-      // busy disk).
+      // (a quarter of the wall time of `npm run bench -- convert-e2e` on a busy disk).
     }
   }
 

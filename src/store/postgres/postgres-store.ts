@@ -1,7 +1,7 @@
 import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.ts';
 import type { ConversionRecord } from '../../model/conversion.ts';
 import type { ConversionStatus } from '../../model/status.ts';
-import { conversionIdFloor, conversionIdTime } from '../../service/ids.ts';
+import { conversionIdFloor, conversionIdTime } from '../../model/ids.ts';
 import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
 import { connect, disconnect, type Connections, type PostgresStoreOptions } from './connect.ts';
 import { DeliveryClaims } from './delivery-claims.ts';
