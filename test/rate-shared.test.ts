@@ -18,8 +18,8 @@ import { nodesOnFreshDatabase, type TestDatabase } from './helpers/postgres.ts';
 /** A store whose rate statements are counted. */
 function counted(store: PostgresStore): { store: PostgresStore; statements: () => number } {
   let statements = 0;
-  const take = store.takeRateTokens.bind(store);
-  store.takeRateTokens = (key, limit, want) => {
+  const take = store.rateBuckets.takeRateTokens.bind(store.rateBuckets);
+  store.rateBuckets.takeRateTokens = (key, limit, want) => {
     statements++;
     return take(key, limit, want);
   };

@@ -23,6 +23,11 @@ export function canTransition(from: ConversionStatus, to: ConversionStatus): boo
   return TRANSITIONS[from].includes(to);
 }
 
+/** The table is the rule: a caller that moves a conversion otherwise is a bug, and is stopped here. */
+export function assertTransition(id: string, from: ConversionStatus, to: ConversionStatus): void {
+  if (!canTransition(from, to)) throw new Error(`illegal transition of ${id}: ${from} -> ${to}`);
+}
+
 export function isStatus(value: unknown): value is ConversionStatus {
   return typeof value === 'string' && (STATUSES as readonly string[]).includes(value);
 }

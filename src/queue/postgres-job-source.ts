@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { PostgresStore } from '../store/postgres/postgres-store.ts';
+import type { Notifications } from '../store/postgres/notifications.ts';
+import type { QueueSql } from '../store/postgres/queue-sql.ts';
 import type { JobOwner, JobSource, Lane } from './job-source.ts';
 import { RecentUse } from './recent-use.ts';
 
@@ -58,26 +59,32 @@ export class PostgresJobSource implements JobSource {
   private queued = 0;
   private timers: NodeJS.Timeout[] = [];
   private unlisten: (() => Promise<void>) | null = null;
+  /** The claims, leases and counts: the queue's statements (queue-sql.ts). */
+  private readonly queue: QueueSql;
+  private readonly notifications: Notifications;
 
-  constructor(private readonly store: PostgresStore, private readonly options: PostgresJobSourceOptions = {}) {
+  /** `database`: a PostgresStore, whose queue and notifications this source uses. */
+  constructor(database: { queue: QueueSql; notifications: Notifications }, private readonly options: PostgresJobSourceOptions = {}) {
+    this.queue = database.queue;
+    this.notifications = database.notifications;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.node = options.node ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   }
 
   async start(): Promise<void> {
     // One daemon per database (its node lock): every lease there is a dead predecessor's.
-    if (!this.options.shared) await this.store.clearLeases();
-    this.unlisten = await this.store.listen(QUEUED, () => this.wake(), (error) => {
+    if (!this.options.shared) await this.queue.clearLeases();
+    this.unlisten = await this.notifications.listen(QUEUED, () => this.wake(), (error) => {
       this.options.log?.('queue.listen_lost', { error: error.message });
     });
     // Before the first renewal, which would otherwise keep the leases of the conversions this
     // node ran before its restart alive for good.
     if (this.options.shared) await this.takeBack();
     const renew = setInterval(() => {
-      void this.store.renewLeases(this.node, this.leaseMs).catch(() => undefined);
+      void this.queue.renewLeases(this.node, this.leaseMs).catch(() => undefined);
     }, Math.max(100, Math.floor(this.leaseMs / 3)));
     const look = setInterval(() => {
-      void this.store.countQueued().then((n) => {
+      void this.queue.countQueued().then((n) => {
         this.queued = n;
         if (n > 0) this.wake();
       }, () => undefined);
@@ -100,15 +107,15 @@ export class PostgresJobSource implements JobSource {
    * for the reaper (this node's, straight after, or another's) to take over as a dead node's.
    */
   private async takeBack(): Promise<void> {
-    const ended = await this.store.endLeasesOf(this.node);
+    const ended = await this.queue.endLeasesOf(this.node);
     if (ended > 0) this.options.log?.('queue.leases_taken_back', { node: this.node, leases: ended });
   }
 
   /** Takes over the running conversions of nodes that stopped renewing their leases. */
   private async reap(): Promise<void> {
     try {
-      for (const id of await this.store.expiredLeaseIds()) {
-        if (await this.store.takeExpiredLease(id)) {
+      for (const id of await this.queue.expiredLeaseIds()) {
+        if (await this.queue.takeExpiredLease(id)) {
           this.options.log?.('queue.lease_expired', { id });
           await this.options.onAbandoned?.(id);
         }
@@ -129,7 +136,7 @@ export class PostgresJobSource implements JobSource {
     if (owner) this.shares.set(owner.account, owner.share);
     this.queued += 1;
     // Every node hears it, this one too (its own listener wakes its workers).
-    void this.store.notify(QUEUED, id).catch(() => this.wake());
+    void this.notifications.notify(QUEUED, id).catch(() => this.wake());
   }
 
   remove(): boolean {
@@ -142,7 +149,7 @@ export class PostgresJobSource implements JobSource {
     // The quick lane: accounts running nothing anywhere in the cluster (the claim looks), and not
     // heavy by what they ran here lately.
     if (lane === 'quick') skip.push(...this.recent.heavy());
-    const claimed = await this.store.claimQueued(this.node, this.leaseMs, skip, lane === 'quick');
+    const claimed = await this.queue.claimQueued(this.node, this.leaseMs, skip, lane === 'quick');
     if (claimed === undefined) {
       this.queued = 0;
       return undefined;
@@ -166,7 +173,7 @@ export class PostgresJobSource implements JobSource {
       if (left > 0) this.runningByAccount.set(job.account, left);
       else this.runningByAccount.delete(job.account);
     }
-    void this.store.releaseLease(id, this.node).catch(() => undefined);
+    void this.queue.releaseLease(id, this.node).catch(() => undefined);
   }
 
   /** Queued conversions of the whole cluster (the database's count, refreshed every few seconds). */

@@ -5,7 +5,7 @@ import type { FormatDetails, FormatListing } from '../model/formats.ts';
 import type { ListPage } from '../model/list-page.ts';
 import type { AccountRecord } from '../model/account.ts';
 import { toPublicConversion, type ConversionRecord, type PublicConversion } from '../model/conversion.ts';
-import { ACTIVE_STATUSES, END_STATUSES, canTransition, isStatus, type ConversionStatus } from '../model/status.ts';
+import { ACTIVE_STATUSES, END_STATUSES, assertTransition, isStatus, type ConversionStatus } from '../model/status.ts';
 import type { JobOwner, JobSource } from '../queue/job-source.ts';
 import type { WorkerPool } from '../queue/worker-pool.ts';
 import type { BlobStore } from '../store/blob-store.ts';
@@ -315,10 +315,7 @@ export class ConversionService {
    * the input, wakes waiters and subscribers (webhooks).
    */
   async finish(record: ConversionRecord, patch: Partial<ConversionRecord>, store: Store = this.store): Promise<ConversionRecord> {
-    // The transition table of src/model/status.ts is the rule; a caller that breaks it is a bug.
-    if (patch.status && !canTransition(record.status, patch.status)) {
-      throw new Error(`illegal transition of ${record.id}: ${record.status} -> ${patch.status}`);
-    }
+    if (patch.status) assertTransition(record.id, record.status, patch.status);
     const updated = await store.updateConversion(record.id, {
       ...patch,
       // A password is kept no longer than the conversion needs it.

@@ -25,17 +25,17 @@ export class PeerSignals {
     private readonly log: RunnerLog,
   ) {
     conversions.events.subscribe((record) => {
-      if (this.listening) void database.notify(ENDED, record.id).catch(() => undefined);
+      if (this.listening) void database.notifications.notify(ENDED, record.id).catch(() => undefined);
     });
     conversions.cancelElsewhere = (id) => {
-      void database.notify(CANCELLED, id).catch(() => undefined);
+      void database.notifications.notify(CANCELLED, id).catch(() => undefined);
     };
   }
 
   async start(): Promise<void> {
     const lost = (error: Error) => this.log('peers.listen_lost', { error: error.message });
-    this.stops.push(await this.database.listen(ENDED, (id) => this.ended(id), lost));
-    this.stops.push(await this.database.listen(CANCELLED, (id) => void this.pool.abort(id, 'cancelled'), lost));
+    this.stops.push(await this.database.notifications.listen(ENDED, (id) => this.ended(id), lost));
+    this.stops.push(await this.database.notifications.listen(CANCELLED, (id) => void this.pool.abort(id, 'cancelled'), lost));
     this.listening = true;
   }
 

@@ -77,7 +77,7 @@ export class SharedRateLimiter implements RateLimiter {
 
   private async takeBatch(key: string, limit: number): Promise<void> {
     const want = rateBatch(limit);
-    const { tokens, taken } = await this.database.takeRateTokens(key, limit, want);
+    const { tokens, taken } = await this.database.rateBuckets.takeRateTokens(key, limit, want);
     const now = this.now();
     this.held.set(key, {
       limit, tokens: taken, left: tokens, at: now,
@@ -102,11 +102,11 @@ export class SharedFailureBuckets implements FailureBuckets {
 
   async take(key: string, perMinute: number): Promise<number | null> {
     if (perMinute <= 0) return null;
-    const { tokens, allowed } = await this.database.takeRateToken(key, perMinute);
+    const { tokens, allowed } = await this.database.rateBuckets.takeRateToken(key, perMinute);
     return allowed ? null : decisionOf(perMinute, tokens, allowed).retryAfterSeconds;
   }
 
   async giveBack(key: string, perMinute: number): Promise<void> {
-    if (perMinute > 0) await this.database.returnRateToken(key, perMinute);
+    if (perMinute > 0) await this.database.rateBuckets.returnRateToken(key, perMinute);
   }
 }

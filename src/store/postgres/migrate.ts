@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { MIGRATIONS, type Migration } from './migrations.ts';
+import { LOCK_KEY } from './sql.ts';
 
 /** Held while migrating (within the schema's name): nodes that start together apply each step once. */
 const MIGRATION_LOCK = 'convd:migrate';
-const LOCK_KEY = "hashtextextended(current_schema() || ':' || $1, 0)";
 
 export interface MigrationReport {
   /** Steps applied by this call, in order. */

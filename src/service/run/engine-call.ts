@@ -1,0 +1,73 @@
+import { handedOver } from '../../engines/hand-over.ts';
+import type { Engine, EngineOutput } from '../../engines/types.ts';
+import { formatSeconds } from '../../engines/units.ts';
+import type { FormatRegistry } from '../../formats/registry.ts';
+import type { ConversionPair } from '../../engines/pairs.ts';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionRecord } from '../../model/conversion.ts';
+import type { Lane } from '../../queue/job-source.ts';
+import { explainOutputCap, type OutputLimit } from '../output-limit.ts';
+import { withTimeLimit } from '../time-limit.ts';
+import type { EngineGates } from './engine-gates.ts';
+
+/** What an engine is given for one conversion, and where its own time is told. */
+export interface EngineCall {
+  record: ConversionRecord;
+  inputPath: string;
+  outputPath: string;
+  signal: AbortSignal;
+  lane: Lane;
+  maxOutput: OutputLimit;
+  /** The time limit of a pair on the account's plan. */
+  timeLimitOf: (pair: ConversionPair) => number;
+  onProgress: (percent: number) => void;
+  /** The engine's own time of an attempt (ms), as its limit counts it: told whichever way it ended. */
+  onEngineTime: (ms: number) => void;
+}
+
+/**
+ * Converts on the pair's engine, or on the one it hands the job over to (handedOver), each behind
+ * its gate (if it limits its own runs) and within its time limit.
+ */
+export function convertOnEngines(call: EngineCall, pair: ConversionPair, engine: Engine, registry: FormatRegistry, gates: EngineGates): Promise<EngineOutput | void> {
+  const convertOn = (chosen: ConversionPair, on: Engine): Promise<EngineOutput | void> => {
+    const gate = gates.of(on);
+    return gate ? gate.run(call.signal, () => convertWithinLimit(call, chosen, on), call.lane === 'quick') : convertWithinLimit(call, chosen, on);
+  };
+  return convertOn(pair, engine).catch((error: unknown) => {
+    const handedTo = handedOver(error, pair, (name) => registry.engine(name));
+    return convertOn(handedTo.pair, handedTo.engine);
+  });
+}
+
+async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engine: Engine): Promise<EngineOutput | void> {
+  const { record, signal, maxOutput } = call;
+  const timeoutMs = call.timeLimitOf(chosen);
+  const limited = withTimeLimit(signal, timeoutMs, engine.startsClock === true);
+  // The engine's own time, as its limit counts it: from the start of the work (after a
+  // LibreOffice instance or an engine host is started or free), not the wait before.
+  let began = engine.startsClock === true ? null : performance.now();
+  const startClock = () => {
+    began ??= performance.now();
+    limited.start();
+  };
+  try {
+    return await engine.convert({
+      inputPath: call.inputPath, outputPath: call.outputPath, source: record.source, target: record.target,
+      variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress: call.onProgress, maxOutputBytes: maxOutput.bytes,
+      startClock,
+      timeLimitMs: timeoutMs,
+      tenant: record.account_id,
+      ...(call.lane === 'quick' ? { quick: true } : {}),
+      ...(record.input.kind === 'url' ? { sourceUrl: record.input.url } : {}),
+    });
+  } catch (error) {
+    if (limited.timedOut()) {
+      throw new ConversionFailure('timeout', `The conversion took longer than the limit of ${formatSeconds(timeoutMs)}.`);
+    }
+    throw explainOutputCap(error, maxOutput);
+  } finally {
+    if (began !== null) call.onEngineTime(Math.round(performance.now() - began));
+    limited.dispose();
+  }
+}

@@ -1,0 +1,52 @@
+import type { ConversionRecord } from '../../model/conversion.ts';
+import type { BlobStore, LocalFile } from '../../store/blob-store.ts';
+import { prepareJobFiles, removeJobDir, type JobFiles } from '../job-dir.ts';
+
+/**
+ * What one run keeps on disk: a local copy of the input, the run's own directory (the input under
+ * the user's file name, the output, what engines add), and the output while it is not the
+ * conversion's result (yet). All of it goes when the run ends, whichever way.
+ */
+export class RunFiles {
+  /** The paths the engine was given, with the words its messages show instead. */
+  known: Record<string, string> = {};
+  private input: LocalFile | null = null;
+  private jobDir: string | null = null;
+  /** The output of this run while it is not the conversion's result: removed on any failure. */
+  private pendingOutput: string | null = null;
+
+  constructor(private readonly blobs: BlobStore, private readonly id: string) {}
+
+  /** The run's directory with the input in it, and where the engine writes the output. */
+  async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string): Promise<JobFiles> {
+    this.input = await this.blobs.localInput(this.id);
+    this.jobDir = await this.blobs.workDirFor(this.id);
+    const jobDir = this.jobDir;
+    const files = await prepareJobFiles(jobDir, this.input.path, record.original_name, sourceExtension, targetExtension);
+    this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file', [`${jobDir}/`]: '', [jobDir]: '.' };
+    this.pendingOutput = files.outputPath;
+    return files;
+  }
+
+  /** The output becomes the conversion's result: no longer this run's to remove. */
+  async adoptResult(outputPath: string): Promise<void> {
+    await this.blobs.adoptResult(this.id, outputPath);
+    this.pendingOutput = null;
+  }
+
+  /**
+   * Before a failure is recorded: once a client sees it, nothing of the run is on disk. A removal
+   * that fails here is tried again by `release` (the end is recorded either way).
+   */
+  async discardBeforeFailure(): Promise<void> {
+    if (this.pendingOutput) await this.blobs.discardOutput(this.pendingOutput).then(() => (this.pendingOutput = null), () => undefined);
+    if (this.jobDir) await removeJobDir(this.jobDir).then(() => (this.jobDir = null), () => undefined);
+  }
+
+  /** At the end of the run, whichever way it ended. */
+  async release(): Promise<void> {
+    if (this.pendingOutput) await this.blobs.discardOutput(this.pendingOutput);
+    if (this.jobDir) await removeJobDir(this.jobDir);
+    await this.input?.release();
+  }
+}
