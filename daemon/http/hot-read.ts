@@ -29,7 +29,7 @@ const HOT_RULES: FailureRules<PlainAnswer> = { failure: (error, exchange) => err
  * the same admission (maintenance, key, rate limit, scope), the same service call, the same JSON
  * and error shape, and the same pipeline pieces (pipeline.ts: the Exchange with its timing and
  * language, `settle` for failures and their log, `report`) without the H3Event wrapper around
- * them; test/api-hot-read.test.ts holds the two paths to byte-identical answers.
+ * them; test/api/hot-read.test.ts holds the two paths to byte-identical answers.
  *
  * Returns false, touching nothing, for every other request: those go to h3 (a `?wait=`, an
  * encoded or odd id, another method or path).

@@ -1,5 +1,5 @@
 /**
- * Run by engines-session-priority.test.ts as an unprivileged user: starts STARTED engine
+ * Run by engines/session-priority.test.ts as an unprivileged user: starts STARTED engine
  * processes at once, through runProcess (`processes`; `long`: each runs past LONG_RUN_MS) or
  * through the HTML engine's browser wrapper with a stand-in for Chromium (`wrapper`), and prints
  * each one's autogroup line (or `none`), one per line.

@@ -1,0 +1,283 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { after, before, describe, it } from 'node:test';
+import { PDFDict, PDFDocument, PDFName, StandardFonts } from 'pdf-lib';
+import sharp from 'sharp';
+import { ConversionFailure, HandOver } from '../../src/errors/api-error.ts';
+import { createPdfEngine } from '../../src/engines/pdf/pdf-engine.ts';
+import type { EngineJob } from '../../src/engines/types.ts';
+import type { ConversionPair } from '../../src/engines/pairs.ts';
+import type { ConversionOptions } from '../../src/model/conversion.ts';
+
+const engine = createPdfEngine();
+const status = await engine.probe();
+const pairs = engine.pairs();
+
+const IMAGE_WIDTH = 120;
+const IMAGE_HEIGHT = 80;
+const TIFF_PAGES = 3;
+const A4: [number, number] = [595.28, 841.89];
+const LETTER: [number, number] = [612, 792];
+
+let dir: string;
+let counter = 0;
+const proven = new Set<string>();
+const fixtures = new Map<string, string>();
+
+function frame(red: number, alpha = 1) {
+  return sharp({ create: { width: IMAGE_WIDTH, height: IMAGE_HEIGHT, channels: 4, background: { r: red, g: 120, b: 60, alpha } } });
+}
+
+/** Text whose layout is known: 57 short lines with Greek, Cyrillic and accents, then one of 500 characters. */
+const TEXT = [
+  ...Array.from({ length: 57 }, (_, i) => `${i + 1}\tÜber Ωμέγα — Привет, мир € ½ “quotes”`),
+  'word '.repeat(100).trim(),
+].join('\n') + '\n';
+
+/** A PDF with metadata, three pages and uncompressed content streams, the way many tools write them. */
+async function samplePdf(): Promise<Uint8Array> {
+  const doc = await PDFDocument.create();
+  doc.setTitle('Quarterly report');
+  doc.setAuthor('Ada Lovelace');
+  doc.setSubject('Numbers');
+  doc.setKeywords(['q3', 'finance']);
+  doc.setCreator('convd tests');
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  for (let p = 0; p < 3; p++) {
+    const page = doc.addPage([612, 792]);
+    for (let line = 0; line < 40; line++) page.drawText(`Page ${p + 1}, line ${line + 1}: the same words again and again`, { x: 50, y: 740 - line * 16, size: 11, font });
+  }
+  return doc.save({ useObjectStreams: false, updateFieldAppearances: false });
+}
+
+function defaults(pair: ConversionPair | undefined): ConversionOptions {
+  const options: ConversionOptions = {};
+  for (const d of pair?.options ?? []) if (d.default !== null) options[d.name] = d.default;
+  return options;
+}
+
+function job(source: string, inputPath: string, extra: Partial<EngineJob> = {}, options: ConversionOptions = {}): EngineJob {
+  const pair = pairs.find((p) => p.source === source);
+  return {
+    inputPath, outputPath: join(dir, `out-${++counter}.pdf`), source, target: 'pdf',
+    variant: pair?.variants[0]?.key ?? null, options: { ...defaults(pair), ...options },
+    signal: new AbortController().signal, onProgress: () => undefined, ...extra,
+  };
+}
+
+async function load(path: string): Promise<PDFDocument> {
+  return PDFDocument.load(await readFile(path), { updateMetadata: false });
+}
+
+function pageSizes(doc: PDFDocument): [number, number][] {
+  return doc.getPages().map((page) => {
+    const { width, height } = page.getSize();
+    return [Number(width.toFixed(2)), Number(height.toFixed(2))];
+  });
+}
+
+async function fails(promise: Promise<unknown>, code: string, pattern?: RegExp): Promise<void> {
+  let caught: unknown;
+  await promise.catch((error: unknown) => (caught = error));
+  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure, got ${String(caught)}`);
+  assert.equal(caught.code, code, caught.message);
+  if (pattern) assert.match(caught.message, pattern);
+}
+
+async function write(name: string, content: string | Uint8Array): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, content);
+  return path;
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'convd-pdf-'));
+  const rgb = frame(200).removeAlpha();
+  fixtures.set('jpg', await write('in.jpg', await rgb.clone().jpeg().toBuffer()));
+  fixtures.set('png', await write('in.png', await frame(30, 0.5).png().toBuffer()));
+  fixtures.set('webp', await write('in.webp', await rgb.clone().webp().toBuffer()));
+  fixtures.set('gif', await write('in.gif', await rgb.clone().gif().toBuffer()));
+  fixtures.set('avif', await write('in.avif', await rgb.clone().avif().toBuffer()));
+  const pages = await Promise.all([10, 120, 240].map((red) => frame(red).removeAlpha().png().toBuffer()));
+  fixtures.set('tiff', await write('in.tiff', await sharp(pages, { join: { animated: true } }).tiff().toBuffer()));
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${IMAGE_WIDTH}" height="${IMAGE_HEIGHT}"><rect width="100%" height="100%" fill="#2060a0"/><circle cx="60" cy="40" r="30" fill="#f0c020"/></svg>`;
+  fixtures.set('svg', await write('in.svg', svg));
+  fixtures.set('svgz', await write('in.svgz', gzipSync(svg)));
+  fixtures.set('txt', await write('in.txt', TEXT));
+  fixtures.set('pdf', await write('in.pdf', await samplePdf()));
+});
+
+after(async () => {
+  console.log(`pdf engine: ${proven.size} of ${pairs.length} pairs proven`);
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('pdf engine', () => {
+  it('offers images, txt and pdf -> pdf with their variants', () => {
+    assert.ok(status.available, status.detail);
+    for (const source of ['jpg', 'png', 'webp', 'gif', 'tiff', 'avif', 'svg', 'svgz', 'txt', 'pdf']) {
+      assert.ok(pairs.some((p) => p.source === source && p.target === 'pdf'), `${source} -> pdf`);
+    }
+    assert.deepEqual(pairs.find((p) => p.source === 'png')?.variants.map((v) => v.key), ['fit', 'a4', 'letter']);
+    assert.deepEqual(pairs.find((p) => p.source === 'pdf')?.variants.map((v) => v.key), ['compress', 'linearize']);
+    for (const pair of pairs) assert.equal(pair.kind, 'pdf');
+  });
+});
+
+describe('every pdf pair converts, checked with pdf-lib', () => {
+  for (const pair of pairs) {
+    it(`${pair.source} -> ${pair.target}`, async () => {
+      const input = fixtures.get(pair.source);
+      assert.ok(input, `no fixture for ${pair.source}: add one`);
+      const progress: number[] = [];
+      const j = job(pair.source, input, { onProgress: (p) => progress.push(p) });
+      await engine.convert(j);
+      const doc = await load(j.outputPath);
+      if (pair.source === 'txt') {
+        // 57 lines + a 500-character line wrapped to 7 lines = 64 lines; A4 with the defaults holds 58.
+        assert.deepEqual(pageSizes(doc), [A4, A4]);
+      } else if (pair.source === 'pdf') {
+        assert.equal(doc.getPageCount(), 3);
+        assert.equal(doc.getTitle(), 'Quarterly report');
+      } else {
+        const count = pair.source === 'tiff' ? TIFF_PAGES : 1;
+        // Variant `fit`: the page is the image at 72 dpi.
+        assert.deepEqual(pageSizes(doc), Array.from({ length: count }, () => [IMAGE_WIDTH, IMAGE_HEIGHT]));
+      }
+      assert.equal(progress.at(-1), 100);
+      proven.add(`${pair.source}->${pair.target}`);
+    });
+  }
+});
+
+describe('images -> pdf: page size variants and margin', () => {
+  it('a4 and letter pages, landscape for a landscape image, image scaled down to fit', async () => {
+    const wide = await write('wide.png', await sharp({ create: { width: 2000, height: 1000, channels: 3, background: '#336699' } }).png().toBuffer());
+    const a4 = job('png', wide, { variant: 'a4' }, { margin: 20 });
+    const tall = await write('tall.png', await sharp({ create: { width: 80, height: 120, channels: 3, background: '#993366' } }).png().toBuffer());
+    const letter = job('png', tall, { variant: 'letter' });
+    await engine.convert(a4);
+    await engine.convert(letter);
+    const a4Doc = await load(a4.outputPath);
+    assert.deepEqual(pageSizes(a4Doc), [[A4[1], A4[0]]]);
+    assert.deepEqual(pageSizes(await load(letter.outputPath)), [LETTER]);
+  });
+
+  it('margin grows a fitted page on every side', async () => {
+    const j = job('webp', fixtures.get('webp')!, {}, { margin: 10 });
+    await engine.convert(j);
+    assert.deepEqual(pageSizes(await load(j.outputPath)), [[IMAGE_WIDTH + 20, IMAGE_HEIGHT + 20]]);
+  });
+
+  it('the image resolution sets the physical size: 144 dpi is half the points', async () => {
+    const hiDpi = await write('hidpi.jpg', await frame(90).removeAlpha().jpeg().withMetadata({ density: 144 }).toBuffer());
+    const j = job('jpg', hiDpi);
+    await engine.convert(j);
+    assert.deepEqual(pageSizes(await load(j.outputPath)), [[IMAGE_WIDTH / 2, IMAGE_HEIGHT / 2]]);
+  });
+
+  it('an EXIF-rotated JPEG is placed upright', async () => {
+    // Orientation 6: stored landscape, shown portrait.
+    const rotated = await write('rotated.jpg', await frame(90).removeAlpha().jpeg().withMetadata({ orientation: 6 }).toBuffer());
+    const j = job('jpg', rotated);
+    await engine.convert(j);
+    assert.deepEqual(pageSizes(await load(j.outputPath)), [[IMAGE_HEIGHT, IMAGE_WIDTH]]);
+  });
+
+  it('a truncated PNG or JPEG and a text file named .jpg are input_invalid', async () => {
+    const png = await readFile(fixtures.get('png')!);
+    await fails(engine.convert(job('png', await write('cut.png', png.subarray(0, png.length >> 1)))), 'input_invalid');
+    const big = await sharp({ create: { width: 400, height: 300, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).jpeg().toBuffer();
+    await fails(engine.convert(job('jpg', await write('cut.jpg', big.subarray(0, big.length >> 1)))), 'input_invalid');
+    await fails(engine.convert(job('jpg', await write('text.jpg', 'not an image at all'))), 'input_invalid');
+  });
+});
+
+describe('txt -> pdf', () => {
+  it('embeds the shipped font (subset) so Unicode text is real text', async () => {
+    const j = job('txt', fixtures.get('txt')!);
+    await engine.convert(j);
+    const doc = await load(j.outputPath);
+    const fontFiles = doc.context.enumerateIndirectObjects().filter(([, object]) => object instanceof PDFDict && object.has(PDFName.of('FontFile2')));
+    assert.equal(fontFiles.length, 1, 'one embedded TrueType font');
+    assert.ok((await stat(j.outputPath)).size < 60_000, 'subset, not the whole 340 kB font');
+  });
+
+  it('letter variant, font size and form feeds', async () => {
+    const j = job('txt', await write('ff.txt', 'first page\fsecond page\n\fthird page\n'), { variant: 'letter' }, { font_size: 14 });
+    await engine.convert(j);
+    assert.deepEqual(pageSizes(await load(j.outputPath)), [LETTER, LETTER, LETTER]);
+  });
+
+  it('an empty file is one blank page', async () => {
+    const j = job('txt', await write('empty.txt', ''));
+    await engine.convert(j);
+    assert.equal((await load(j.outputPath)).getPageCount(), 1);
+  });
+
+  it('text outside the font, or written right to left, is handed over (to Chromium) with a clear message, never garbled output', async () => {
+    const handedOver = async (promise: Promise<unknown>, pattern: RegExp) => {
+      const caught = await promise.then(() => undefined, (error: unknown) => error);
+      assert.ok(caught instanceof HandOver, `expected HandOver, got ${String(caught)}`);
+      assert.match(caught.message, pattern);
+    };
+    await handedOver(engine.convert(job('txt', await write('cjk.txt', 'fine\nthen 漢字\n'))), /Line 2, column 6: "漢" \(U\+6F22\) is not in DejaVu Sans Mono/);
+    await handedOver(engine.convert(job('txt', await write('hebrew.txt', 'שלום\n'))), /right-to-left/);
+  });
+
+  it('binary data and bytes that are not UTF-8 are input_invalid with the line', async () => {
+    await fails(engine.convert(job('txt', await write('nul.txt', 'a\nb\u0000c\n'))), 'input_invalid', /Line 2 contains the control character U\+0000/);
+    await fails(engine.convert(job('txt', await write('latin1.txt', Buffer.from([0x61, 0x0a, 0x62, 0x0a, 0xe9, 0x0a])))), 'input_invalid', /line 3/);
+  });
+});
+
+describe('pdf -> pdf', () => {
+  it('compress: smaller, same pages, metadata preserved', async () => {
+    const j = job('pdf', fixtures.get('pdf')!, { variant: 'compress' });
+    await engine.convert(j);
+    const [before, after] = [(await stat(fixtures.get('pdf')!)).size, (await stat(j.outputPath)).size];
+    assert.ok(after < before * 0.7, `${before} -> ${after} bytes`);
+    const doc = await load(j.outputPath);
+    assert.equal(doc.getPageCount(), 3);
+    assert.deepEqual(
+      [doc.getTitle(), doc.getAuthor(), doc.getSubject(), doc.getKeywords(), doc.getCreator()],
+      ['Quarterly report', 'Ada Lovelace', 'Numbers', 'q3 finance', 'convd tests'],
+    );
+    assert.match((await readFile(j.outputPath)).toString('latin1'), /\/Type\s*\/ObjStm/, 'uses object streams');
+  });
+
+  it('linearize: a linearization dictionary first, same pages, metadata preserved', async () => {
+    const j = job('pdf', fixtures.get('pdf')!, { variant: 'linearize' });
+    await engine.convert(j);
+    const head = (await readFile(j.outputPath)).subarray(0, 1024).toString('latin1');
+    assert.match(head, /<<\s*\/Linearized 1/);
+    const doc = await load(j.outputPath);
+    assert.equal(doc.getPageCount(), 3);
+    assert.equal(doc.getAuthor(), 'Ada Lovelace');
+  });
+
+  it('a PDF with a broken xref, a truncated PDF and a PNG named .pdf are input_invalid', async () => {
+    const original = await readFile(fixtures.get('pdf')!);
+    const text = original.toString('latin1');
+    // Every xref offset moved by 7 bytes: the table points into the middle of objects.
+    const shifted = text.replace(/(\d{10}) 00000 n/g, (_, offset: string) => `${String(Number(offset) + 7).padStart(10, '0')} 00000 n`);
+    assert.notEqual(shifted, text);
+    await fails(engine.convert(job('pdf', await write('broken-xref.pdf', Buffer.from(shifted, 'latin1')))), 'input_invalid', /not a readable PDF/);
+    await fails(engine.convert(job('pdf', await write('cut.pdf', original.subarray(0, original.length >> 1)))), 'input_invalid');
+    await fails(engine.convert(job('pdf', await write('image.pdf', await readFile(fixtures.get('png')!)))), 'input_invalid');
+  });
+
+  it('a cancelled rewrite stops qpdf and rejects with the reason', async () => {
+    const controller = new AbortController();
+    const reason = new Error('cancelled');
+    controller.abort(reason);
+    await assert.rejects(engine.convert(job('pdf', fixtures.get('pdf')!, { signal: controller.signal })), (e) => e === reason);
+    const running = new AbortController();
+    const conversion = engine.convert(job('pdf', fixtures.get('pdf')!, { signal: running.signal, variant: 'linearize' }));
+    setImmediate(() => running.abort(reason));
+    await assert.rejects(conversion, (e) => e === reason);
+  });
+});

@@ -1,0 +1,153 @@
+/**
+ * The HTML engine through a real daemon: a page, a zip and Markdown convert and are charged a
+ * document's weight; a hung page ends `timeout` at the html time limit while pages sent with it
+ * succeed; a page's attempts to reach loopback reach nothing; no Chromium process outlives the
+ * daemon, stopped (SIGTERM) or killed (kill -9), and the next daemon removes what a killed one left.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { findChromium } from '../../src/engines/html/find-chromium.ts';
+import { startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
+import { startCanary, type Canary } from '../helpers/canary.ts';
+import { browserGroupsOf, liveMembers } from '../helpers/chromium.ts';
+import { htmlSiteZip } from '../helpers/html.ts';
+import { markersIn, READER, WRITER } from '../helpers/html-markers.ts';
+import { submitJson } from '../helpers/api-support.ts';
+import { createServer as createHttpServer } from 'node:http';
+import { OFFICE_MARKER } from '../helpers/office.ts';
+import { assertHtmlOutput } from '../helpers/registry-pairs-fixtures.ts';
+import { download, meteredClient, uploadFile, waitForEnd, waitUntil, type Client } from '../helpers/registry-pairs-daemon.ts';
+
+const chromium = await findChromium(process.env);
+const skip = chromium.ready || process.env.CI === 'true' ? false : `Chromium is not installed here: ${chromium.ready ? '' : chromium.problem}`;
+
+let dir: string;
+let daemon: DaemonHandle;
+let client: Client;
+let canary: Canary;
+
+before(async () => {
+  if (skip) return;
+  dir = await mkdtemp(join(tmpdir(), 'convd-hostile-html-'));
+  canary = await startCanary();
+  daemon = await startDaemon({ args: ['--html-pages', '4', '--engine-timeout-ms', 'html=4s', '--workers', '4'] });
+  client = await meteredClient(daemon, 'pro');
+});
+
+after(async () => {
+  await daemon?.dispose();
+  canary?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function convert(name: string, data: string | Buffer, fields: Record<string, string>) {
+  const path = join(dir, name);
+  await writeFile(path, data);
+  const created = await uploadFile(client, { wait: '30', ...fields }, path, name);
+  assert.ok(created.status === 200 || created.status === 202, `${name}: ${created.status} ${JSON.stringify(created.body)}`);
+  return created.body.status === 'succeeded' || created.body.status === 'failed' ? created.body : waitForEnd(client, created.body.id);
+}
+
+async function expectPage(name: string, data: string | Buffer, target: string) {
+  const done = await convert(name, data, { target });
+  assert.equal(done.status, 'succeeded', `${name}: ${JSON.stringify(done.error)}`);
+  assert.equal(done.credits, 2, 'a document\'s weight');
+  const output = join(dir, `${done.id}.${target}`);
+  await download(client, done.id, output);
+  await assertHtmlOutput(target, output);
+}
+
+const page = `<!doctype html><html><body><h1>Hello</h1><p>${OFFICE_MARKER}</p></body></html>`;
+
+describe('HTML through the daemon', { skip }, () => {
+  it('a page, a zip of a page and Markdown convert to PDF and images', async () => {
+    await expectPage('page.html', page, 'pdf');
+    await expectPage('site.zip', htmlSiteZip(), 'png');
+    const md = await convert('notes.md', `# Notes\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n${OFFICE_MARKER}\n`, { target: 'pdf' });
+    assert.equal(md.status, 'succeeded', JSON.stringify(md.error));
+    const output = join(dir, 'notes.pdf');
+    await download(client, md.id, output);
+    await assertHtmlOutput('pdf', output);
+  });
+
+  it('a hung page fails with timeout at the html limit while three sent with it succeed; the canary sees nothing', async () => {
+    const hung = `<!doctype html><html><body><img src="http://127.0.0.1:${canary.port}/x"><script>fetch('http://127.0.0.1:${canary.port}/'); while (true) {}</script></body></html>`;
+    const began = Date.now();
+    const [stuck, ...fine] = await Promise.all([
+      convert('hung.html', hung, { target: 'pdf' }),
+      ...[1, 2, 3].map((i) => convert(`fine-${i}.html`, page, { target: 'pdf' })),
+    ]);
+    assert.equal(stuck.status, 'failed');
+    assert.equal(stuck.error?.code, 'timeout', JSON.stringify(stuck.error));
+    assert.equal(stuck.credits, 0);
+    assert.ok(Date.now() - began < 20_000);
+    for (const done of fine) assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    await expectPage('after-hung.html', page, 'jpg');
+    assert.equal(canary.hits(), 0, 'no connection reached the canary');
+  });
+});
+
+describe('html_reuse account through the daemon', { skip }, () => {
+  it('one page URL converted by account A twice, then by B: the second and third find nothing of the first', async () => {
+    // The same URL each time, so the same origin: only the clean-up between conversions stands
+    // between them. The server hands out the writer first, then the reader.
+    let served = 0;
+    const pages = createHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(served++ === 0 ? WRITER : READER);
+    });
+    await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', () => resolve()));
+    const reusing = await startDaemon({ args: ['--html-reuse', 'account', '--html-pages', '1', '--allow-private-urls'] });
+    try {
+      const [a, b] = [await meteredClient(reusing, 'pro'), await meteredClient(reusing, 'free')];
+      const url = `http://127.0.0.1:${(pages.address() as { port: number }).port}/invoice.html`;
+      const results: Record<string, string>[] = [];
+      for (const client of [a, a, b]) {
+        const created = await submitJson(client, { url, source: 'html', target: 'pdf', wait_for_selector: '#done', wait: 30 });
+        assert.ok(created.status === 200 || created.status === 202, JSON.stringify(created.body));
+        const done = created.body.status === 'succeeded' ? created.body : await waitForEnd(client, created.body.id);
+        assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+        const output = join(dir, `${done.id}.pdf`);
+        await download(client, done.id, output);
+        results.push(await markersIn(output));
+      }
+      assert.equal(served, 3);
+      // 127.0.0.1 is a secure context: Cache Storage is there.
+      assert.deepEqual(results[0], { local: 'MARK', session: 'MARK', cookie: 'MARK', idb: 'MARK', cache: 'MARK', broadcast: 'MARK' });
+      for (const found of results.slice(1)) assert.deepEqual(found, { local: 'none', session: 'none', cookie: 'none', idb: 'none', cache: 'none', broadcast: 'none' });
+    } finally {
+      await reusing.dispose();
+      pages.close();
+    }
+  });
+});
+
+describe('no Chromium outlives the daemon', { skip }, () => {
+  it('SIGTERM: the browser ends with the daemon', async () => {
+    await expectPage('before-stop.html', page, 'pdf');
+    const groups = browserGroupsOf(daemon.process.pid!);
+    assert.ok(groups.length >= 1, 'a browser runs');
+    await daemon.stop();
+    await waitUntil(() => groups.every((pgid) => liveMembers(pgid).length === 0), 10_000, 'every Chromium process to end');
+  });
+
+  it('kill -9: the browser dies with it; the next daemon removes the directory it left', async () => {
+    daemon = await daemon.restart();
+    client = await meteredClient(daemon, 'pro');
+    await expectPage('before-kill.html', page, 'pdf');
+    const killed = daemon.process.pid!;
+    const groups = browserGroupsOf(killed);
+    assert.ok(groups.length >= 1, 'a browser runs');
+    const left = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-chromium-${killed}-`));
+    assert.ok(left().length >= 1, 'the browser\'s directory, named after the daemon');
+    await daemon.kill();
+    await waitUntil(() => groups.every((pgid) => liveMembers(pgid).length === 0), 10_000, 'every Chromium process to die with the daemon');
+    daemon = await daemon.restart();
+    client = await meteredClient(daemon, 'pro');
+    await expectPage('after-kill.html', page, 'pdf');
+    assert.deepEqual(left(), [], 'the next daemon removed it');
+  });
+});

@@ -1,0 +1,77 @@
+/**
+ * A conversion's start is on disk before its engine runs: a daemon that dies a moment into the
+ * engine (a crashing decoder) is found `processing` at its next start and counted as interrupted,
+ * so that a conversion that kills it cannot be run again and again (the crash-loop rule).
+ */
+import assert from 'node:assert/strict';
+import { readdir, readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Engine } from '../../src/engines/types.ts';
+import type { ConversionRecord } from '../../src/model/conversion.ts';
+import { defaultServiceConfig } from '../../src/service/config.ts';
+import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
+import { decodeCopy } from '../../src/store/durable-json-file.ts';
+
+let dir: string;
+let system: ConversionSystem;
+/** What the store's files on disk said about each conversion when the engine was called. */
+const onDiskAtStart = new Map<string, string | undefined>();
+
+/** The status of conversion `id` in the newest whole copy of the store's files on disk. */
+async function statusOnDisk(storeDir: string, id: string): Promise<string | undefined> {
+  let best: { seq: number; status: string } | undefined;
+  for (const entry of await readdir(storeDir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.json')) continue;
+    const bytes = await readFile(join(entry.parentPath, entry.name));
+    if (bytes.length === 0) continue;
+    const copy = decodeCopy<{ conversions?: ConversionRecord[] }>(bytes);
+    const record = copy.valid ? copy.data.conversions?.find((c) => c.id === id) : undefined;
+    if (copy.valid && record && (!best || copy.seq > best.seq)) best = { seq: copy.seq, status: record.status };
+  }
+  return best?.status;
+}
+
+/** An engine that only looks at the disk when it is called, then writes a result. */
+const looking: Engine = {
+  name: 'looking',
+  probe: async () => ({ name: 'looking', available: true }),
+  pairs: () => [{ source: 'txt', target: 'csv', engine: 'looking', kind: 'data', options: [], variants: [] }],
+  formats: () => [{ key: 'txt', extensions: ['txt'], mime: 'text/plain' }, { key: 'csv', extensions: ['csv'], mime: 'text/csv' }],
+  async convert(job) {
+    const id = /(cnv_[a-z0-9]+)-/.exec(job.outputPath)![1]!;
+    onDiskAtStart.set(id, await statusOnDisk(join(dir, 'data', 'store'), id));
+    // Long enough for the next conversion's submission to be on disk well before it starts.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await writeFile(job.outputPath, 'a\n');
+  },
+};
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'convd-durable-start-'));
+  system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig(), workers: 1, engines: [looking] });
+  await system.start();
+});
+after(async () => {
+  await system.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the start of a conversion', () => {
+  it('is on disk as processing before its engine is called, also when it waited in the queue', async () => {
+    const owner = await system.accounts.createAccount({ plan: 'unmetered', name: 'durable' });
+    const submit = async () => {
+      const path = system.blobs.spoolPath();
+      await writeFile(path, 'x');
+      return (await system.conversions.create(owner, { fields: { target: 'csv' }, options: {}, files: [{ path, size: 1, sha256: '', filename: 'a.txt' }] })).record;
+    };
+    // One worker: the second waits for the first, and starts long after its submission was written.
+    const [first, second] = [await submit(), await submit()];
+    for (const record of [first, second]) {
+      const ended = await system.conversions.waitForEnd(record, 10);
+      assert.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
+      assert.equal(onDiskAtStart.get(record.id), 'processing', `${record.id} on disk when its engine began`);
+    }
+  });
+});
