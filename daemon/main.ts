@@ -132,7 +132,7 @@ DATA_DIR/first-api-key (mode 0600) and the log names that file, never the key.`)
     .action(async (options: Record<string, unknown>) => {
       const result = await loadOrExit(options);
       if (!result) return;
-      const { serve } = await import('./serve.ts');
+      const { serve } = await import('./serve-process.ts');
       await serve(result.loaded, result.input);
     });
 

@@ -12,7 +12,7 @@ import type { RequestInfo } from './http/pipeline.ts';
 import { bootstrapFirstAccount } from './bootstrap.ts';
 import type { DaemonConfig } from './config.ts';
 import { startAdminSocket } from './admin/socket.ts';
-import { startHttpServer, type HttpServerHandle, type TlsFiles } from './http-server.ts';
+import { startHttpServer, type HttpServerHandle, type TlsFiles } from './listen.ts';
 import { levelOfEvent, type Logger } from './log.ts';
 import { buildOpenApi } from './openapi/document.ts';
 import { DiskSpace, LOW_DISK_RETRY_AFTER } from './ops/disk-space.ts';

@@ -2,7 +2,7 @@ import { ConfigError, loadConfig, type ConfigInput, type LoadedConfig } from './
 import { SETTINGS_BY_KEY } from './config-settings.ts';
 import { createLogger, type Logger } from './log.ts';
 import { memoryAllocator } from './ops/allocator.ts';
-import { startDaemon, type RunningDaemon } from './server.ts';
+import { startDaemon, type RunningDaemon } from './compose-daemon.ts';
 import { DataDirLockedError } from '../src/store/data-dir-lock.ts';
 import { StoreUnavailableError } from '../src/store/unavailable.ts';
 
