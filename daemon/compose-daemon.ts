@@ -103,8 +103,7 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
 
   const http = await startHttpServer(app.listener, config.host, config.port, config.tls ? await readTlsFiles(config.tls) : null, config.requestTimeoutMs);
   serviceConfig.baseUrl = baseUrlOf(live.publicUrl ?? http.url);
-  const metricsServer = config.metricsListen ? metricsListener(ops) : null;
-  const metricsUrl = metricsServer && config.metricsListen ? await listenPlain(metricsServer, config.metricsListen) : null;
+  const metricsListening = config.metricsListen ? await listenForMetrics(ops, config.metricsListen) : null;
   const adminSocket = await startAdminSocket(config.dataDir, system, signIn);
   // Only now that every address is bound: a start that fails on one (EADDRINUSE) has created no
   // account, so the next start still creates it and shows its key.
@@ -115,8 +114,8 @@ export async function startDaemon(config: DaemonConfig, logger: Logger): Promise
     system,
     http,
     url: http.url,
-    metricsUrl,
-    close: (drainMs) => stopDaemon({ system, stopping, http, metricsServer, adminSocket, recount, releaseLock }, drainMs),
+    metricsUrl: metricsListening?.url ?? null,
+    close: (drainMs) => stopDaemon({ system, stopping, http, metricsServer: metricsListening?.server ?? null, adminSocket, recount, releaseLock }, drainMs),
     reload: (next) => applyReloaders(reloaders, next, { serviceConfig, logger, disk, live, proxy, http, openApi }),
   };
 }
@@ -174,6 +173,12 @@ function opsOf(system: ConversionSystem, config: DaemonConfig, parts: { disk: Di
     bucketPing ? { ping: bucketPing } : null,
   );
   return { readiness, metrics: parts.metrics, metricsToken: () => parts.live.metricsToken, loopback: isLoopbackHost(config.host) };
+}
+
+/** `metrics_listen`: /metrics on an address of its own, `http://host:port`. */
+async function listenForMetrics(ops: OpsDeps, at: { host: string; port: number }): Promise<{ server: Server; url: string }> {
+  const server = metricsListener(ops);
+  return { server, url: await listenPlain(server, at) };
 }
 
 const metricsOnMainPort = (config: DaemonConfig) => config.metricsListen === null;
