@@ -1,9 +1,10 @@
 /**
  * The `conv` benches of issue 5:
- * (f) `conv --version` and (g) `conv formats --json` wall time against `node -e 0` (target <= 2.5x):
- *     the compiled bin, in-process (no server), median of interleaved runs;
- * (h) 100 small PNGs converted to WebP by ONE `conv convert … -o dir/` in-process call against
- *     ImageMagick on the same files (target: faster). ImageMagick is found at its real path
+ * conv-version (`conv --version`) and conv-formats (`conv formats --json`): wall time against
+ *     `node -e 0` (target <= 2.5x): the compiled bin, in-process (no server), median of
+ *     interleaved runs;
+ * conv-batch: 100 small PNGs converted to WebP by ONE `conv convert … -o dir/` in-process call
+ *     against ImageMagick on the same files (target: faster). ImageMagick is found at its real path
  *     (/usr/bin/magick, /usr/local/bin/magick, /usr/bin/convert; CONV_BENCH_IMAGEMAGICK overrides)
  *     and checked to be an ImageMagick binary; without it the bench says the baseline is missing.
  */
@@ -50,8 +51,8 @@ function isolatedEnv(home: string): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache') };
 }
 
-async function benchStartup(id: string, title: string, convArgs: string[], expectOutput: RegExp): Promise<BenchResult> {
-  const home = await tempDir(`cli-${id}`);
+async function benchStartup(title: string, convArgs: string[], expectOutput: RegExp): Promise<BenchResult> {
+  const home = await tempDir(`cli-${convArgs[0]!.replace(/^-+/, '')}`);
   try {
     const env = isolatedEnv(home);
     // The first run of `formats` probes the engines and caches the registry (engines/findings-cache.ts):
@@ -71,7 +72,6 @@ async function benchStartup(id: string, title: string, convArgs: string[], expec
     const ratio = median(conv) / median(node);
     const best = Math.min(...conv) / Math.min(...node);
     return {
-      id,
       title,
       figures: `conv ${median(conv).toFixed(0)} ms vs node -e 0 ${median(node).toFixed(0)} ms`,
       ratio: `${ratio.toFixed(2)}x`,
@@ -88,8 +88,8 @@ async function benchStartup(id: string, title: string, convArgs: string[], expec
   }
 }
 
-export const benchConvVersion = () => benchStartup('f', 'conv --version start-up', ['--version'], /^\d+\.\d+\.\d+/);
-export const benchConvFormats = () => benchStartup('g', 'conv formats --json start-up (in-process)', ['formats', '--json'], /^\{"data":\[/);
+export const benchConvVersion = () => benchStartup('conv --version start-up', ['--version'], /^\d+\.\d+\.\d+/);
+export const benchConvFormats = () => benchStartup('conv formats --json start-up (in-process)', ['formats', '--json'], /^\{"data":\[/);
 
 interface ImageMagick {
   path: string;
@@ -174,7 +174,7 @@ async function checkOutputs(dir: string, names: string[]): Promise<string | null
 export async function benchConvBatch(): Promise<BenchResult> {
   const dir = await tempDir('cli-batch');
   const notes: string[] = [];
-  const base = { id: 'h', title: `${IMAGES} PNG -> WebP, one conv convert call in-process`, target: 'faster than ImageMagick' };
+  const base = { title: `${IMAGES} PNG -> WebP, one conv convert call in-process`, target: 'faster than ImageMagick' };
   try {
     const inputDir = join(dir, 'in');
     await mkdir(inputDir);

@@ -1,7 +1,7 @@
 /**
- * (n) 200 PNG -> WebP spread over two convd nodes on one PostgreSQL database and one S3 bucket,
- * against the same 200 on one node on PostgreSQL and S3 (issue 15: "report the ratio; on a 2-core
- * box, near 1x is expected: say where the time goes").
+ * cluster-nodes: 200 PNG -> WebP spread over two convd nodes on one PostgreSQL database and one S3
+ * bucket, against the same 200 on one node on PostgreSQL and S3 (issue 15: "report the ratio; on a
+ * 2-core box, near 1x is expected: say where the time goes").
  *
  * Each side has a database of its own (bench/lib/postgres.ts) and a prefix of its own in one
  * bucket (s3rver in a process of its own: bench/lib/s3.ts), and one unmetered account seeded in
@@ -383,7 +383,6 @@ export async function benchClusterNodes(): Promise<BenchResult> {
     const others = Math.max(...rounds.map((round) => (round.cpu.machine - ours(round.cpu)) / round.ms));
     const pass = notes.length === 0 && ratio <= MAX_RATIO && ratio >= MIN_RATIO;
     return {
-      id: 'n',
       title: `${COUNT} PNG -> WebP over 2 nodes`,
       figures: `2 nodes ${seconds(b.ms)} (${rate(b)}/s) vs 1 node ${seconds(a.ms)} (${rate(a)}/s), both on PostgreSQL + S3`,
       ratio: `${ratio.toFixed(2)}x`,

@@ -1,7 +1,7 @@
 /**
- * (b) 200 small PNG -> WebP conversions end to end through the daemon (multipart submission with
- * `wait`, then download) against calling sharp directly in a loop over the same files. Every
- * output is checked to be a WebP of the right size.
+ * convert-e2e: 200 small PNG -> WebP conversions end to end through the daemon (multipart
+ * submission with `wait`, then download) against calling sharp directly in a loop over the same
+ * files. Every output is checked to be a WebP of the right size.
  *
  * Judged with the same number of images converted at once on both sides. sharp on glibc runs one
  * libvips thread per image (DESIGN.md), so the baseline's parallelism is the libuv thread pool's:
@@ -173,7 +173,6 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
     const busy = (run: Run) => ((run.serverCpuMs + run.clientCpuMs) / run.ms).toFixed(2);
     const atDefault = defaults === matched ? '' : `; ${seconds(defaults.warm.ms)} = ${(defaults.warm.ms / baseline.ms).toFixed(2)}x at its default ${defaults.workers}, not judged`;
     return {
-      id: 'b',
       title: `${COUNT} PNG -> WebP end to end`,
       figures: `convd ${seconds(matched.warm.ms)} (--workers ${matched.workers}, as many at once as sharp${atDefault}) vs sharp ${seconds(baseline.ms)}`,
       ratio: `${ratio.toFixed(2)}x`,

@@ -1,11 +1,12 @@
 /**
- * (r) Event-loop delay of the daemon under attack: the p99 of its event-loop delay
- * (perf_hooks.monitorEventLoopDelay, read through prom-client's convd_nodejs_eventloop_lag_p99_seconds,
- * which resets at each scrape) while 4 hostile conversions run beside 200 ordinary PNG -> WebP
- * ones, against the same 200 without them in the same run (the baseline). The hostile ones are
- * the findings of the issue "No account can take the daemon down": pathological Markdown (148 s
- * of a frozen daemon before), an 8000x8000 PNG into PDF (4.5 s in pdf-lib's embedPng), a CSV of
- * 1,000,000 columns; all now run in the engine host. Target: p99 under 50 ms.
+ * event-loop-under-attack: Event-loop delay of the daemon under attack: the p99 of its event-loop
+ * delay (perf_hooks.monitorEventLoopDelay, read through prom-client's
+ * convd_nodejs_eventloop_lag_p99_seconds, which resets at each scrape) while 4 hostile conversions
+ * run beside 200 ordinary PNG -> WebP ones, against the same 200 without them in the same run (the
+ * baseline). The hostile ones are the findings of the issue "No account can take the daemon down":
+ * pathological Markdown (148 s of a frozen daemon before), an 8000x8000 PNG into PDF (4.5 s in
+ * pdf-lib's embedPng), a CSV of 1,000,000 columns; all now run in the engine host. Target: p99
+ * under 50 ms.
  *
  * The histogram samples every 10 ms (prom-client's default resolution), and its figures include
  * that interval: an idle loop reads about 10 ms.
@@ -111,7 +112,6 @@ export async function benchEventLoopUnderAttack(): Promise<BenchResult> {
       ];
       if (baselineChecked !== ORDINARY || attackedChecked !== ORDINARY) notes.push(`INVALID: ${baselineChecked} and ${attackedChecked} of ${ORDINARY} results decoded as WebP`);
       return {
-        id: 'r',
         title: 'event-loop delay under attack',
         figures: `p99 ${attacked.toFixed(1)} ms with 4 hostile conversions vs ${baseline.toFixed(1)} ms without`,
         ratio: `${(attacked / baseline).toFixed(2)}x`,

@@ -1,6 +1,6 @@
 /**
- * (u) A fair share under hostile load: the p99 of submit-to-end of 100 small PNG -> WebP of a
- * fourth account (one at a time: an account with nothing running) while three free accounts keep
+ * fair-share: A fair share under hostile load: the p99 of submit-to-end of 100 small PNG -> WebP of
+ * a fourth account (one at a time: an account with nothing running) while three free accounts keep
  * every engine kind busy with work that runs to its limit (test/helpers/hostile-load.ts), against
  * the same 100 on the idle daemon in the same run. Both with the daemon's defaults: the workers
  * (the cores) and their quick lane. Target: at most 3x.
@@ -83,7 +83,6 @@ export async function benchFairShare(): Promise<BenchResult> {
       ];
       if (timedOut === 0) notes.push('INVALID: no hostile conversion ran to its limit');
       return {
-        id: 'u',
         title: 'small conversions of a fourth account under hostile load',
         figures: `p99 submit-to-end ${loadedP99.toFixed(0)} ms under load vs ${idleP99.toFixed(0)} ms idle`,
         ratio: `${(loadedP99 / idleP99).toFixed(2)}x`,

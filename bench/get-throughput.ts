@@ -1,7 +1,8 @@
 /**
- * (a) GET /v1/conversions/{id} throughput through the real daemon against a bare node:http server
- * that answers the same JSON bytes. Each server runs in its own process, the load generator in a
- * third; both are driven the same way (keep-alive connections, closed loop, same duration).
+ * get-throughput: GET /v1/conversions/{id} throughput through the real daemon against a bare
+ * node:http server that answers the same JSON bytes. Each server runs in its own process, the load
+ * generator in a third; both are driven the same way (keep-alive connections, closed loop, same
+ * duration).
  */
 import { join } from 'node:path';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
@@ -72,7 +73,6 @@ export async function benchGetThroughput(): Promise<BenchResult> {
       const convdCpu = Math.min(...convd.map(cpuPerRequestUs));
       const bareCpu = Math.min(...baseline.map(cpuPerRequestUs));
       return {
-        id: 'a',
         title: 'GET throughput',
         figures: `convd ${convdRate.toFixed(0)} req/s vs node:http ${bareRate.toFixed(0)} req/s`,
         ratio: `${ratio.toFixed(2)}x`,

@@ -1,11 +1,11 @@
 /**
- * (t) The daemon's answers while Chromium runs hostile pages: the latency of GET /healthz and of
- * a keyed GET /v1/conversions/{id} (p50, p99, max over READS of each, one request at a time, a
- * pause between two) while 16 hostile HTML pages render at once for four accounts (a JavaScript
- * loop that never lets the page load, a DOM bomb laid out again and again, a print of 300,000
- * pages), against the same reads of the same daemon idle, in the same run. A hostile page that
- * ends (time limit, memory limit) is submitted again, so that 16 run throughout. Target: p99 of
- * /healthz under 50 ms under that load.
+ * healthz-under-chromium: The daemon's answers while Chromium runs hostile pages: the latency of
+ * GET /healthz and of a keyed GET /v1/conversions/{id} (p50, p99, max over READS of each, one
+ * request at a time, a pause between two) while 16 hostile HTML pages render at once for four
+ * accounts (a JavaScript loop that never lets the page load, a DOM bomb laid out again and again, a
+ * print of 300,000 pages), against the same reads of the same daemon idle, in the same run. A
+ * hostile page that ends (time limit, memory limit) is submitted again, so that 16 run throughout.
+ * Target: p99 of /healthz under 50 ms under that load.
  *
  * What holds it: every process of the browser runs niced, as threads and (with Linux's autogroup
  * scheduling) as a session; the notes say what nice value the browser's session had, so a figure
@@ -212,7 +212,6 @@ export async function benchHealthzUnderChromium(): Promise<BenchResult> {
       for (const error of slotErrors) notes.push(`INVALID: a hostile page's submission failed: ${error}`);
       if (processing < HOSTILE / 2) notes.push(`INVALID: only ${processing} of ${HOSTILE} hostile pages were processing`);
       return {
-        id: 't',
         title: '/healthz under 16 hostile Chromium pages',
         figures: `p99 ${loaded.healthz.p99.toFixed(1)} ms (GET ${loaded.get.p99.toFixed(1)} ms) under load vs ${idle.healthz.p99.toFixed(1)} ms (GET ${idle.get.p99.toFixed(1)} ms) idle`,
         ratio: `${(loaded.healthz.p99 / idle.healthz.p99).toFixed(2)}x`,

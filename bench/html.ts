@@ -1,5 +1,5 @@
 /**
- * (p) 20 one-page HTML invoices -> PDF, in both of the HTML engine's modes:
+ * html-invoices: 20 one-page HTML invoices -> PDF, in both of the HTML engine's modes:
  *   - default (`html_reuse none`, a fresh context per conversion): through convd (multipart
  *     submission with `wait`, then the download; the compiled daemon, its Chromium kept warm) with
  *     as many in flight as convd renders pages at once, against the same 20 rendered by the same
@@ -252,7 +252,6 @@ export async function benchHtml(): Promise<BenchResult> {
     const reuseOverDirect = reuseSingleMs / reusedDirectMs;
     const reuseOverCold = coldMs / reuseSingleMs;
     return {
-      id: 'p',
       title: `${COUNT} one-page HTML invoices -> PDF, both modes`,
       figures: `default: convd ${seconds(freshMs)} (${each(freshMs)} each, ${PAGES} in flight) vs playwright-core, a context each, ${seconds(directMs)}; `
         + `one at a time ${seconds(freshSingleMs)} vs cold ${seconds(coldMs)} (${(coldMs / freshSingleMs).toFixed(1)}x faster). `

@@ -1,8 +1,8 @@
 /**
- * (s) Large text: 1 MiB of plain text and 1 MiB of Markdown (bench/lib/text-fixtures.ts)
- * to pdf, docx, odt, rtf and html, each once through the daemon (multipart submission with
- * `wait`, then download; the compiled daemon) against the fastest direct tool for that pair, run
- * once by hand the way a user would:
+ * large-text: 1 MiB of plain text and 1 MiB of Markdown (bench/lib/text-fixtures.ts) to pdf,
+ * docx, odt, rtf and html, each once through the daemon (multipart submission with `wait`,
+ * then download; the compiled daemon) against the fastest direct tool for that pair, run once by
+ * hand the way a user would:
  *   - pandoc alone: `pandoc --standalone FILE -o OUT` (for .txt pandoc's default reader, Markdown;
  *     for .md GitHub's, as convd reads it);
  *   - LibreOffice alone: `soffice --headless --convert-to X FILE`, a cold run (it reads plain
@@ -186,7 +186,7 @@ export async function benchLargeText(): Promise<BenchResult> {
       await writeFile(path, fixture.text);
       sources.push({ format, path, data: await readFile(path), fixture });
     }
-    // LibreOffice's profile, made by an untimed first run (as bench (j) does).
+    // LibreOffice's profile, made by an untimed first run (as office-cold does).
     if (tools.soffice) {
       await freshDir(join(dir, 'lo-first'));
       await writeFile(join(dir, 'lo-first', 'first.txt'), 'profile\n');
@@ -234,7 +234,7 @@ export async function benchLargeText(): Promise<BenchResult> {
           const line = `${pair}: convd ${seconds(convdMs)} vs ${directs.map((d) => `${d.tool} ${d.ms === null ? 'not counted' : seconds(d.ms)}`).join(', ')}: ${best ? `${ratio.toFixed(2)}x of ${best.tool}` : 'no direct tool'} ${pass ? 'PASS' : 'FAIL'}`;
           notes.push(line);
           for (const direct of directs) if (direct.problem) notes.push(`    ${direct.tool} not counted: ${direct.problem.slice(0, 300)}`);
-          process.stderr.write(`(s) ${line}\n`);
+          process.stderr.write(`large-text: ${line}\n`);
           await removeDir(pairDir).catch(() => undefined);
         }
       }
@@ -246,7 +246,6 @@ export async function benchLargeText(): Promise<BenchResult> {
     const slowest = rows.reduce((a, b) => (b.convdMs > a.convdMs ? b : a));
     notes.push('every output of both sides read back (PDFium, pandoc\'s RTF reader, the packages\' XML): every section marker of the source in it; direct runs at the engines\' priority');
     return {
-      id: 's',
       title: '1 MiB of text and of Markdown -> pdf, docx, odt, rtf, html',
       figures: `${rows.filter((row) => row.pass).length} of ${rows.length} pairs within target; worst ratio ${worst.pair} (${worst.ratio.toFixed(2)}x), slowest ${slowest.pair} (${seconds(slowest.convdMs)})`,
       ratio: `${worst.ratio.toFixed(2)}x`,

@@ -1,11 +1,11 @@
 /**
- * (i) Load test: a bounded mix of submissions, polls, downloads and listings from a second
- * process (bench/lib/mixed-load-worker.ts) against the compiled daemon for 60 s
- * (BENCH_LOAD_SECONDS to shorten), at the highest rate the box holds: closed-loop clients, as
- * many as keep both cores busy. Passes with 0 errors: every answer as the interface says, every
- * conversion succeeded and its download decodes; the only refusals are 429s of the one client
- * group whose plan (pro: 600 requests per minute) is exceeded on purpose, each with a code and a
- * Retry-After, and never more requests let through than the plan allows.
+ * mixed-load: Load test: a bounded mix of submissions, polls, downloads and listings from a second
+ * process (bench/lib/mixed-load-worker.ts) against the compiled daemon for 60 s (BENCH_LOAD_SECONDS
+ * to shorten), at the highest rate the box holds: closed-loop clients, as many as keep both cores
+ * busy. Passes with 0 errors: every answer as the interface says, every conversion succeeded and
+ * its download decodes; the only refusals are 429s of the one client group whose plan (pro: 600
+ * requests per minute) is exceeded on purpose, each with a code and a Retry-After, and never more
+ * requests let through than the plan allows.
  */
 import { startBenchDaemon } from './lib/daemon.ts';
 import { DEFAULT_PLANS } from '../src/model/plan.ts';
@@ -54,7 +54,6 @@ export async function benchLoad(): Promise<BenchResult> {
 
       const kinds = Object.entries(result.kinds).map(([kind, k]) => `${kind} ${k.count} (p50 ${k.p50.toFixed(1)} ms, p99 ${k.p99.toFixed(1)} ms)`).join('; ');
       return {
-        id: 'i',
         title: 'load (mixed)',
         figures: `${rate.toFixed(0)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${(result.conversions.succeeded / seconds).toFixed(0)} conversions/s`,
         ratio: `${result.errors} errors`,

@@ -1,10 +1,10 @@
 /**
- * (q) Memory that comes back: 300 conversions of large images (2000x1500 up to 6000x4000, JPEG and
- * PNG sources, webp/avif/jpg targets in turn, 4 in flight) through the compiled daemon, its RSS
- * (VmRSS of /proc/<pid>/status) sampled every 100 ms: at idle before (after one small conversion
- * to each target, so that every codec is loaded), the peak overall, the peak while the first 50
- * and while the last 50 conversions ran, and 60 s after the last one ended. Done twice in the
- * same run: with the fix (the allocator environment of deploy/convd.service: jemalloc preloaded
+ * memory-soak: Memory that comes back: 300 conversions of large images (2000x1500 up to 6000x4000,
+ * JPEG and PNG sources, webp/avif/jpg targets in turn, 4 in flight) through the compiled daemon,
+ * its RSS (VmRSS of /proc/<pid>/status) sampled every 100 ms: at idle before (after one small
+ * conversion to each target, so that every codec is loaded), the peak overall, the peak while the
+ * first 50 and while the last 50 conversions ran, and 60 s after the last one ended. Done twice in
+ * the same run: with the fix (the allocator environment of deploy/convd.service: jemalloc preloaded
  * where libjemalloc2 is installed, MALLOC_MMAP_THRESHOLD_ for glibc's malloc where it is not) and
  * without it (glibc's malloc, nothing set), which is the baseline. Every image conversion runs in
  * the daemon's own process (sharp); the RSS of any engine process it starts is printed too.
@@ -252,7 +252,6 @@ export async function benchMemorySoak(): Promise<BenchResult> {
     const pass = settledKb <= limitKb && growth <= 1.15 && notes.every((note) => !note.startsWith('INVALID')) && runs.fixed !== undefined && runs.baseline !== undefined;
     const figure = (run: Soak | undefined, name: string) => (run ? `${name} ${mb(run.afterKb.get(SETTLE_S)!)} ${SETTLE_S} s after (idle ${mb(run.idleKb)}, peak first/last ${WINDOW} ${mb(run.peakFirstKb)}/${mb(run.peakLastKb)})` : `${name} not run`);
     return {
-      id: 'q',
       title: `RSS over ${COUNT} large images`,
       figures: `${figure(runs.fixed, 'fixed')} vs ${figure(runs.baseline, 'baseline')}`,
       ratio: runs.fixed && runs.baseline ? `${(runs.fixed.afterKb.get(SETTLE_S)! / runs.baseline.afterKb.get(SETTLE_S)!).toFixed(2)}x` : '-',

@@ -1,15 +1,17 @@
 /**
- * (j) and (k): 20 one-page Word documents -> PDF through convd (multipart submission with `wait`,
- * then download; the compiled daemon, its LibreOffice pool kept warm) against
- *   (j) 20 sequential cold `soffice --headless --convert-to pdf` runs, as a script would call
- *       LibreOffice without a service: each run starts LibreOffice, converts one file and ends;
- *   (k) a warm LibreOffice driven directly over UNO (bench/lib/office-direct.py) with as many
- *       instances as convd's pool, a process per instance: what convd's pool costs on top of
- *       the conversions themselves.
+ * office-cold and office-warm: 20 one-page Word documents -> PDF through convd (multipart
+ * submission with `wait`, then download; the compiled daemon, its LibreOffice pool kept warm)
+ * against
+ *   office-cold: 20 sequential cold `soffice --headless --convert-to pdf` runs, as a script
+ *       would call LibreOffice without a service: each run starts LibreOffice, converts one file
+ *       and ends;
+ *   office-warm: a warm LibreOffice driven directly over UNO (bench/lib/office-direct.py) with as
+ *       many instances as convd's pool, a process per instance: what convd's pool costs on top
+ *       of the conversions themselves.
  *
- * (j) sends convd one document at a time, as the cold runs go; (k) keeps as many documents in
- * flight as there are instances on both sides. Every PDF of both sides is decoded: one page, and
- * the words of its document in its text (PDFium's extraction).
+ * office-cold sends convd one document at a time, as the cold runs go; office-warm keeps as many
+ * documents in flight as there are instances on both sides. Every PDF of both sides is decoded:
+ * one page, and the words of its document in its text (PDFium's extraction).
  */
 import { availableParallelism } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -28,9 +30,9 @@ import { freshDir, removeDir, spawnTracked, tempDir } from './lib/processes.ts';
 import type { BenchResult } from './types.ts';
 
 const COUNT = 20;
-/** As many instances as convd's default pool (one per core), on both sides of (k). */
+/** As many instances as convd's default pool (one per core), on both sides of office-warm. */
 const INSTANCES = Math.max(1, Math.min(availableParallelism(), 64));
-/** Alternating rounds of (k), best of each; (j) runs its 20 cold starts once. */
+/** Alternating rounds of office-warm, best of each; office-cold runs its 20 cold starts once. */
 const ROUNDS = 3;
 const COLD_TARGET = 8;
 const WARM_TARGET = 1.3;
@@ -223,7 +225,6 @@ export async function benchOfficeCold(): Promise<BenchResult> {
     const convdMs = Math.min(...daemonTimes);
     const ratio = coldMs / convdMs;
     return {
-      id: 'j',
       title: `${COUNT} one-page docx -> PDF, one at a time`,
       figures: `convd ${seconds(convdMs)} (${each(convdMs)} each) vs cold soffice --convert-to ${seconds(coldMs)} (${each(coldMs)} each)`,
       ratio: `${ratio.toFixed(1)}x faster`,
@@ -323,7 +324,6 @@ export async function benchOfficeWarm(): Promise<BenchResult> {
     const ratio = convdMs / directMs;
     const bytes = (await readFile(join(dir, 'direct', `${documents[0]!.name}.pdf`))).length;
     return {
-      id: 'k',
       title: `${COUNT} one-page docx -> PDF, ${INSTANCES} at a time`,
       figures: `convd ${seconds(convdMs)} (${each(convdMs)} each) vs warm LibreOffice over UNO ${seconds(directMs)} (${each(directMs)})`,
       ratio: `${ratio.toFixed(2)}x`,

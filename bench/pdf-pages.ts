@@ -1,8 +1,8 @@
 /**
- * (l) Page 1 of a PDF -> PNG at 150 dpi, 50 times, through the daemon (multipart submission with
- * `wait`, then download; the compiled daemon, its engine host rendering with PDFium) against the
- * library called directly: @embedpdf/pdfium's own API (the file read into PDFium's memory, page 1
- * loaded and rendered) and the same sharp PNG encode, 50 times. Both render the same pixels and
+ * pdf-pages: Page 1 of a PDF -> PNG at 150 dpi, 50 times, through the daemon (multipart submission
+ * with `wait`, then download; the compiled daemon, its engine host rendering with PDFium) against
+ * the library called directly: @embedpdf/pdfium's own API (the file read into PDFium's memory, page
+ * 1 loaded and rendered) and the same sharp PNG encode, 50 times. Both render the same pixels and
  * encode them the same way: the outputs are compared byte for byte.
  *
  * One conversion at a time on both sides, so the ratio is the service's cost per conversion on
@@ -202,7 +202,6 @@ export async function benchPdfPages(): Promise<BenchResult> {
     const perConversion = (ms: number) => `${(ms / COUNT).toFixed(1)} ms`;
     const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
     return {
-      id: 'l',
       title: `${COUNT} PDF page 1 -> PNG at ${DPI} dpi`,
       figures: `convd ${seconds(convd.ms)} (${perConversion(convd.ms)} each) vs PDFium + sharp ${seconds(baseline.ms)} (${perConversion(baseline.ms)})`,
       ratio: `${ratio.toFixed(2)}x`,

@@ -1,11 +1,12 @@
 /**
- * (o) GET /v1/conversions/{id} throughput of a daemon on the PostgreSQL store against a daemon on
- * the lowdb store, same run, same machine, driven as bench (a) drives its two servers: one
- * finished conversion per account, 16 keep-alive connections from a load generator of its own,
- * rounds alternating between the two daemons, the best round of each. On PostgreSQL every such
- * request is three queries (the key by its hash, the account, the conversion); lowdb answers
- * them from memory. The database is the bench's own, on the server of bench/lib/postgres.ts,
- * dropped at the end. No target was set: the figures are reported, and pass when valid.
+ * postgres-get-throughput: GET /v1/conversions/{id} throughput of a daemon on the PostgreSQL store
+ * against a daemon on the lowdb store, same run, same machine, driven as get-throughput drives its
+ * two servers: one finished conversion per account, 16 keep-alive connections from a load generator
+ * of its own, rounds alternating between the two daemons, the best round of each. On PostgreSQL
+ * every such request is three queries (the key by its hash, the account, the conversion); lowdb
+ * answers them from memory. The database is the bench's own, on the server of
+ * bench/lib/postgres.ts, dropped at the end. No target was set: the figures are reported, and pass
+ * when valid.
  */
 import pg from 'pg';
 import { checkAllOk, rate, targetsOf as throughputTargets } from './get-throughput.ts';
@@ -17,14 +18,14 @@ import { removeDir, tempDir } from './lib/processes.ts';
 import { seedAccounts, type SeededAccount } from './lib/seed.ts';
 import type { BenchResult } from './types.ts';
 
-/** As bench (a): 16 connections over 8 unmetered accounts (one account's token bucket would refuse within seconds). */
+/** As get-throughput: 16 connections over 8 unmetered accounts (one account's token bucket would refuse within seconds). */
 const CONNECTIONS = 16;
 const ACCOUNTS = 8;
 const WARMUP_MS = 1000;
 const DURATION_MS = 3000;
 const ROUNDS = 2;
 
-/** Bench (a)'s targets, and the size of one answer. */
+/** get-throughput's targets, and the size of one answer. */
 async function targetsOf(daemon: BenchDaemon, accounts: SeededAccount[]): Promise<{ targets: LoadTarget[]; bodyBytes: number }> {
   const { targets, sample } = await throughputTargets(daemon, accounts);
   return { targets, bodyBytes: sample.body.length };
@@ -107,7 +108,6 @@ export async function benchPostgresGetThroughput(): Promise<BenchResult> {
     const pgDatabaseUs = Math.min(...postgres.map((m) => perRequestUs(m, m.databaseCpuMs)));
     const lowdbUs = Math.min(...lowdb.map((m) => perRequestUs(m, m.daemonCpuMs)));
     return {
-      id: 'o',
       title: 'GET throughput on PostgreSQL',
       figures: `convd on PostgreSQL ${pgRate.toFixed(0)} req/s vs on lowdb ${lowdbRate.toFixed(0)} req/s`,
       ratio: `${(pgRate / lowdbRate).toFixed(2)}x`,

@@ -1,15 +1,15 @@
 /**
- * (m) Submission latency on the PostgreSQL store with 1,000,000 conversions in it, against the
- * same submissions on the lowdb store holding the same million, in the same run.
+ * postgres-submit: Submission latency on the PostgreSQL store with 1,000,000 conversions in it,
+ * against the same submissions on the lowdb store holding the same million, in the same run.
  *
  * The history is 25 days of ended conversions (bench/lib/history.ts) over four accounts: 300,000
  * of them the submitting account's (unmetered, as the bootstrap owner is), the rest three
  * metered accounts'. It goes into a database of the bench's own with SQL, after the accounts
  * were made through PostgresStore (which applies the schema), and into a lowdb data dir through
  * LowdbStore; then a compiled daemon starts on each in turn (`--database-url`, or its data dir)
- * and takes the submissions of bench (c), timed the same way. Both stores are measured empty
- * too (the accounts only): what the million costs each, and what each store costs without it.
- * Each database is dropped at the end.
+ * and takes the submissions of the submit-latency bench, timed the same way. Both stores are
+ * measured empty too (the accounts only): what the million costs each, and what each store costs
+ * without it. Each database is dropped at the end.
  */
 import pg from 'pg';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
@@ -158,14 +158,13 @@ export async function benchPostgresSubmitLatency(): Promise<BenchResult> {
   const statuses = Object.entries(full.seed!.statuses).map(([status, n]) => `${n.toLocaleString('en')} ${status}`).join(', ');
   const ratio = full.p99 / lowdb.p99;
   return {
-    id: 'm',
     title: 'submission latency on PostgreSQL',
     figures: `PostgreSQL with ${HISTORY.toLocaleString('en')} stored: p50 ${ms(full.p50)} p99 ${ms(full.p99)} vs lowdb with the same: p50 ${ms(lowdb.p50)} p99 ${ms(lowdb.p99)}`,
     ratio: `p99 ${ms(full.p99)}, ${ratio.toFixed(2)}x lowdb's`,
     target: `p99 < ${TARGET_P99_MS} ms`,
     pass: full.p99 < TARGET_P99_MS && notes.length === 0,
     notes: [
-      `${SUBMISSIONS} sequential multipart submissions (32x32 PNG, wait=0) after ${WARMUP} warm-up, as bench (c); max ${ms(full.max)} on PostgreSQL, ${ms(lowdb.max)} on lowdb`,
+      `${SUBMISSIONS} sequential multipart submissions (32x32 PNG, wait=0) after ${WARMUP} warm-up, as submit-latency; max ${ms(full.max)} on PostgreSQL, ${ms(lowdb.max)} on lowdb`,
       `empty stores (the accounts only): PostgreSQL p50 ${ms(empty.p50)} p99 ${ms(empty.p99)} (max ${ms(empty.max)}) vs lowdb p50 ${ms(lowdbEmpty.p50)} p99 ${ms(lowdbEmpty.p99)} (max ${ms(lowdbEmpty.max)})`,
       `history: ${statuses} over ${DAYS} days, ${PLANS.length} accounts, ${ownRows(history).toLocaleString('en')} of them the submitting one's`,
       `seeding: PostgreSQL ${s(full.seed!.ms)} (SQL, multi-row INSERT ... SELECT) + ${s(full.vacuumMs!)} VACUUM ANALYZE/CHECKPOINT, table with indexes ${mb(full.tableMb!)}; lowdb ${s(lowdb.seed!.ms)} (LowdbStore)`,

@@ -1,8 +1,8 @@
 /**
- * (c) Submission latency with 100,000 conversions of the submitting account in the store, against
- * the same submissions on an empty store. The history is written before the daemon starts,
- * through LowdbStore itself; the submissions are small multipart uploads, one at a time, timed
- * from the first byte sent to the last byte of the 202 received.
+ * submit-latency: Submission latency with 100,000 conversions of the submitting account in the
+ * store, against the same submissions on an empty store. The history is written before the daemon
+ * starts, through LowdbStore itself; the submissions are small multipart uploads, one at a time,
+ * timed from the first byte sent to the last byte of the 202 received.
  */
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -34,7 +34,7 @@ export function percentile(sorted: number[], p: number): number {
 /**
  * `SUBMISSIONS` small multipart uploads (32x32 PNG -> webp, wait=0) with the daemon's key, one at
  * a time after `WARMUP` untimed ones, each timed from the first byte sent to the last byte of the
- * answer received. Bench (m) times the daemon on PostgreSQL the same way.
+ * answer received. Bench postgres-submit times the daemon on PostgreSQL the same way.
  */
 export async function timeSubmissions(daemon: BenchDaemon, count = SUBMISSIONS, warmup = WARMUP): Promise<SubmissionTimes> {
   const png = await tinyPng();
@@ -100,7 +100,6 @@ export async function benchSubmitLatency(): Promise<BenchResult> {
   const full = await measure(HISTORY);
   const ms = (value: number) => `${value.toFixed(1)} ms`;
   return {
-    id: 'c',
     title: 'submission latency',
     figures: `with ${HISTORY.toLocaleString('en')} stored: p50 ${ms(full.p50)} p99 ${ms(full.p99)} vs empty store: p50 ${ms(empty.p50)} p99 ${ms(empty.p99)}`,
     ratio: `p99 ${ms(full.p99)}`,

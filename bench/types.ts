@@ -1,6 +1,5 @@
-/** What every bench hands back to bench/run.ts. */
+/** What every bench hands back to bench/run.ts (which names it: bench/catalog.ts). */
 export interface BenchResult {
-  id: string;
   title: string;
   /** The figure and its baseline, e.g. `convd 8123 req/s vs node:http 11020 req/s`. */
   figures: string;

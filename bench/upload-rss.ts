@@ -1,8 +1,8 @@
 /**
- * (d) Peak RSS of the daemon while it receives a 1 GiB upload, against its idle RSS. The body is
- * produced by a generator (1 MiB at a time, with backpressure), never held whole by the client.
- * The file is named .png but is not one: its conversion fails once uploaded; only the upload
- * matters here. Memory is read from /proc/<pid>/status: VmRSS sampled every 20 ms, and VmHWM
+ * upload-rss: Peak RSS of the daemon while it receives a 1 GiB upload, against its idle RSS. The
+ * body is produced by a generator (1 MiB at a time, with backpressure), never held whole by the
+ * client. The file is named .png but is not one: its conversion fails once uploaded; only the
+ * upload matters here. Memory is read from /proc/<pid>/status: VmRSS sampled every 20 ms, and VmHWM
  * (the kernel's own peak) after resetting it at idle.
  */
 import { randomBytes } from 'node:crypto';
@@ -88,7 +88,6 @@ export async function benchUploadRss(): Promise<BenchResult> {
       const peakKb = peakReset ? Math.max(hwmKb, sampledPeakKb) : sampledPeakKb;
       const aboveMb = (peakKb - idleKb) / 1024;
       return {
-        id: 'd',
         title: 'RSS during a 1 GiB upload',
         figures: `peak ${(peakKb / 1024).toFixed(0)} MB vs idle ${(idleKb / 1024).toFixed(0)} MB`,
         ratio: `+${aboveMb.toFixed(0)} MB`,

@@ -1,9 +1,9 @@
 /**
- * (e) A 10-second 720p H.264/AAC test video -> mp4 through the daemon (multipart submit, wait,
- * download; the daemon in its own process) against running the very same ffmpeg command
- * directly: the arguments come from the engine's own `buildPlan`, fed with the options and
- * variant the daemon reports it applied, and the binary is the one `findBinary` gives the engine.
- * Both outputs are checked with ffprobe (H.264 + AAC, 1280x720, 10 s).
+ * video: A 10-second 720p H.264/AAC test video -> mp4 through the daemon (multipart submit, wait,
+ * download; the daemon in its own process) against running the very same ffmpeg command directly:
+ * the arguments come from the engine's own `buildPlan`, fed with the options and variant the daemon
+ * reports it applied, and the binary is the one `findBinary` gives the engine. Both outputs are
+ * checked with ffprobe (H.264 + AAC, 1280x720, 10 s).
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -153,7 +153,6 @@ export async function benchVideo(): Promise<BenchResult> {
     const ratio = convd / direct;
     const seconds = (values: number[]) => values.map((ms) => (ms / 1000).toFixed(2)).join(', ');
     return {
-      id: 'e',
       title: `${SECONDS} s ${HEIGHT}p H.264/AAC -> mp4`,
       figures: `convd ${(convd / 1000).toFixed(2)} s vs ffmpeg ${(direct / 1000).toFixed(2)} s`,
       ratio: `${ratio.toFixed(2)}x`,

@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import { join } from 'node:path';
-import { BYTES_PER_MB } from '../src/model/plan.ts';
 import { defaultServiceConfig, type ServiceConfig } from '../src/service/config.ts';
 import { openSystem, type ConversionSystem } from '../src/service/system.ts';
 import { WebSignIn } from '../src/sign-in/web-sign-in.ts';
@@ -57,14 +56,7 @@ function serviceConfigOf(config: DaemonConfig): ServiceConfig {
     sweepIntervalMs: config.sweepIntervalMs,
     engineMemoryMb: config.engineMemoryMb,
     maxInputPixels: config.maxInputPixels,
-    office: { ...config.office },
-    stallMs: { ...config.stallMs },
-    html: { ...config.html },
-    inputCaps: {
-      md: config.inputCapsMb.md * BYTES_PER_MB,
-      json: config.inputCapsMb.json * BYTES_PER_MB,
-      yaml: config.inputCapsMb.yaml * BYTES_PER_MB,
-    },
+    engines: structuredClone(config.engines),
     outputCapRatio: config.outputCapRatio,
     outputCapFloorMb: config.outputCapFloorMb,
   });

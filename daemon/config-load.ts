@@ -5,7 +5,8 @@ import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc
 import type { CreditWeights } from '../src/formats/registry.ts';
 import { PLAN_IDS, type Plan, type PlanId } from '../src/model/plan.ts';
 import { boolean, ValueError } from './config-kinds.ts';
-import { ALL_SETTINGS, GROUPS, SCALARS, SETTINGS_BY_ENV, SETTINGS_BY_KEY, type ScalarKey, type ScalarValues, type Setting } from './config-settings.ts';
+import { engineVariables, settingsFromValues } from '../src/engines/configuration.ts';
+import { ALL_SETTINGS, GROUPS, SCALAR_SETTINGS, SETTINGS_BY_ENV, SETTINGS_BY_KEY, type ScalarKey, type ScalarValues, type Setting } from './config-settings.ts';
 import type { DaemonConfig } from './config.ts';
 
 export type Source = 'flag' | 'env' | 'file' | 'default';
@@ -35,7 +36,7 @@ export interface ConfigInput {
 }
 
 /** CONVD_ variables that are no setting of the daemon but read by an engine where it finds its binary. */
-const ENGINE_VARIABLES = new Set(['CONVD_PANDOC_PATH', 'CONVD_SOFFICE_PATH', 'CONVD_OFFICE_PYTHON', 'CONVD_GHOSTSCRIPT_PATH', 'CONVD_HEIF_DECODER_PATH', 'CONVD_CHROMIUM_PATH']);
+const ENGINE_VARIABLES = engineVariables();
 
 const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 const flagAttribute = (flag: string) => camel(flag.replace(/^--/, '').split(' ')[0]!.replace(/-/g, '_'));
@@ -152,7 +153,7 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
     if (parsed.ok) layers.env.set(setting.key, setting.path ? resolve(cwd, parsed.value as string) : parsed.value);
   }
 
-  for (const setting of Object.values(SCALARS) as Setting[]) {
+  for (const setting of SCALAR_SETTINGS) {
     if (!setting.flag) continue;
     // Commander reads `--no-x` as the negation of an `x` that defaults to true: given, x is false.
     const negated = setting.kind === boolean && setting.key.startsWith('no_') ? input.flags[camel(setting.key.slice(3))] : undefined;
@@ -289,14 +290,7 @@ function assemble(values: Map<string, { value: unknown }>, configFile: string | 
     engineTimeoutMs: leaves('engine_timeout_ms') as Record<string, number>,
     engineMemoryMb: get('engine_memory_mb')!,
     maxInputPixels: get('max_input_pixels')!,
-    html: {
-      pages: get('html_pages')!, recycleAfter: get('html_recycle_after')!, remoteResources: get('html_remote_resources')!,
-      reuse: get('html_reuse')!, pageUses: get('html_page_uses')!, idlePages: get('html_idle_pages')!,
-      memoryLimitMb: get('html_memory_mb')!, sandbox: get('html_sandbox')!, sandboxUid: get('html_sandbox_uid')!,
-    },
-    office: { instances: get('office_instances')!, recycleAfter: get('office_recycle_after')!, memoryLimitMb: get('office_memory_mb')!, warmAtStart: get('office_warm')! },
-    stallMs: { postscript: get('postscript_stall_timeout')!, office: get('office_stall_timeout')! },
-    inputCapsMb: leaves('input_cap_mb') as DaemonConfig['inputCapsMb'],
+    engines: settingsFromValues((key) => values.get(key)?.value),
     outputCapRatio: get('output_cap_ratio')!,
     outputCapFloorMb: get('output_cap_floor_mb')!,
   };

@@ -1,8 +1,9 @@
 import { availableParallelism } from 'node:os';
 import { DEFAULT_CREDIT_WEIGHTS } from '../src/formats/registry.ts';
-import type { ConversionKind } from '../src/formats/types.ts';
-import { DEFAULT_INPUT_CAPS, type InputCaps } from '../src/engines/data/input-caps.ts';
-import { BYTES_PER_MB, DEFAULT_PLANS, ENGINE_KINDS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
+import { engineSettingGroups, engineSettingRows, type ConfigRow } from '../src/engines/configuration.ts';
+import type { SettingKind } from '../src/engines/descriptor.ts';
+import type { ConversionKind } from '../src/engines/pairs.ts';
+import { DEFAULT_PLANS, ENGINE_KINDS, PLAN_IDS, type Plan } from '../src/model/plan.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import {
   addressList, blobUrl, boolean, duration, fraction, httpUrl, integer, listenAddress, oneOf, postgresUrl, text, type Kind,
@@ -97,21 +98,6 @@ export const SCALARS = {
   disk_floor_mb: setting('disk_floor_mb', { kind: integer(0), fallback: () => 256, arg: 'MiB', reloadable: true, help: 'below this much free space on the data dir, submissions get 503 and uploads are cut (0: off)' }),
   upload_idle_timeout: setting('upload_idle_timeout', { kind: duration('s', 100), fallback: () => DEFAULT_BODY_TIMEOUTS.idleMs, arg: 'duration', reloadable: true, help: 'a request body that sends nothing for this long is ended with 408' }),
   request_timeout: setting('request_timeout', { kind: duration('s', 1000), fallback: () => DEFAULT_BODY_TIMEOUTS.totalMs, arg: 'duration', reloadable: true, help: 'a request body not complete after this long is ended with 408' }),
-  office_instances: setting('office_instances', { kind: integer(1, 64), fallback: () => defaultServiceConfig().office.instances, arg: 'n', help: 'LibreOffice instances kept for office documents, one document each at a time (default: available cores)' }),
-  office_recycle_after: setting('office_recycle_after', { kind: integer(1), fallback: () => defaultServiceConfig().office.recycleAfter, arg: 'n', help: 'a LibreOffice instance is replaced after this many conversions' }),
-  office_memory_mb: setting('office_memory_mb', { kind: integer(256, 1_048_576), fallback: () => defaultServiceConfig().office.memoryLimitMb, arg: 'MiB', help: 'memory of one LibreOffice instance; past it its conversion fails memory_limit' }),
-  html_pages: setting('html_pages', { kind: integer(1, 64), fallback: () => defaultServiceConfig().html.pages, arg: 'n', help: 'web pages Chromium renders at once for the HTML engine, each in a context of its own (default: available cores)' }),
-  html_recycle_after: setting('html_recycle_after', { kind: integer(1), fallback: () => defaultServiceConfig().html.recycleAfter, arg: 'n', help: 'the HTML engine\'s browser is replaced after this many conversions' }),
-  html_remote_resources: setting('html_remote_resources', { kind: boolean, fallback: () => false, help: 'a conversion may ask (allow_remote_resources) for its page to load public http(s) resources, each through the address policy of URL inputs (default: only its own files)' }),
-  html_reuse: setting('html_reuse', { kind: oneOf(['none', 'account'] as const), fallback: () => defaultServiceConfig().html.reuse, arg: 'mode', help: 'none: every conversion gets a fresh browser context (nothing shared); account: a warm page serves later conversions of the same account only, cleared between them (faster; for one team\'s trusted accounts)' }),
-  html_page_uses: setting('html_page_uses', { kind: integer(1, 100_000), fallback: () => defaultServiceConfig().html.pageUses, arg: 'n', help: 'with html_reuse account: a page is replaced after this many conversions' }),
-  html_idle_pages: setting('html_idle_pages', { kind: integer(1, 1_000), fallback: () => defaultServiceConfig().html.idlePages, arg: 'n', help: 'with html_reuse account: idle pages kept over all accounts (the least recently used is closed first)' }),
-  html_memory_mb: setting('html_memory_mb', { kind: integer(128, 1_048_576), fallback: () => defaultServiceConfig().html.memoryLimitMb, arg: 'MiB', help: 'resident memory of one page\'s renderer; past it the renderer is killed and its conversion fails memory_limit' }),
-  html_sandbox: setting('html_sandbox', { kind: oneOf(['auto', 'off'] as const), fallback: () => defaultServiceConfig().html.sandbox, arg: 'mode', help: 'auto: Chromium\'s own sandbox wherever it can run (as root, the browser runs as html_sandbox_uid); off: --no-sandbox' }),
-  html_sandbox_uid: setting('html_sandbox_uid', { kind: integer(1, 4_294_967_294), fallback: () => defaultServiceConfig().html.sandboxUid, arg: 'uid', help: 'when the daemon runs as root, the unprivileged uid (used by nothing else) the sandboxed browser runs as' }),
-  office_stall_timeout: setting('office_stall_timeout', { kind: duration('s'), fallback: () => defaultServiceConfig().stallMs.office, arg: 'duration', help: 'a PDF export by LibreOffice that stays on one page this long ends early with timeout, before the time limit (0: off)' }),
-  postscript_stall_timeout: setting('postscript_stall_timeout', { kind: duration('s'), fallback: () => defaultServiceConfig().stallMs.postscript, arg: 'duration', help: 'a Ghostscript run whose PDF does not grow for this much of its processor time ends early with timeout, before the time limit (0: off)' }),
-  office_warm: setting('office_warm', { kind: boolean, fallback: () => false, help: 'start the LibreOffice instances with the daemon (default: with the first document)' }),
   // An idle engine host takes 60-150 MiB itself (node, sharp): less would fail every conversion.
   max_input_pixels: setting('max_input_pixels', { kind: integer(1_000_000, 10_000_000_000), fallback: () => defaultServiceConfig().maxInputPixels, arg: 'n', help: 'largest image (width x height) an engine decodes, a guard against decompression bombs; a larger one fails input_invalid saying its size and this limit' }),
   engine_memory_mb: setting('engine_memory_mb', { kind: integer(256, 1_048_576), fallback: () => defaultServiceConfig().engineMemoryMb, arg: 'MiB', help: 'memory of one engine host process (data, Markdown and PDF conversions run there), and the address space of an image decoder process (HEVC HEIC, BMP/ICO/Netpbm, Ghostscript); past it the conversion fails memory_limit' }),
@@ -123,6 +109,30 @@ export const SCALARS = {
 
 export type ScalarKey = keyof typeof SCALARS;
 export type ScalarValues = { [K in ScalarKey]: (typeof SCALARS)[K] extends Setting<infer T> ? T : never };
+
+/** The kind that parses and checks what an engine's row declares. */
+function kindOf(kind: SettingKind): Kind<unknown> {
+  switch (kind.type) {
+    case 'integer': return integer(kind.min, kind.max);
+    case 'duration': return duration(kind.unit, kind.min);
+    case 'boolean': return boolean;
+    case 'choice': return oneOf(kind.values);
+  }
+}
+
+/** An engine's row as a setting; not reloadable: the engines are made with their settings once. */
+const engineSetting = (row: ConfigRow): Setting => setting(row.key, { kind: kindOf(row.kind), fallback: row.fallback, arg: row.arg, help: row.help });
+
+/**
+ * The scalar settings in the order `convd config print` and `convd serve --help` list them: the
+ * engines' own rows (each engine's descriptor.ts) stand before max_input_pixels, where they
+ * always stood.
+ */
+export const SCALAR_SETTINGS: Setting[] = (() => {
+  const own = Object.values(SCALARS) as Setting[];
+  const at = own.indexOf(SCALARS.max_input_pixels as Setting);
+  return [...own.slice(0, at), ...engineSettingRows().map(engineSetting), ...own.slice(at)];
+})();
 
 /**
  * Nested settings have one leaf per field, set in the file as objects, in the environment one
@@ -138,12 +148,19 @@ export interface Group {
   help: string;
 }
 
-export const GROUPS: Group[] = [
-  { prefix: 'plans', flag: '--plan <plan.field=value>', envPrefix: 'CONVD_PLAN_', help: 'a plan limit, e.g. free.max_upload_mb=200 (repeatable)' },
-  { prefix: 'credit_weights', flag: '--credit-weight <kind=n>', envPrefix: 'CONVD_CREDIT_WEIGHT_', help: 'credits per conversion kind, e.g. video=8 (repeatable)' },
-  { prefix: 'engine_timeout_ms', flag: '--engine-timeout-ms <engine=ms>', envPrefix: 'CONVD_ENGINE_TIMEOUT_MS_', help: 'engine time limit, e.g. media=600000 or media=10m (repeatable)' },
-  { prefix: 'input_cap_mb', flag: '--input-cap-mb <format=MiB>', envPrefix: 'CONVD_INPUT_CAP_MB_', help: 'largest input the data engine parses whole, per format (md, json, yaml), e.g. yaml=8 (repeatable)' },
-];
+const PLANS_GROUP: Group = { prefix: 'plans', flag: '--plan <plan.field=value>', envPrefix: 'CONVD_PLAN_', help: 'a plan limit, e.g. free.max_upload_mb=200 (repeatable)' };
+const WEIGHTS_GROUP: Group = { prefix: 'credit_weights', flag: '--credit-weight <kind=n>', envPrefix: 'CONVD_CREDIT_WEIGHT_', help: 'credits per conversion kind, e.g. video=8 (repeatable)' };
+const TIMEOUTS_GROUP: Group = { prefix: 'engine_timeout_ms', flag: '--engine-timeout-ms <engine=ms>', envPrefix: 'CONVD_ENGINE_TIMEOUT_MS_', help: 'engine time limit, e.g. media=600000 or media=10m (repeatable)' };
+
+/** The engines' groups (the data engine's `input_cap_mb`), each with its leaves. */
+const ENGINE_GROUPS = engineSettingGroups().map((group) => ({
+  group: {
+    prefix: group.prefix, flag: `--${group.prefix.replace(/_/g, '-')} <${group.arg}>`, envPrefix: `CONVD_${group.prefix.toUpperCase()}_`, help: group.help,
+  } satisfies Group,
+  rows: group.rows,
+}));
+
+export const GROUPS: Group[] = [PLANS_GROUP, WEIGHTS_GROUP, TIMEOUTS_GROUP, ...ENGINE_GROUPS.map(({ group }) => group)];
 
 /** The plan's own numbers and words; its time limits are leaves of their own (`free.time_limits.office`). */
 type PlanField = Exclude<keyof Plan, 'id' | 'time_limits'>;
@@ -165,8 +182,6 @@ function leaf<T>(group: Group, name: string, kind: Kind<T>, fallback: () => T, h
   return setting(`${group.prefix}.${name}`, { kind, fallback, flag: false, reloadable: true, help }, `${group.envPrefix}${name.toUpperCase().replace(/\./g, '_')}`);
 }
 
-const [PLANS_GROUP, WEIGHTS_GROUP, TIMEOUTS_GROUP, INPUT_CAPS_GROUP] = GROUPS as [Group, Group, Group, Group];
-
 export const PLAN_SETTINGS: Setting<string | number>[] = PLAN_IDS.flatMap((plan) => [
   ...(Object.keys(PLAN_FIELDS) as PlanField[]).map((field) =>
     leaf(PLANS_GROUP, `${plan}.${field}`, PLAN_FIELDS[field], () => DEFAULT_PLANS[plan][field], `${plan} plan: ${field}`),
@@ -184,12 +199,12 @@ export const TIMEOUT_SETTINGS: Setting<number>[] = Object.entries(defaultService
   leaf(TIMEOUTS_GROUP, engine, duration('ms', 1), () => ms, `time limit of the ${engine} engine, in ms`),
 );
 
-export const INPUT_CAP_SETTINGS: Setting<number>[] = (Object.keys(DEFAULT_INPUT_CAPS) as (keyof InputCaps)[]).map((format) => ({
-  ...leaf(INPUT_CAPS_GROUP, format, integer(1, 1_048_576), () => DEFAULT_INPUT_CAPS[format] / BYTES_PER_MB, `largest ${format} input parsed whole, in MiB`),
+export const ENGINE_GROUP_SETTINGS: Setting[] = ENGINE_GROUPS.flatMap(({ group, rows }) => rows.map((row) => ({
+  ...leaf(group, row.key, kindOf(row.kind), row.fallback, row.help),
   // The engines are made with these once (the engine host gets them with every job): a restart.
   reloadable: false,
-}));
+})));
 
-export const ALL_SETTINGS: Setting[] = [...Object.values(SCALARS), ...PLAN_SETTINGS, ...WEIGHT_SETTINGS, ...TIMEOUT_SETTINGS, ...INPUT_CAP_SETTINGS] as Setting[];
+export const ALL_SETTINGS: Setting[] = [...SCALAR_SETTINGS, ...PLAN_SETTINGS, ...WEIGHT_SETTINGS, ...TIMEOUT_SETTINGS, ...ENGINE_GROUP_SETTINGS] as Setting[];
 export const SETTINGS_BY_KEY = new Map(ALL_SETTINGS.map((s) => [s.key, s]));
 export const SETTINGS_BY_ENV = new Map(ALL_SETTINGS.map((s) => [s.env, s]));

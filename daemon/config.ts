@@ -1,7 +1,6 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { InputCaps } from '../src/engines/data/input-caps.ts';
-import type { HtmlSettings, StallWindows } from '../src/engines/catalog.ts';
+import type { SettingsByEngine } from '../src/engines/types.ts';
 import type { CreditWeights } from '../src/formats/registry.ts';
 import type { Plan, PlanId } from '../src/model/plan.ts';
 
@@ -65,12 +64,8 @@ export interface DaemonConfig {
   engineMemoryMb: number;
   /** The largest image an engine decodes, in pixels. */
   maxInputPixels: number;
-  office: { instances: number; recycleAfter: number; memoryLimitMb: number; warmAtStart: boolean };
-  /** postscript_stall_timeout, office_stall_timeout: ms (0: off). */
-  stallMs: StallWindows;
-  html: HtmlSettings;
-  /** The data engine's input caps per format, MiB. */
-  inputCapsMb: Record<keyof InputCaps, number>;
+  /** Each engine's own settings, by engine name, as its descriptor's rows set them (in its units: bytes, not MiB). */
+  engines: SettingsByEngine;
   outputCapRatio: number;
   outputCapFloorMb: number;
 }

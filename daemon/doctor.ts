@@ -1,10 +1,10 @@
-import { defaultEngines } from '../src/engines/catalog.ts';
+import { defaultEngines, ENGINES } from '../src/engines/catalog.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
+import { engineSettings } from '../src/engines/configuration.ts';
 import { EngineHost } from '../src/engines/host/engine-host.ts';
 import { systemFonts, type SystemFonts } from '../src/engines/fonts/system-fonts.ts';
-import { MATH_PACKAGE, officeMath } from '../src/engines/office/find-office.ts';
 import type { EngineStatus } from '../src/engines/types.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import { memoryAllocator, type Allocator } from './ops/allocator.ts';
@@ -17,19 +17,13 @@ export interface DoctorReport {
   chainExample?: string;
   /** The malloc of this process: the daemon's when run with the same environment (LD_PRELOAD). */
   allocator: Allocator;
-  /** Where LibreOffice runs: whether its Math module is there, without which formulas are lost. */
-  formulas?: FormulaSupport;
   /** The fonts LibreOffice and Chromium find: scripts, Word's fonts' stand-ins, emoji, hyphenation. */
   fonts: SystemFonts;
-}
-
-export interface FormulaSupport {
-  /** The file of LibreOffice Math found beside soffice, or null when it is not installed. */
-  math: string | null;
-  /** The pairs LibreOffice writes (the office engine's, and chains with a step on it). */
-  pairs: number;
-  /** Of them, the chains from pandoc's sources through its docx (`latex -> pdf`). */
-  chains: string[];
+  /**
+   * What an engine's doctor found, under its key (its descriptor's `doctor`): the office engine's
+   * `formulas`, whether LibreOffice's Math module is there, without which formulas are lost.
+   */
+  [finding: string]: unknown;
 }
 
 /** `convd doctor`: each engine, the binary it found, its version and whether it can run. */
@@ -37,7 +31,7 @@ export async function doctor(): Promise<DoctorReport> {
   const config = defaultServiceConfig();
   // A host that is never started: it tells where the isolated engines run.
   const host = new EngineHost({ processes: 1, memoryLimitMb: config.engineMemoryMb });
-  const engines = defaultEngines({ maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, stallMs: config.stallMs, html: config.html }, undefined, host);
+  const engines = defaultEngines(engineSettings(config), undefined, host);
   const registry = await FormatRegistry.create(engines, config.creditWeights);
   await registry.close();
   const pairs = registry.allPairs();
@@ -53,38 +47,24 @@ export async function doctor(): Promise<DoctorReport> {
     chains: chains.length,
     ...(example ? { chainExample: example } : {}),
     allocator: memoryAllocator(),
-    ...(await formulaSupport(registry.statuses, pairs)),
+    ...(await engineFindings(registry.statuses, pairs)),
     fonts: await systemFonts(),
   };
 }
 
-/**
- * Whether LibreOffice can keep formulas (its Math module, Debian's libreoffice-math-nogui): without
- * it LibreOffice drops every formula of a document it writes, silently, pandoc's (LaTeX, Org, rst,
- * Markdown math in the docx it hands on) as much as a Word or OpenDocument file's own.
- */
-export async function formulaSupport(statuses: readonly EngineStatus[], pairs: readonly ConversionPair[]): Promise<{ formulas?: FormulaSupport }> {
-  const office = statuses.find((status) => status.name === 'office');
-  if (!office?.available || !office.binary) return {};
-  const written = pairs.filter((pair) => pair.engine === 'office' || pair.steps?.some((step) => step.engine === 'office'));
-  const chains = written.filter((pair) => pair.steps?.[0]?.engine === 'markup').map((pair) => `${pair.source} -> ${pair.target}`);
-  return { formulas: { math: (await officeMath(office.binary)) ?? null, pairs: written.length, chains } };
-}
-
-/** `latex -> pdf`, `latex -> rtf`, `org -> pdf` as `latex, org -> pdf; latex -> rtf`. */
-function groupedChains(chains: readonly string[]): string {
-  const byTarget = new Map<string, string[]>();
-  for (const chain of chains) {
-    const [source, target] = chain.split(' -> ') as [string, string];
-    byTarget.set(target, [...(byTarget.get(target) ?? []), source]);
+/** What the engines' doctors found, each under its key; nothing of an engine with nothing to say. */
+async function engineFindings(statuses: readonly EngineStatus[], pairs: readonly ConversionPair[]): Promise<Record<string, unknown>> {
+  const findings: Record<string, unknown> = {};
+  for (const engine of ENGINES) {
+    const found = await engine.doctor?.find(statuses, pairs);
+    if (engine.doctor && found !== undefined) findings[engine.doctor.key] = found;
   }
-  return [...byTarget].map(([target, sources]) => `${sources.join(', ')} -> ${target}`).join('; ');
+  return findings;
 }
 
-function formulaLine(formulas: FormulaSupport): string {
-  if (formulas.math) return `formulas: LibreOffice Math found (${formulas.math}): formulas are kept in the ${formulas.pairs} pairs LibreOffice writes`;
-  const chains = formulas.chains.length > 0 ? `, and the math pandoc puts in the docx of ${groupedChains(formulas.chains)}` : '';
-  return `formulas: LOST: LibreOffice Math is not installed: the ${formulas.pairs} pairs LibreOffice writes drop every formula (a Word, OpenDocument or RTF document's own${chains}): install Debian's ${MATH_PACKAGE}`;
+/** The line each engine's doctor prints of what it found. */
+function findingLines(report: DoctorReport): string[] {
+  return ENGINES.flatMap((engine) => (engine.doctor && report[engine.doctor.key] !== undefined ? [engine.doctor.line(report[engine.doctor.key])] : []));
 }
 
 /** Lines that say what documents will look like: the scripts drawn, Word's fonts, emoji, hyphenation. */
@@ -118,5 +98,5 @@ export function formatDoctor(report: DoctorReport): string {
   const allocator = report.allocator === 'glibc'
     ? "memory allocator: glibc's malloc (a daemon on it keeps hundreds of MB after large images: preload jemalloc as deploy/convd.service does)"
     : `memory allocator: ${report.allocator}`;
-  return [...lines, `${report.pairs} conversion pairs offered${chains}`, ...(report.formulas ? [formulaLine(report.formulas)] : []), ...fontLines(report.fonts), allocator].join('\n');
+  return [...lines, `${report.pairs} conversion pairs offered${chains}`, ...findingLines(report), ...fontLines(report.fonts), allocator].join('\n');
 }

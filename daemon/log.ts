@@ -26,11 +26,11 @@ function prettyValue(value: unknown): string {
 }
 
 /**
- * Log lines on stderr: JSON, one object per line (`time`, `level`, `event`, fields), or a
- * readable form on a terminal. Lines are gathered and written every 20 ms (or every 64 KiB):
- * one request log line per request must not cost a write(2) per request, which on a pipe is
- * synchronous (measured: a third of the logging cost under `npm run bench -- a`). Whatever is
- * buffered is written on exit, and by `flush()` before an exit the caller makes.
+ * Log lines on stderr: JSON, one object per line (`time`, `level`, `event`, fields), or a readable
+ * form on a terminal. Lines are gathered and written every 20 ms (or every 64 KiB): one request log
+ * line per request must not cost a write(2) per request, which on a pipe is synchronous (measured:
+ * a third of the logging cost under `npm run bench -- get-throughput`). Whatever is buffered is
+ * written on exit, and by `flush()` before an exit the caller makes.
  */
 export function createLogger(level: LogLevel, format: LogFormat, stream: NodeJS.WriteStream = process.stderr): Logger {
   let threshold = RANK[level];

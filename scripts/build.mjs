@@ -22,8 +22,14 @@ const DIST = join(ROOT, 'dist');
 const FINGERPRINT = join(DIST, '.build-fingerprint');
 const SOURCE_DIRS = ['src', 'daemon', 'cli'];
 const SETTINGS = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
-/** Files copied into dist/ as they are (the office engine's bridge runs under LibreOffice's Python). */
-const COPIED = ['src/engines/office/bridge.py', 'src/engines/office/font_names.py', 'src/engines/office/fonts.conf'];
+/**
+ * Files copied into dist/ as they are: the office engine's bridge runs under LibreOffice's Python,
+ * and the web pages' style sheet and script are served as they are written.
+ */
+const COPIED = [
+  'src/engines/office/bridge.py', 'src/engines/office/font_names.py', 'src/engines/office/fonts.conf',
+  'daemon/web/assets/style.css', 'daemon/web/assets/app.js',
+];
 
 function* filesUnder(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {

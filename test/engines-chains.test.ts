@@ -18,12 +18,12 @@ import { defaultEngines } from '../src/engines/catalog.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import { assertOutput, makeFixture, mediaTools, type Fixture } from './registry-pairs-fixtures.ts';
 
 const config = defaultServiceConfig();
-const registry = await FormatRegistry.create(defaultEngines({ maxInputPixels: config.maxInputPixels, office: { ...config.office, instances: 2 } }), config.creditWeights);
+const registry = await FormatRegistry.create(defaultEngines({ maxInputPixels: config.maxInputPixels, engines: { office: { ...config.engines.office, instances: 2 } } }), config.creditWeights);
 const chains = registry.allPairs().filter((pair) => pair.engine === CHAIN_ENGINE);
 /**
  * The chains converted here: a set that covers every source and every second step (its engine,

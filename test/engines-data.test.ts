@@ -9,7 +9,7 @@ import { ConversionFailure } from '../src/errors/api-error.ts';
 import { createDataEngine } from '../src/engines/data/data-engine.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 import { decodeData } from './registry-pairs-fixtures.ts';
 

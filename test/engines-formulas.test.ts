@@ -14,9 +14,10 @@ import { chmod, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { formatDoctor, formulaSupport, type DoctorReport } from '../daemon/doctor.ts';
+import { formatDoctor, type DoctorReport } from '../daemon/doctor.ts';
 import { defaultEngines } from '../src/engines/catalog.ts';
 import { findOffice, officeMath } from '../src/engines/office/find-office.ts';
+import { formulaSupport } from '../src/engines/office/formulas.ts';
 import { createOfficeEngine } from '../src/engines/office/office-engine.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
 import type { Engine, EngineJob } from '../src/engines/types.ts';
@@ -28,7 +29,7 @@ import { openZip } from './helpers/markup.ts';
 
 const config = defaultServiceConfig();
 const registry = await FormatRegistry.create(
-  defaultEngines({ maxInputPixels: config.maxInputPixels, office: { ...config.office, instances: 1 } })
+  defaultEngines({ maxInputPixels: config.maxInputPixels, engines: { office: { ...config.engines.office, instances: 1 } } })
     .filter((engine) => ['data', 'html', 'office', 'markup'].includes(engine.name)),
   config.creditWeights,
 );
@@ -109,7 +110,7 @@ describe('LibreOffice Math is there, and convd doctor says so', { skip }, () => 
   });
 
   it('the formulas line: found, or LOST with the pairs that lose them and the package to install', async () => {
-    const { formulas } = await formulaSupport(registry.statuses, registry.allPairs());
+    const formulas = await formulaSupport(registry.statuses, registry.allPairs());
     assert.ok(formulas);
     assert.ok(formulas.math);
     for (const chain of ['latex -> pdf', 'latex -> rtf', 'org -> pdf', 'rst -> rtf']) assert.ok(formulas.chains.includes(chain), `${chain} goes through LibreOffice`);

@@ -18,7 +18,7 @@ import { HelperPool } from '../src/engines/process/helper-pool.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { isRunning, leftoversOfGroup, waitFor } from './engines-proc.ts';
 
-const SETTINGS = { maxInputPixels: 100_000_000, inputCaps: { ...DEFAULT_INPUT_CAPS, json: 512 * 1024 * 1024 } };
+const SETTINGS = { maxInputPixels: 100_000_000, engines: { data: { ...DEFAULT_INPUT_CAPS, json: 512 * 1024 * 1024 } } };
 let dir: string;
 let counter = 0;
 

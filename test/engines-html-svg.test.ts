@@ -23,7 +23,7 @@ import type { Engine, EngineJob } from '../src/engines/types.ts';
 import { ConversionFailure } from '../src/errors/api-error.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 import { startCanary, type Canary } from './helpers/canary.ts';
 import { rejectsWith } from './helpers/failure.ts';

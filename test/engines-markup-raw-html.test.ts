@@ -27,7 +27,7 @@ import { openZip, pandocPath } from './helpers/markup.ts';
 const config = defaultServiceConfig();
 // The engines md's targets go through: pandoc, the data engine's page, Chromium, LibreOffice.
 const registry = await FormatRegistry.create(
-  defaultEngines({ maxInputPixels: config.maxInputPixels, office: { ...config.office, instances: 1 } })
+  defaultEngines({ maxInputPixels: config.maxInputPixels, engines: { office: { ...config.engines.office, instances: 1 } } })
     .filter((engine) => ['data', 'html', 'office', 'markup'].includes(engine.name)),
   config.creditWeights,
 );

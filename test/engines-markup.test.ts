@@ -15,7 +15,7 @@ import { isOutputCapFailure } from '../src/engines/output-cap.ts';
 import { liveChildPids, runProcess } from '../src/engines/subprocess.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 import { childrenNamed, leftoversOfGroup } from './engines-proc.ts';
 import { storedZip } from './helpers/hostile-files.ts';

@@ -12,7 +12,7 @@ import { AUDIO_SOURCES, VIDEO_SOURCES } from '../src/engines/media/formats.ts';
 import { mpegTsReader } from '../src/engines/media/probe.ts';
 import { liveChildPids, runProcess } from '../src/engines/subprocess.ts';
 import type { EngineJob } from '../src/engines/types.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 import { childrenNamed, leftoversOfGroup } from './engines-proc.ts';
 import { MEDIA_RECIPES } from './registry-pairs-fixtures.ts';

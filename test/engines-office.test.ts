@@ -20,7 +20,7 @@ import { createOfficeEngine } from '../src/engines/office/office-engine.ts';
 import { officeRetries } from '../src/engines/office/retries.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import { waitFor } from './engines-proc.ts';
 import { billionLaughsDocx, docxOf, storedZip } from './helpers/hostile-files.ts';
 import { assertOfficeOutput, makeOfficeFixtures, OFFICE_CSV, OFFICE_MARKER } from './helpers/office.ts';

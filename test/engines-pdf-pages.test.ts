@@ -22,7 +22,7 @@ import { createPdfPagesEngine } from '../src/engines/pdfpages/pdfpages-engine.ts
 import { loadPdfium, type ReadStats } from '../src/engines/pdfpages/pdfium.ts';
 import type { EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 
 const engine = createPdfPagesEngine();

@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { ConversionFailure, HandOver } from '../src/errors/api-error.ts';
 import { createPdfEngine } from '../src/engines/pdf/pdf-engine.ts';
 import type { EngineJob } from '../src/engines/types.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 
 const engine = createPdfEngine();

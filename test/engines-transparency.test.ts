@@ -17,7 +17,7 @@ import type { EngineJob } from '../src/engines/types.ts';
 import { renderFieldMessage } from '../src/errors/messages.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 
 const WIDTH = 64;
 const HEIGHT = 48;

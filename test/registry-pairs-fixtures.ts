@@ -24,7 +24,7 @@ import { htmlSiteZip } from './helpers/html.ts';
 import { postscriptFixture } from './helpers/postscript.ts';
 import { CHAIN_ENGINE } from '../src/engines/chain.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
-import type { ConversionPair } from '../src/formats/types.ts';
+import type { ConversionPair } from '../src/engines/pairs.ts';
 import { DOCUMENT_MARKER, assertMarkupOutput, makeMarkupFixture } from './helpers/markup.ts';
 
 export const IMAGE_WIDTH = 96;

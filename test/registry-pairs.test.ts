@@ -28,7 +28,7 @@ import { createRasterEngine } from '../src/engines/raster/raster-engine.ts';
 import type { Engine, EngineJob } from '../src/engines/types.ts';
 import { validateOptions } from '../src/formats/options.ts';
 import { FormatRegistry } from '../src/formats/registry.ts';
-import type { ConversionKind, ConversionPair } from '../src/formats/types.ts';
+import type { ConversionKind, ConversionPair } from '../src/engines/pairs.ts';
 import type { ConversionOptions } from '../src/model/conversion.ts';
 import { defaultServiceConfig } from '../src/service/config.ts';
 import type { FormatDetails, FormatListing } from '../src/client/types.ts';

@@ -1,7 +1,7 @@
 /**
- * The baseline of bench (a): a bare node:http server that answers every request with the same
- * JSON bytes and headers the daemon sends for GET /v1/conversions/{id}, and nothing else (no
- * routing, auth, store or framework). Run as its own process, like the daemon.
+ * The baseline of the get-throughput bench: a bare node:http server that answers every request with
+ * the same JSON bytes and headers the daemon sends for GET /v1/conversions/{id}, and nothing else
+ * (no routing, auth, store or framework). Run as its own process, like the daemon.
  *
  * Input: argv[2] = JSON `{ body: string, headers: Record<string,string> }`. Prints the port.
  */

@@ -29,7 +29,8 @@ export interface BenchDaemon {
 
 /**
  * BENCH_DAEMON_NODE_ARGS adds node flags to every daemon a bench starts, e.g.
- * `BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- a` to profile it.
+ * `BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- get-throughput`
+ * to profile it.
  */
 const EXTRA_NODE_ARGS = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 /** BENCH_DAEMON_ARGS adds convd options after a bench's own, e.g. `--log-level warn` to see what logging costs. */

@@ -1,7 +1,7 @@
 /**
- * A large history of ended conversions (a million, for bench (m)), the same rows for the
- * PostgreSQL store and for lowdb: the ids are made once, in creation order, and each record is
- * built from its row number, so both stores hold the same history under their own account ids.
+ * A large history of ended conversions (a million, for the postgres-submit bench), the same rows
+ * for the PostgreSQL store and for lowdb: the ids are made once, in creation order, and each record
+ * is built from its row number, so both stores hold the same history under their own account ids.
  *
  * Into PostgreSQL the records go straight in with SQL (multi-row INSERT ... SELECT from a jsonb
  * array, two batches in flight), with the `idem_key` column the store itself would set; into

@@ -1,4 +1,4 @@
-"""Bench (k)'s baseline: LibreOffice kept warm and driven directly over UNO, no service around it.
+"""The office-warm bench's baseline: LibreOffice kept warm and driven directly over UNO, no service around it.
 
 One process per LibreOffice instance (bench/office.ts starts as many as convd's pool has, as
 convd runs one bridge process per instance: one Python process driving two instances from two

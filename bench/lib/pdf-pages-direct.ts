@@ -1,6 +1,6 @@
 /**
- * The baseline of bench (l), run as a process of its own at the engine host's priority (see
- * bench/pdf-pages.ts): @embedpdf/pdfium called directly, the way its documentation shows (the
+ * The baseline of the pdf-pages bench, run as a process of its own at the engine host's priority
+ * (see bench/pdf-pages.ts): @embedpdf/pdfium called directly, the way its documentation shows (the
  * file read into PDFium's memory, page 1 loaded and rendered), and sharp's PNG encode.
  *
  * argv[2]: a DirectPlan as JSON. Prints `{"ready":true,"loadMs":…}` once PDFium is loaded and

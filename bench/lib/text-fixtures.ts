@@ -1,11 +1,11 @@
 /**
- * Large text documents for bench (s): about 1 MB of plain text and 1 MB of Markdown, made from
- * a fixed seed so every run converts the same bytes. The text reads like a manual or a licence:
- * paragraphs of prose broken into lines at about 72 columns (as real text files are), a blank
- * line between paragraphs, now and then a heading line or an indented list. The Markdown has
- * what real Markdown has: headings of three levels, paragraphs with emphasis, code spans and
- * links, bulleted and numbered lists (some nested), fenced code blocks, tables and quotes.
- * Every section has a marker word of its own (`Zq<n>x`) that a result must still hold.
+ * Large text documents for the large-text bench: about 1 MB of plain text and 1 MB of Markdown,
+ * made from a fixed seed so every run converts the same bytes. The text reads like a manual or a
+ * licence: paragraphs of prose broken into lines at about 72 columns (as real text files are), a
+ * blank line between paragraphs, now and then a heading line or an indented list. The Markdown has
+ * what real Markdown has: headings of three levels, paragraphs with emphasis, code spans and links,
+ * bulleted and numbered lists (some nested), fenced code blocks, tables and quotes. Every section
+ * has a marker word of its own (`Zq<n>x`) that a result must still hold.
  */
 
 const WORDS = (

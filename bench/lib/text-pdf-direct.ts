@@ -1,8 +1,9 @@
 /**
- * The pdf-lib side of bench (s)'s txt -> pdf: a plain text laid out as PDF with pdf-lib alone,
- * the least a script does for it: the same font as convd's (DejaVu Sans Mono, subset), A4, 10 pt,
- * 56 pt margins, each line wrapped at spaces to the characters that fit (the font is monospace),
- * one drawText per line. No checks of the characters, no progress, no tabs or form feeds.
+ * The pdf-lib side of the large-text bench's txt -> pdf: a plain text laid out as PDF with pdf-lib
+ * alone, the least a script does for it: the same font as convd's (DejaVu Sans Mono, subset), A4,
+ * 10 pt, 56 pt margins, each line wrapped at spaces to the characters that fit (the font is
+ * monospace), one drawText per line. No checks of the characters, no progress, no tabs or form
+ * feeds.
  *
  * argv[2] the text, argv[3] the PDF. Prints `{"ms":…}`: the time from reading the text to the
  * written PDF, node's and the modules' start left out.

@@ -23,8 +23,9 @@ const HOT_RULES: FailureRules<PlainAnswer> = { failure: (error, exchange) => err
  * GET /v1/conversions/{id} without a query string — the request every poller repeats — answered
  * on node:http directly instead of through h3. h3 v2's per-request adapter (a web Request over
  * the Node request, URL parsing, the route chain, the response conversion) alone took about 35 %
- * off a bare node:http server's throughput on a trivial route (`npm run bench -- a`): nearly all
- * of the 40 % the issue allows, before any work of ours. Everything the answer is made of is shared with the h3 route:
+ * off a bare node:http server's throughput on a trivial route (`npm run bench -- get-throughput`):
+ * nearly all of the 40 % the issue allows, before any work of ours. Everything the answer is made
+ * of is shared with the h3 route:
  * the same admission (maintenance, key, rate limit, scope), the same service call, the same JSON
  * and error shape, and the same pipeline pieces (pipeline.ts: the Exchange with its timing and
  * language, `settle` for failures and their log, `report`) without the H3Event wrapper around

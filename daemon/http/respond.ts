@@ -12,9 +12,9 @@ export type JsonResponse = Response & { [kHeaders]: Record<string, string> };
 
 /**
  * A JSON answer as srvx's FastResponse (the response class h3 itself builds on Node) with its
- * headers as a plain object: h3 passes such a response through untouched and srvx writes the
- * string in one go with a Content-Length, never building a `Headers` (whose per-header checks
- * and sorted iteration were the largest cost left in `npm run bench` (a) after the body itself).
+ * headers as a plain object: h3 passes such a response through untouched and srvx writes the string
+ * in one go with a Content-Length, never building a `Headers` (whose per-header checks and sorted
+ * iteration were the largest cost left in `npm run bench -- get-throughput` after the body itself).
  * A web Response with a string body would go through a ReadableStream and chunked encoding.
  */
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): JsonResponse {

@@ -1,9 +1,9 @@
 /**
  * The two metrics every request updates, `convd_http_requests_total` (method, route, status) and
- * `convd_http_request_duration_seconds` (method, route), kept in plain counters and rendered in
- * the Prometheus text format at scrape time. prom-client, which keeps every other metric, checks
- * and hashes the labels on each `observe()` even through a child made by `labels()`: measured
- * under `npm run bench -- a`, 2-3 us of the daemon's 20 us per GET, a tenth of its cost.
+ * `convd_http_request_duration_seconds` (method, route), kept in plain counters and rendered in the
+ * Prometheus text format at scrape time. prom-client, which keeps every other metric, checks and
+ * hashes the labels on each `observe()` even through a child made by `labels()`: measured under
+ * `npm run bench -- get-throughput`, 2-3 us of the daemon's 20 us per GET, a tenth of its cost.
  */
 
 interface RouteStats {

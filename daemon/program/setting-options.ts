@@ -1,12 +1,12 @@
 import { Command, Option } from 'commander';
-import { GROUPS, SCALARS, type Setting } from '../config-settings.ts';
+import { GROUPS, SCALAR_SETTINGS } from '../config-settings.ts';
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
 /** The options of `serve` (and `config print`), one per setting of daemon/config-settings.ts. */
 export function addSettingOptions(command: Command): Command {
   command.addOption(new Option('--config <file>', 'JSON config file (comments allowed) (env CONVD_CONFIG)'));
-  for (const setting of Object.values(SCALARS) as Setting[]) {
+  for (const setting of SCALAR_SETTINGS) {
     if (!setting.flag) continue;
     const fallback = setting.key === 'workers' ? 'available cores' : setting.key === 'data_dir' ? '$XDG_DATA_HOME/convd' : setting.fallback();
     const shown = fallback === undefined || fallback === false

@@ -11,7 +11,7 @@ const SCRIPT_TEXTS: readonly TextKey[] = ['chooseFirst', 'oneKind', 'unknownKind
  * (/web/api/formats/<source>) and the form is built from the option descriptors (range: a slider
  * with its value shown, enum: a list, bool: a checkbox, number: a number field); each file is sent
  * on its own with its upload's progress, then its conversion's, then a download link. The script
- * (assets.ts) does all of that; without it the page says nothing can be done.
+ * (assets/app.js) does all of that; without it the page says nothing can be done.
  */
 export function convertPage(context: PageContext): string {
   const { t, session } = context;

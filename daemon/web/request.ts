@@ -5,7 +5,8 @@ import { negotiateLanguage } from '../../src/errors/negotiate.ts';
 import { LANGUAGES, renderMessage, type Language } from '../../src/errors/messages.ts';
 import { WebSignIn, type WebSession } from '../../src/sign-in/web-sign-in.ts';
 import { messagePage, type PageContext } from './pages.ts';
-import { cookiePath, LANGUAGE_COOKIE, PAGE_HEADERS, readCookies, sameOrigin, SESSION_COOKIE } from './security.ts';
+import { keptLanguage, languageCookie, sessionToken } from './cookies.ts';
+import { PAGE_HEADERS, sameOrigin } from './security.ts';
 import { translator, type Translate } from './text.ts';
 import { apiFailure, type Answer, type Exchange, type Pipeline, type RouteRules } from '../http/pipeline.ts';
 
@@ -46,16 +47,15 @@ function servePage(deps: PageDeps, event: H3Event, route: string, handler: PageH
   let request: PageRequest | undefined;
   const rules: RouteRules = {
     route,
-    failure: kind === 'call' ? apiFailure : (error, exchange) => failurePage(request ?? pageRequest(event, exchange.req, deps, new Map()), error),
+    failure: kind === 'call' ? apiFailure : (error, exchange) => failurePage(request ?? pageRequest(event, exchange.req, deps, undefined), error),
     // A submission's upload may still be arriving when it is refused.
     lingerOnFailure: kind === 'call' && event.req.method === 'POST',
   };
   return deps.pipeline.run(event, rules, async (_, exchange) => {
-    const cookies = readCookies(event.req.headers.get('cookie'));
     // Read before the session is looked up: a failing lookup is told in the page's language too.
-    request = pageRequest(event, exchange.req, deps, cookies);
+    request = pageRequest(event, exchange.req, deps, keptLanguage(event));
     exchange.language = request.language;
-    signIn(request, await deps.signIn.session(cookies.get(SESSION_COOKIE)));
+    signIn(request, await deps.signIn.session(sessionToken(event)));
     try {
       return await handler(request, exchange);
     } catch (error) {
@@ -104,11 +104,10 @@ export class FormRefused extends Error {
 }
 
 /** A page's request as far as it can be read without the store: signed out until `signIn`. */
-function pageRequest(event: H3Event, req: IncomingMessage, deps: PageDeps, cookies: Map<string, string>): PageRequest {
+function pageRequest(event: H3Event, req: IncomingMessage, deps: PageDeps, kept: string | undefined): PageRequest {
   const url = new URL(event.req.url);
   const asked = url.searchParams.get('lang');
   const chosenLanguage = (LANGUAGES as readonly string[]).includes(asked ?? '') ? asked as Language : null;
-  const kept = cookies.get(LANGUAGE_COOKIE);
   const language = chosenLanguage ?? ((LANGUAGES as readonly string[]).includes(kept ?? '') ? kept as Language : negotiateLanguage(event.req.headers.get('accept-language')));
   const publicOrigin = deps.publicOrigin(req);
   const t = translator(language);
@@ -150,7 +149,7 @@ export async function readForm(request: PageRequest): Promise<URLSearchParams> {
 
 export function headersOf(request: PageRequest, extra: Record<string, string>): Headers {
   const headers = new Headers({ ...PAGE_HEADERS, 'content-language': request.language, vary: 'Cookie, Accept-Language', ...extra });
-  if (request.chosenLanguage) headers.append('set-cookie', `${LANGUAGE_COOKIE}=${request.chosenLanguage}; Path=${cookiePath(request.base)}; SameSite=Lax; Max-Age=31536000`);
+  if (request.chosenLanguage) headers.append('set-cookie', languageCookie(request.chosenLanguage, request.base));
   return headers;
 }
 

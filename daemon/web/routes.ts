@@ -4,6 +4,7 @@ import { SCOPES, type Scope } from '../../src/model/account.ts';
 import { PASSWORD_LENGTH } from '../../src/sign-in/password.ts';
 import { SESSION_LIFETIME_MS } from '../../src/sign-in/web-sign-in.ts';
 import { ASSETS } from './assets.ts';
+import { dropSession, keepSession } from './cookies.ts';
 import { registerConversionPages } from './conversion-routes.ts';
 import { registerConvertPage } from './convert-routes.ts';
 import { registerOwnerPage } from './owner-routes.ts';
@@ -11,7 +12,6 @@ import type { ConversionSystem } from '../../src/service/system.ts';
 import type { WebApiBridge } from '../app.ts';
 import { accountPage, messagePage, setPasswordPage, signInPage, type AccountPageState } from './pages.ts';
 import { pageHandler, readForm, redirect, respond, signedInForm, type PageDeps, type PageRequest } from './request.ts';
-import { sessionCookie } from './security.ts';
 import { SignInFailures } from './sign-in-failures.ts';
 
 export interface WebFaceDeps extends PageDeps {
@@ -67,7 +67,8 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     if (!opened) return respond(request, 401, signInPage(request.context, { name, error: request.t('signInFailed') }));
     // Best effort: the session exists already, and a lost give-back only counts one failure too many.
     await failures.succeeded(address, name).catch(() => undefined);
-    return redirect(request, '/account', { 'set-cookie': sessionCookie(opened.session, request, SESSION_LIFETIME_MS / 1000) });
+    keepSession(event, request, opened.session, SESSION_LIFETIME_MS / 1000);
+    return redirect(request, '/account');
   }));
 
   app.on('GET', '/link/:token', (event) => page(event, '/link/:token', async (request) => {
@@ -82,7 +83,8 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     const form = await readForm(request);
     const outcome = await deps.signIn.setPassword(token, form.get('password') ?? '', form.get('repeated') ?? '');
     if (typeof outcome !== 'string') {
-      return redirect(request, '/account', { 'set-cookie': sessionCookie(outcome.session, request, SESSION_LIFETIME_MS / 1000) });
+      keepSession(event, request, outcome.session, SESSION_LIFETIME_MS / 1000);
+      return redirect(request, '/account');
     }
     if (outcome === 'link_invalid') return respond(request, 404, messagePage(request.context, request.t('setPassword'), request.t('linkInvalid')));
     const account = await deps.signIn.linkAccount(token);
@@ -94,7 +96,8 @@ export function registerWebFace(app: H3, deps: WebFaceDeps, api: WebApiBridge): 
     const session = await signedInForm(request);
     if (session instanceof Response) return session;
     await deps.signIn.signOut(session);
-    return redirect(request, '/signin', { 'set-cookie': sessionCookie('', request, 0) });
+    dropSession(event, request);
+    return redirect(request, '/signin');
   }));
 
   const showAccount = async (request: PageRequest, status: number, extra: Partial<AccountPageState> = {}) => {

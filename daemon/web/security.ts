@@ -16,33 +16,6 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
 };
 
-export const SESSION_COOKIE = 'convd_session';
-export const LANGUAGE_COOKIE = 'convd_lang';
-
-export function readCookies(header: string | null): Map<string, string> {
-  const cookies = new Map<string, string>();
-  for (const part of (header ?? '').split(';')) {
-    const at = part.indexOf('=');
-    if (at <= 0) continue;
-    const name = part.slice(0, at).trim();
-    if (!cookies.has(name)) cookies.set(name, part.slice(at + 1).trim());
-  }
-  return cookies;
-}
-
-/**
- * The session cookie: HttpOnly (no script reads it), SameSite=Strict (no other site's page sends
- * it along), Secure where the page is served over https (directly or behind a trusted proxy).
- */
-export function sessionCookie(value: string, where: { secure: boolean; base: string }, maxAgeSeconds: number): string {
-  return [`${SESSION_COOKIE}=${value}`, `Path=${cookiePath(where.base)}`, 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAgeSeconds}`, ...(where.secure ? ['Secure'] : [])].join('; ');
-}
-
-/** The pages' cookies go to the pages' path only (the host's root, or the path convd is served under). */
-export function cookiePath(base: string): string {
-  return base === '' ? '/' : base;
-}
-
 /**
  * Whether a state-changing request comes from a page of this server: browsers name the origin
  * of every POST (`Origin`) and, in current ones, whether it is the same site (`Sec-Fetch-Site`).

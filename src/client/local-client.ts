@@ -6,6 +6,7 @@ import { basename } from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { defaultEngines } from '../engines/catalog.ts';
+import { engineSettings } from '../engines/configuration.ts';
 import type { KnownEngine } from '../engines/lazy.ts';
 import { FormatRegistry } from '../formats/registry.ts';
 import type { AccountRecord } from '../model/account.ts';
@@ -21,8 +22,6 @@ import {
 } from './types.ts';
 
 const CLOSE_GRACE_MS = 500;
-/** What the data engine reads whole at most anyway (engines/data/read.ts). */
-const LOCAL_INPUT_CAP = 256 * 1024 * 1024;
 
 export interface LocalClientOptions {
   workers?: number;
@@ -64,12 +63,12 @@ async function toClientError(error: unknown): Promise<never> {
 
 class LocalClient implements ConvClient {
   /**
-   * The user's own machine, not a shared service: the data engine's input caps are those of the
-   * engine itself, and an engine host may take half the memory (both still end a runaway job).
+   * The user's own machine, not a shared service: an engine host may take half the memory (it
+   * still ends a runaway job), and each engine runs with its settings for it (`inProcess` of its
+   * descriptor: the data engine's input caps are those of the engine itself).
    */
   private readonly config: ServiceConfig = defaultServiceConfig({
     baseUrl: 'local:/v1', allowPrivateUrls: true, sweepIntervalMs: 3_600_000,
-    inputCaps: { md: LOCAL_INPUT_CAP, json: LOCAL_INPUT_CAP, yaml: LOCAL_INPUT_CAP },
     engineMemoryMb: Math.max(1024, Math.floor(totalmem() / 2 / 1024 / 1024)),
   });
   private readonly env: NodeJS.ProcessEnv;
@@ -112,7 +111,7 @@ class LocalClient implements ConvClient {
   private engines(): Promise<FoundEngines> {
     return (this.enginesPromise ??= (async () => {
       const workers = this.options.workers ?? availableParallelism();
-      const settings = { maxInputPixels: this.config.maxInputPixels, processMemoryMb: this.config.engineMemoryMb, inputCaps: this.config.inputCaps, office: { ...this.config.office, instances: workers }, stallMs: this.config.stallMs, html: { ...this.config.html, pages: workers } };
+      const settings = engineSettings(this.config, { inProcessWorkers: workers });
       // The JavaScript engines (data, pdf) run in host processes here too: a heap blow-up or a
       // time limit ends that process, not the user's `conv`. Started only by a conversion.
       const { EngineHost } = await import('../engines/host/engine-host.ts');

@@ -1,7 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import type { ConversionOptions } from '../model/conversion.ts';
-import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+import type { ConversionPair, FormatInfo } from './pairs.ts';
 import { handedOver } from './hand-over.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
 

@@ -4,6 +4,7 @@ import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { engineBinaries } from './configuration.ts';
 import type { KnownEngine, LazyEngine } from './lazy.ts';
 
 /**
@@ -37,20 +38,6 @@ const DEGRADED_TTL_MS = 10 * 60_000;
 const here = dirname(fileURLToPath(import.meta.url));
 /** The engine and format code, compiled (dist/src/…) or source (src/…), whichever runs. */
 const CODE_DIRS = [join(here, '..', 'engines'), join(here, '..', 'formats')];
-/** The binaries the engines look for: where each is configured, its name on PATH, its npm package. */
-const BINARIES: { name: string; env: string; npm?: string }[] = [
-  { name: 'ffmpeg', env: 'FFMPEG_PATH', npm: '@ffmpeg-installer' },
-  { name: 'ffprobe', env: 'FFPROBE_PATH', npm: '@ffprobe-installer' },
-  { name: 'soffice', env: 'CONVD_SOFFICE_PATH' },
-  { name: 'pandoc', env: 'CONVD_PANDOC_PATH' },
-  { name: 'gs', env: 'CONVD_GHOSTSCRIPT_PATH' },
-  { name: 'heif-dec', env: 'CONVD_HEIF_DECODER_PATH' },
-  { name: 'heif-convert', env: 'CONVD_HEIF_DECODER_PATH' },
-  { name: 'chromium', env: 'CONVD_CHROMIUM_PATH' },
-  { name: 'chromium-browser', env: 'CONVD_CHROMIUM_PATH' },
-  { name: 'google-chrome-stable', env: 'CONVD_CHROMIUM_PATH' },
-  { name: 'google-chrome', env: 'CONVD_CHROMIUM_PATH' },
-];
 
 export function formatCachePath(env: NodeJS.ProcessEnv): string {
   const home = homedir();
@@ -109,7 +96,8 @@ function packageRoot(): { root: string; version: string } | null {
  */
 function binaryLines(env: NodeJS.ProcessEnv, modules: string): string[] {
   const dirs = (env.PATH ?? '').split(delimiter).filter(Boolean);
-  return BINARIES.flatMap((binary) => {
+  // The binaries the engines' descriptors name: where each is configured, its name on PATH, its npm package.
+  return engineBinaries().flatMap((binary) => {
     const configured = env[binary.env];
     const onPath = dirs.map((dir) => statLine(join(dir, binary.name))).find((line) => !line.endsWith(':-'));
     return [

@@ -1,5 +1,5 @@
 import { ConversionFailure, HandOver } from '../errors/api-error.ts';
-import type { ConversionPair } from '../formats/types.ts';
+import type { ConversionPair } from './pairs.ts';
 import type { Engine } from './types.ts';
 
 /**

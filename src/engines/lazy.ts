@@ -1,4 +1,4 @@
-import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+import type { ConversionPair, FormatInfo } from './pairs.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { ConversionOptions, ConversionWarning } from '../model/conversion.ts';
-import type { ConversionPair, FormatInfo } from '../formats/types.ts';
+import type { ConversionPair, FormatInfo } from './pairs.ts';
 
 /** Everything an engine needs for one job. An engine knows nothing of HTTP, accounts or credits. */
 export interface EngineJob {
@@ -98,4 +98,31 @@ export interface Engine {
   readonly startsClock?: boolean;
   /** Ends what the engine keeps running (helper processes); it converts no more afterwards. */
   close?(): Promise<void>;
+}
+
+/** One engine's own settings, plain data: the fields its descriptor's `defaults()` declares. */
+export type EngineOwnSettings = Record<string, unknown>;
+
+/** Every engine's own settings, by engine name (each engine's descriptor.ts says what they are). */
+export type SettingsByEngine = Record<string, EngineOwnSettings>;
+
+/** What the engines are made with; plain data, so that the engine host gets the same. */
+export interface EngineSettings {
+  maxInputPixels: number;
+  /**
+   * Memory of one engine process that is not pooled (libheif's decoder, ffmpeg for still images,
+   * Ghostscript), MiB: engine_memory_mb. None when unset.
+   */
+  processMemoryMb?: number;
+  /**
+   * Runs an engine takes beyond its own number for the workers' quick lane (WorkerPool): the
+   * LibreOffice pool has this many more instances, the engine host this many more processes.
+   */
+  quickRuns?: number;
+  /** The URL inputs' test switch (allow_private_urls), which reaches the resources a web page loads too. */
+  allowPrivateUrls?: boolean;
+  /** url_allow_networks: private networks those resources may come from all the same. */
+  allowedNetworks?: readonly string[];
+  /** Each engine's own settings, by name; an engine absent here runs with its built-in defaults. */
+  engines?: SettingsByEngine;
 }

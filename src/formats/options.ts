@@ -1,6 +1,6 @@
 import type { ConversionOptions, OptionValue } from '../model/conversion.ts';
 import type { FieldReason } from '../errors/messages.ts';
-import type { ConversionPair, OptionDescriptor } from './types.ts';
+import type { ConversionPair, OptionDescriptor } from '../engines/pairs.ts';
 
 export interface FieldProblem {
   reason: FieldReason;

@@ -1,6 +1,6 @@
 import { CHAIN_ENGINE, composedPair, createChainEngine } from '../engines/chain.ts';
 import type { Engine, EngineStatus } from '../engines/types.ts';
-import type { ConversionKind, ConversionPair, FormatInfo } from './types.ts';
+import type { ConversionKind, ConversionPair, FormatInfo } from '../engines/pairs.ts';
 
 export type CreditWeights = Record<ConversionKind, number>;
 

@@ -3,7 +3,7 @@ import { ApiError } from '../errors/api-error.ts';
 import type { FieldProblem } from '../formats/options.ts';
 import { splitSecretOptions, validateOptions } from '../formats/options.ts';
 import type { FormatRegistry } from '../formats/registry.ts';
-import type { ConversionPair } from '../formats/types.ts';
+import type { ConversionPair } from '../engines/pairs.ts';
 import type { ConversionOptions } from '../model/conversion.ts';
 import { cleanFileName, extensionOf } from '../inputs/file-name.ts';
 import { nameFromUrl } from '../inputs/url-name.ts';

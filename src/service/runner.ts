@@ -3,7 +3,7 @@ import { ConversionFailure } from '../errors/api-error.ts';
 import { handedOver } from '../engines/hand-over.ts';
 import { formatSeconds } from '../engines/units.ts';
 import type { Engine, EngineOutput } from '../engines/types.ts';
-import type { ConversionPair } from '../formats/types.ts';
+import type { ConversionPair } from '../engines/pairs.ts';
 import { resultFileName } from '../inputs/file-name.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { BYTES_PER_MB } from '../model/plan.ts';
@@ -224,7 +224,7 @@ export function createRunner(service: ConversionService, log: RunnerLog = () => 
       await input?.release();
       // No `await store.flush()` here: the store writes these changes at once by itself (group
       // commit), and waiting for the fsync held this worker's slot idle for every conversion
-      // (a quarter of the wall time of `npm run bench` (b) on a busy disk).
+      // (a quarter of the wall time of `npm run bench -- convert-e2e` on a busy disk).
     }
   };
 

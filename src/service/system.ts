@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { defaultEngines } from '../engines/catalog.ts';
+import { engineSettings, probedAtStart } from '../engines/configuration.ts';
 import { enginesFromFindings, formatFingerprint, type FoundEngines } from '../engines/findings-cache.ts';
 import { EngineHost } from '../engines/host/engine-host.ts';
 import type { KnownEngine } from '../engines/lazy.ts';
@@ -258,12 +259,12 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
 /**
  * The catalog's engines, from the findings of an earlier start when `findingsCache` holds current
  * ones (nothing probed, nothing loaded), else probed by the registry; their findings are then
- * written for the next start. The office engine is always probed when it is to be warmed at start
- * (its probe starts the pool).
+ * written for the next start. An engine that keeps helpers warm from the start (office_warm) is
+ * always probed: its probe starts them.
  */
 async function catalogEngines(options: SystemOptions, workers: number, quickRuns: number, log: RunnerLog): Promise<FoundEngines> {
   const { config } = options;
-  const settings = { maxInputPixels: config.maxInputPixels, processMemoryMb: config.engineMemoryMb, inputCaps: config.inputCaps, office: config.office, stallMs: config.stallMs, html: { ...config.html, allowPrivateUrls: config.allowPrivateUrls, allowedNetworks: config.urlAllowNetworks }, quickRuns };
+  const settings = engineSettings(config, { quickRuns });
   const host = new EngineHost({
     processes: workers + quickRuns,
     spare: quickRuns > 0,
@@ -278,7 +279,7 @@ async function catalogEngines(options: SystemOptions, workers: number, quickRuns
     path: options.findingsCache,
     fingerprint: () => formatFingerprint(process.env, JSON.stringify({ settings, engineMemoryMb: config.engineMemoryMb, workers, quickRuns })),
     make,
-    probeAlways: config.office.warmAtStart ? ['office'] : [],
+    probeAlways: probedAtStart(settings),
   });
 }
 

@@ -51,7 +51,7 @@ export function decodeCopy<T>(bytes: Buffer): CopyState<T> {
  * checksum, and the other copy, the one before it, is read instead: the newest acknowledged state
  * is always whole on disk. (Temp file + rename, lowdb's own way, allocates an inode per write and
  * frees one; on ext4, creating a file then scans the recently freed inodes, and under `npm run
- * bench -- b` that cost the daemon more CPU than writing the data.)
+ * bench -- convert-e2e` that cost the daemon more CPU than writing the data.)
  *
  * `legacyPath`: a plain JSON file of an older layout, read when neither copy exists yet and
  * removed once the first copy is on disk.

@@ -1,6 +1,6 @@
 /**
  * Work that runs to its time limit (or near it) on every engine kind, whatever the engine does:
- * the load of the fair-share test and bench (u). Made fresh (a 2-minute video, a noise image)
+ * the load of the fair-share test and bench. Made fresh (a 2-minute video, a noise image)
  * under `dir`.
  */
 import assert from 'node:assert/strict';

@@ -3,7 +3,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionPair } from '../pairs.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import { DATA_FORMATS, MARKDOWN_OPTIONS, TABULAR, dataOptions, delimiterOf, type Tabular } from './formats.ts';

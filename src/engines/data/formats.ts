@@ -1,4 +1,4 @@
-import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
+import type { FormatInfo, OptionDescriptor } from '../pairs.ts';
 
 /** Formats that hold records (or, for JSON and YAML, any document) and convert between each other. */
 export const TABULAR = ['csv', 'tsv', 'json', 'ndjson', 'yaml'] as const;

@@ -1,11 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
 import { CONVERSION_ERROR_CODES, type ConversionErrorCode } from '../../errors/codes.ts';
-import type { EngineSettings } from '../settings.ts';
 import type { HelperLifecycle, HelperPool, PoolStatus } from '../process/helper-pool.ts';
 import { engineEnvironment } from '../process/group.ts';
 import type { HelperCommand } from '../process/helper-process.ts';
-import type { EngineJob, EngineOutput } from '../types.ts';
+import type { EngineJob, EngineOutput, EngineSettings } from '../types.ts';
 import type { HostDone, HostFailure, HostProgress, HostRequest } from './protocol.ts';
 
 export interface EngineHostOptions {

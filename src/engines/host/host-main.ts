@@ -9,8 +9,8 @@
 import { createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
-import { engineLoaders, type EngineSettings } from '../catalog.ts';
-import type { Engine } from '../types.ts';
+import { engineLoaders } from '../catalog.ts';
+import type { Engine, EngineSettings } from '../types.ts';
 import type { HelperMessage } from '../process/helper-process.ts';
 import type { HostDone, HostFailure, HostRequest } from './protocol.ts';
 

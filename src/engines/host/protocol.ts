@@ -1,6 +1,5 @@
 import type { ConversionErrorCode } from '../../errors/codes.ts';
-import type { EngineSettings } from '../settings.ts';
-import type { EngineJob } from '../types.ts';
+import type { EngineJob, EngineSettings } from '../types.ts';
 
 /** What crosses to the engine host for one conversion: the job without its signal and callback. */
 export type HostJob = Omit<EngineJob, 'signal' | 'onProgress'>;

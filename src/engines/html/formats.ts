@@ -1,4 +1,4 @@
-import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
+import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../pairs.ts';
 
 export const HTML_FORMATS: FormatInfo[] = [
   { key: 'html', extensions: ['html', 'htm', 'xhtml'], mime: 'text/html' },

@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair, FormatInfo } from '../../formats/types.ts';
+import type { ConversionPair, FormatInfo } from '../pairs.ts';
 import { IMAGE_OPTIONS, IMAGE_VARIANTS, PAGE_SIZES, type PageSize } from '../pdf/formats.ts';
 import type { EngineJob } from '../types.ts';
 import type { DrawPlan } from './render.ts';

@@ -1,5 +1,5 @@
 import type { ConversionOptions } from '../../model/conversion.ts';
-import type { OptionDescriptor } from '../../formats/types.ts';
+import type { OptionDescriptor } from '../pairs.ts';
 
 /**
  * The sixteen basic colours of CSS (and HTML 4), by name: an `enum`, which is what the spec's

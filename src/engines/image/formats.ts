@@ -1,4 +1,4 @@
-import type { FormatInfo } from '../../formats/types.ts';
+import type { FormatInfo } from '../pairs.ts';
 
 export const IMAGE_FORMATS: FormatInfo[] = [
   { key: 'jpg', extensions: ['jpg', 'jpeg', 'jpe', 'jfif'], mime: 'image/jpeg' },

@@ -1,4 +1,4 @@
-import type { OptionDescriptor } from '../../formats/types.ts';
+import type { OptionDescriptor } from '../pairs.ts';
 import { BACKGROUND_OPTION } from './background.ts';
 import type { ImageTarget } from './formats.ts';
 

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Sharp } from 'sharp';
 import sharp from './sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionPair } from '../pairs.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
 import { imageOptions, MULTI_PAGE_SOURCES, MULTI_PAGE_TARGETS, OPAQUE_TARGETS } from './options.ts';

@@ -9,8 +9,8 @@ import { createRequire } from 'node:module';
 const sharp = createRequire(import.meta.url)('sharp') as typeof import('sharp').default;
 
 /**
- * sharp's own settings stand, measured with bench (q) (trials of 63 images up to 6000x4000 on
- * 2 cores): the memory that stays after large images is the allocator's (glibc's malloc keeps it,
+ * sharp's own settings stand, measured with the memory-soak bench (trials of 63 images up to
+ * 6000x4000 on 2 cores): the memory that stays after large images is the allocator's (glibc's malloc keeps it,
  * jemalloc gives it back: deploy/convd.service), not sharp's. Emptying the operation cache changed
  * nothing (768 MB 60 s after on glibc's malloc against 764 MB with the default 50 MB cache);
  * pinning one libvips thread per image, as sharp picks itself on glibc's malloc, did not help
@@ -18,7 +18,7 @@ const sharp = createRequire(import.meta.url)('sharp') as typeof import('sharp').
  * 1,312-1,342 MB against 1,245-1,305 MB, three runs each).
  *
  * The limits of libvips' operation cache (MB, open files, operations), sharp's defaults: what
- * bench (q) allows above twice the idle RSS.
+ * the memory-soak bench allows above twice the idle RSS.
  */
 export const SHARP_CACHE = (({ memory, files, items }) => ({ memory: memory.max, files: files.max, items: items.max }))(sharp.cache());
 

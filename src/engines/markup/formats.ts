@@ -1,4 +1,4 @@
-import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
+import type { FormatInfo, OptionDescriptor } from '../pairs.ts';
 
 /** Markup and word-processor documents pandoc reads. */
 export const MARKUP_SOURCES = ['md', 'html', 'docx', 'odt', 'epub', 'rst', 'org', 'latex', 'txt'] as const;

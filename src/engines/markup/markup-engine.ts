@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rename, rm, stat, symlink, writeFile } from 'node:fs/pr
 import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionPair } from '../pairs.ts';
 import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess, type RunResult } from '../subprocess.ts';

@@ -1,4 +1,4 @@
-import type { FormatInfo } from '../../formats/types.ts';
+import type { FormatInfo } from '../pairs.ts';
 
 export const AUDIO_SOURCES = ['mp3', 'wav', 'ogg', 'flac', 'aac', 'm4a', 'opus', 'aiff', 'au'] as const;
 export const VIDEO_SOURCES = ['mp4', 'webm', 'mov', 'mkv', 'avi', 'mpg', 'ts', '3gp', 'flv', 'wmv', 'ogv'] as const;

@@ -2,7 +2,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionPair } from '../pairs.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess } from '../subprocess.ts';

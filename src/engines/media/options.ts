@@ -1,4 +1,4 @@
-import type { OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
+import type { OptionDescriptor, VariantDescriptor } from '../pairs.ts';
 import type { AudioTarget, VideoTarget } from './formats.ts';
 
 const MAX_SECONDS = 24 * 3600;

@@ -10,8 +10,6 @@ export type OfficeInstall =
   | { ready: false; soffice: string | null; problem: string };
 
 const INSTALL_HINT = 'install Debian\'s libreoffice-core-nogui, libreoffice-writer-nogui, libreoffice-calc-nogui, libreoffice-impress-nogui, libreoffice-draw-nogui, libreoffice-math-nogui and python3-uno';
-/** The package of LibreOffice Math in Debian (formulas: officeMath). */
-export const MATH_PACKAGE = 'libreoffice-math-nogui';
 const PROBE_TIME_LIMIT_MS = 30_000;
 
 /**

@@ -1,4 +1,4 @@
-import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
+import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../pairs.ts';
 
 /**
  * Office documents, by family: what LibreOffice opens as a text, a spreadsheet, a presentation or

@@ -3,7 +3,7 @@ import { basename, join } from 'node:path';
 import { availableParallelism, tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionPair } from '../pairs.ts';
 import type { ConversionWarning } from '../../model/conversion.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import { ENGINE_NICENESS, engineEnvironment, findParentDeathWrapper } from '../process/group.ts';

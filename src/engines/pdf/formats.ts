@@ -1,4 +1,4 @@
-import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../../formats/types.ts';
+import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../pairs.ts';
 
 /**
  * Image sources: JPEG and PNG are embedded as they are; the others are re-encoded by sharp first

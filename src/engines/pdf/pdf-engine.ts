@@ -1,7 +1,7 @@
 import { access, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionPair } from '../pairs.ts';
 import type { Engine, EngineJob, EngineStatus } from '../types.ts';
 import {
   IMAGE_OPTIONS, IMAGE_SOURCES, IMAGE_VARIANTS, PDF_FORMATS, PDF_VARIANTS, TEXT_FONT_FILE, TEXT_FONT_NAME, TEXT_OPTIONS, TEXT_VARIANTS,

@@ -1,4 +1,4 @@
-import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
+import type { FormatInfo, OptionDescriptor } from '../pairs.ts';
 
 /** Targets a PDF page renders to. */
 export const IMAGE_TARGETS = ['png', 'jpg', 'webp'] as const;

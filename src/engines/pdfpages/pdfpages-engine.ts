@@ -1,6 +1,6 @@
 import { access, open, rm, type FileHandle } from 'node:fs/promises';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionPair } from '../pairs.ts';
 import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { DEFAULT_DPI, IMAGE_TARGETS, MAX_SIDE, PDF_PAGES_FORMATS, pageOptions, type ImageTarget } from './formats.ts';

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair, FormatInfo } from '../../formats/types.ts';
+import type { ConversionPair, FormatInfo } from '../pairs.ts';
 import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { engineEnvironment, ENGINE_NICENESS } from '../process/group.ts';
 import { isExecutableFile, searchPath } from '../process/path-search.ts';

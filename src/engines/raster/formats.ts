@@ -1,4 +1,4 @@
-import type { FormatInfo, OptionDescriptor } from '../../formats/types.ts';
+import type { FormatInfo, OptionDescriptor } from '../pairs.ts';
 
 /**
  * Still-image formats libvips (as sharp ships it) does not read or write: BMP, ICO and the

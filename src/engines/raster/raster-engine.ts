@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { ConversionPair } from '../../formats/types.ts';
+import type { ConversionPair } from '../pairs.ts';
 import { BACKGROUND_OPTION, backgroundOf, ffmpegColour } from '../image/background.ts';
 import { asksForResize, pixelLimitFailure } from '../image/pixel-limit.ts';
 import { findBinary, type FindOptions } from '../media/binaries.ts';

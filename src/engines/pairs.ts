@@ -1,6 +1,12 @@
 import type { OptionDescriptor, VariantDescriptor } from '../model/formats.ts';
 
-/** Option and variant descriptors are public API shapes and live in model/; engines still take them from here. */
+/*
+ * What an engine declares of itself: the pairs it converts, their options and variants, and the
+ * formats it introduces. Engine types, so that engines import nothing from formats/: the format
+ * registry (formats/registry.ts) composes them, downwards.
+ */
+
+/** Option and variant descriptors are public API shapes (FormatDetails holds them) and live in model/. */
 export type { OptionDescriptor, OptionType, VariantDescriptor } from '../model/formats.ts';
 
 /**

@@ -1,0 +1,16 @@
+import { defineEngine } from '../descriptor.ts';
+
+/**
+ * sharp (libvips, on libuv's threads: the event loop stays free). An image heavy enough to hold
+ * the loop anyway (heavy-image.ts) is converted in the engine host where there is one.
+ */
+export const image = defineEngine({
+  name: 'image',
+  limits: { timeLimitMs: 120_000, listedAt: 1 },
+  loader: (settings) => ({
+    isolateWhen: async (job) => (await import('./heavy-image.ts')).isHeavyImage(job),
+    load: async () => (await import('./sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }),
+  }),
+  // libheif's decoder for HEVC HEIC photos (heif-hevc.ts).
+  binaries: ['heif-dec', 'heif-convert'].map((name) => ({ name, env: 'CONVD_HEIF_DECODER_PATH' })),
+});
