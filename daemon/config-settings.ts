@@ -29,7 +29,10 @@ export interface Setting<T = unknown> {
   help: string;
   /** Masked by `convd config print`. */
   secret: boolean;
-  /** Applied by SIGHUP; the others need a restart. */
+  /**
+   * Applied by SIGHUP, through its reloader in daemon/reloaders.ts (a row marked so without one
+   * stops the start); the others need a restart.
+   */
   reloadable: boolean;
   /** A path: relative values in the config file are taken from the file's directory. */
   path: boolean;

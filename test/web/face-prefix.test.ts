@@ -17,7 +17,7 @@ import sharp from 'sharp';
 import { png } from '../helpers/api-support.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { convdAdmin, startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
-import { pagesBasePath } from '../../daemon/server.ts';
+import { pagesBasePath } from '../../daemon/base-url.ts';
 
 const PREFIX = '/convd';
 const PASSWORD = 'correct horse battery';

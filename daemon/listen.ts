@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -5,6 +6,16 @@ import type { AddressInfo, Socket } from 'node:net';
 export interface TlsFiles {
   cert: Buffer;
   key: Buffer;
+}
+
+/** Reads the certificate chain and key named by tls_cert and tls_key. */
+export async function readTlsFiles(paths: { cert: string; key: string }): Promise<TlsFiles> {
+  return { cert: await readFile(paths.cert), key: await readFile(paths.key) };
+}
+
+/** `host:port` as a URL carries it (an IPv6 address in brackets). */
+function hostPort(address: AddressInfo): string {
+  return `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 }
 
 export interface HttpServerHandle {
@@ -85,11 +96,10 @@ export async function startHttpServer(
     });
   });
   const address = server.address() as AddressInfo;
-  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     server,
     address,
-    url: `${tls ? 'https' : 'http'}://${shown}:${address.port}`,
+    url: `${tls ? 'https' : 'http'}://${hostPort(address)}`,
     drain,
     close(graceMs = 10_000) {
       return new Promise<void>((resolve) => {
@@ -111,4 +121,13 @@ export async function startHttpServer(
       return true;
     },
   };
+}
+
+/** Binds a plain server made elsewhere (the metrics listener) and gives its address, `http://host:port`. */
+export async function listenPlain(server: Server, at: { host: string; port: number }): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(at.port, at.host, () => resolve());
+  });
+  return `http://${hostPort(server.address() as AddressInfo)}`;
 }
