@@ -4,7 +4,7 @@
  * files. Every output is checked to be a WebP of the right size.
  *
  * Judged with the same number of images converted at once on both sides. sharp on glibc runs one
- * libvips thread per image (DESIGN.md), so the baseline's parallelism is the libuv thread pool's:
+ * libvips thread per image (docs/benchmarks.md), so the baseline's parallelism is the libuv thread pool's:
  * with 8 calls in flight, 4 images are converted at once. The daemon's equivalent is its worker
  * pool, run here with as many workers. The daemon at its default (one worker per core) is
  * measured too and printed beside it, not judged: on 2 cores its two single-threaded pipelines

@@ -1,6 +1,6 @@
 /**
  * GET /formats, GET /formats/{source} and GET /account over real HTTP: every field of spec 2.4,
- * 2.5 and 2.6, the plan values of spec 8 and DESIGN.md for each plan, a plan change through the
+ * 2.5 and 2.6, the plan values docs/api.md gives for each plan, a plan change through the
  * admin CLI, and the monthly credit reset (the store is moved past `resets_at` while the daemon
  * is stopped).
  */
@@ -16,7 +16,7 @@ import { editStoreFile } from '../helpers/store-files.ts';
 
 const IMAGE_TARGETS = ['avif', 'gif', 'jpg', 'png', 'tiff', 'webp'];
 
-/** Spec 8 and DESIGN.md's values for what the spec leaves open. */
+/** The plan values docs/api.md gives, the spec's and this service's own. */
 const PLANS = {
   free: { name: 'Free', type: 'free_api_credits', allowance: 100, upload: 100, window: 20, concurrent: 2, rpm: 30, enginePerHour: 600, officeLimit: 60 },
   lite: { name: 'Lite', type: 'plan_credits', allowance: 1000, upload: 1000, window: 100, concurrent: 5, rpm: 120, enginePerHour: 3600, officeLimit: 180 },

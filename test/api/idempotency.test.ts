@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key over real HTTP (spec 4.1, DESIGN.md): a repeated request returns the original
+ * Idempotency-Key over real HTTP (docs/api.md): a repeated request returns the original
  * conversion and starts and charges nothing new, concurrent duplicates included (50 at once);
  * the same key with another request is 409 idempotency_conflict; keys are per account and at
  * most 64 characters; a replay is answered even when the account could not start anything new.

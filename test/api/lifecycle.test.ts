@@ -1,5 +1,5 @@
 /**
- * States and transitions over real HTTP (spec 3, DESIGN.md): queued -> fetching -> processing ->
+ * States and transitions over real HTTP (docs/api.md): queued -> fetching -> processing ->
  * succeeded with progress; cancel of queued and of running work; DELETE of a result -> expired ->
  * download 410; failed with credits 0 (a corrupt image, a decompression bomb); `wait` answering
  * 200 at once when done and 202 + Location when not, event-driven; state kept across a restart;

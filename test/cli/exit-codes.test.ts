@@ -6,10 +6,10 @@ import { describeError } from '../../cli/report.ts';
 import { CliError } from '../../cli/errors.ts';
 import { ClientError } from '../../src/client/types.ts';
 
-/** The exit codes of DESIGN.md, from API error codes, HTTP statuses and end states. */
+/** The exit codes docs/cli.md documents, from API error codes, HTTP statuses and end states. */
 
 describe('exit codes', () => {
-  it('are the numbers DESIGN.md fixes', () => {
+  it('are the numbers docs/cli.md documents', () => {
     assert.deepEqual(EXIT, { ok: 0, error: 1, usage: 2, auth: 3, notFound: 4, conversionFailed: 5, waitTimeout: 6, limits: 7, credits: 8 });
   });
 

@@ -1,6 +1,6 @@
 /**
  * Debian's Chromium for the web face's browser tests, driven by playwright-core (never a browser
- * download), with the flags of DESIGN.md ("Web face"): without the background-networking ones
+ * download), with the flags the web face is tested with: without the background-networking ones
  * Chromium floods the closed network. Playwright gives each launch a fresh profile directory.
  */
 import type { Browser } from 'playwright-core';

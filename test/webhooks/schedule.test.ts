@@ -14,7 +14,7 @@ function allWaits(options: Parameters<typeof nextRetryDelayMs>[1]): number[] {
   }
 }
 
-describe('retry schedule (DESIGN.md)', () => {
+describe('retry schedule (docs/api.md)', () => {
   it('is six attempts: at once, then after 1, 5, 15, 30 and 40 minutes (91 min in all)', () => {
     const waits = allWaits({ random: () => 0.5 }); // 0.5 is the middle of the jitter range: no jitter
     assert.deepEqual(waits, [1 * MIN, 5 * MIN, 15 * MIN, 30 * MIN, 40 * MIN]);
