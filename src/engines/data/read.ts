@@ -10,6 +10,7 @@ import { DELIMITERS, type TEXT_ENCODINGS } from './formats.ts';
 
 export type TextEncoding = (typeof TEXT_ENCODINGS)[number];
 import { ColumnNames, isNumbersOnly } from './columns.ts';
+import { guardColumns } from './column-guard.ts';
 import { decodeUtf8, isUtf8File, lineAndColumn, readSingleByteChunks, readUtf8Chunks } from './utf8.ts';
 
 /** One record: an object (CSV with a header, JSON objects) or an array (CSV without one). */
@@ -130,7 +131,9 @@ async function* readRecords(path: string, reading: CsvReading): AsyncGenerator<s
     info: true,
   });
   const encoding = reading.encoding ?? 'utf-8';
-  const text = Readable.from(encoding === 'utf-8' ? readUtf8Chunks(createReadStream(path), what) : readSingleByteChunks(createReadStream(path), encoding));
+  const decoded = encoding === 'utf-8' ? readUtf8Chunks(createReadStream(path), what) : readSingleByteChunks(createReadStream(path), encoding);
+  const rules = { delimiter, quoted: reading.quoted !== false, comment: reading.comment ?? null, maxColumns: MAX_CSV_COLUMNS };
+  const text = Readable.from(guardColumns(decoded, rules, (wide) => tooManyColumns(what, wide.columns, wide.line)));
   text.on('error', (error) => parser.destroy(error));
   text.pipe(parser);
   let lastLine = 0;
