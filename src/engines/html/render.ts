@@ -68,21 +68,21 @@ export async function render(target: RenderPage, site: Site, job: EngineJob, lim
   };
   page.on('crash', onCrash);
   try {
-    // A web page fetched from a URL is served at that URL (its relative links resolve there, and
-    // are loaded only as remote resources); an upload at the origin that cannot exist.
-    const entryUrl = pageUrl(job.sourceUrl);
-    let entryServed = false;
-    await context.route('**/*', (route) => {
-      if (entryUrl && !entryServed && route.request().isNavigationRequest() && sameDocument(route.request().url(), entryUrl)) {
-        entryServed = true;
-        target.touched.add(new URL(entryUrl).origin);
-        return route.fulfill({ status: 200, body: site.get(entryPath)!, headers: { 'content-type': contentTypeOf(entryPath) } }).catch(() => undefined);
-      }
-      return serve(route, site, target, limits.remote && { ...limits.remote, fetched, signal: job.signal }, plan?.refusedImage);
-    });
-    if (width !== WINDOW.width || height !== WINDOW.height) await page.setViewportSize({ width, height });
-    job.signal.throwIfAborted();
     try {
+      // A web page fetched from a URL is served at that URL (its relative links resolve there, and
+      // are loaded only as remote resources); an upload at the origin that cannot exist.
+      const entryUrl = pageUrl(job.sourceUrl);
+      let entryServed = false;
+      await context.route('**/*', (route) => {
+        if (entryUrl && !entryServed && route.request().isNavigationRequest() && sameDocument(route.request().url(), entryUrl)) {
+          entryServed = true;
+          target.touched.add(new URL(entryUrl).origin);
+          return route.fulfill({ status: 200, body: site.get(entryPath)!, headers: { 'content-type': contentTypeOf(entryPath) } }).catch(() => undefined);
+        }
+        return serve(route, site, target, limits.remote && { ...limits.remote, fetched, signal: job.signal }, plan?.refusedImage);
+      });
+      if (width !== WINDOW.width || height !== WINDOW.height) await page.setViewportSize({ width, height });
+      job.signal.throwIfAborted();
       await page.emulateMedia({ media: mediaOf(options.media, format) });
       await page.goto(entryUrl ?? `${target.origin}${entryPath}`, { waitUntil: 'load', timeout: 0 });
       job.onProgress(40);
@@ -278,7 +278,8 @@ function numberOption(value: unknown, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 }
 
-function describe(error: unknown): string {
+/** An error's first line, short enough for a conversion's message. */
+export function describe(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 300) ?? 'unknown error';
 }
 
