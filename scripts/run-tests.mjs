@@ -28,7 +28,10 @@ function parse(argv) {
 
 function run(files, concurrency) {
   if (files.length === 0) return 0;
-  const args = ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...files];
+  // TAP where no one watches, on every Node (24 prints its spec report everywhere by default), so
+  // a log reads the same whichever Node ran it.
+  const reporter = process.stdout.isTTY ? [] : ['--test-reporter=tap'];
+  const args = ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...reporter, ...files];
   const result = spawnSync(process.execPath, args, { stdio: 'inherit' });
   return result.status ?? 1;
 }
