@@ -1,28 +1,27 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { PDFDocument, type PDFImage } from 'pdf-lib';
-import type { Metadata } from 'sharp';
+import type { Metadata, Sharp } from 'sharp';
 import sharp from '../image/sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { EngineJob } from '../types.ts';
 import { PAGE_SIZES, type PageSize } from './formats.ts';
+import { embedPixels } from './pixel-image.ts';
 
 export interface ImageToPdfSettings {
   /** Decompression-bomb guard, as in the image engine. */
   maxInputPixels: number;
 }
 
-interface Encoded {
-  kind: 'jpg' | 'png';
-  bytes: Uint8Array;
-  width: number;
-  height: number;
-}
+/** A JPEG embedded as it is, or pixels (pixel-image.ts) where the image is lossless or has alpha. */
+type Encoded =
+  | { kind: 'jpg'; bytes: Uint8Array; width: number; height: number }
+  | { kind: 'pixels'; pixels: () => Sharp; hasAlpha: boolean };
 
 /**
- * One image (every page of a multi-page TIFF) -> PDF. JPEG and PNG go in as they are when nothing
- * needs fixing (lossless, small); other formats, rotated or non-RGB JPEGs and animations are
- * re-encoded by sharp: PNG when there is transparency, else high-quality JPEG.
+ * One image (every page of a multi-page TIFF) -> PDF. A JPEG goes in as it is when nothing needs
+ * fixing; a PNG, and any image with transparency, as its pixels (lossless, alpha as a soft mask);
+ * other formats, rotated or non-RGB JPEGs and animations are re-encoded as high-quality JPEG.
  */
 export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): Promise<void> {
   job.onProgress(0);
@@ -47,15 +46,18 @@ export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): 
     const encoded = await encode(input, job.source, meta, page, settings, svg?.density);
     let image: PDFImage;
     try {
-      image = encoded.kind === 'jpg' ? await pdf.embedJpg(encoded.bytes) : await pdf.embedPng(encoded.bytes);
+      image = encoded.kind === 'jpg' ? await pdf.embedJpg(encoded.bytes) : await embedPixels(pdf, encoded.pixels, encoded.hasAlpha);
     } catch (error) {
-      throw new ConversionFailure('input_invalid', `The image cannot be embedded: ${describe(error)}`);
+      if (error instanceof ConversionFailure) throw error;
+      throw new ConversionFailure('input_invalid', encoded.kind === 'pixels'
+        ? `The input cannot be decoded as ${job.source}: ${describe(error)}`
+        : `The image cannot be embedded: ${describe(error)}`);
     }
     // Physical size from the image's resolution (72 dpi when it states none): a 300 dpi A4 scan
     // lands on A4 exactly. An SVG keeps its own size, whatever it was drawn at.
     const density = meta.density && meta.density > 0 ? meta.density : 72;
-    const naturalWidth = svg?.width ?? (encoded.width * 72) / density;
-    const naturalHeight = svg?.height ?? (encoded.height * 72) / density;
+    const naturalWidth = svg?.width ?? (image.width * 72) / density;
+    const naturalHeight = svg?.height ?? (image.height * 72) / density;
     let pageWidth: number;
     let pageHeight: number;
     if (variant === 'fit') {
@@ -92,20 +94,21 @@ async function encode(input: Buffer, source: string, meta: Metadata, page: numbe
   const decode = { limitInputPixels: settings.maxInputPixels, failOn: 'truncated' as const, ...(density ? { density } : {}) };
   try {
     const passJpeg = source === 'jpg' && meta.format === 'jpeg' && upright && (meta.space === 'srgb' || meta.space === 'b-w');
-    const passPng = source === 'png' && meta.format === 'png' && (meta.pages ?? 1) === 1;
-    if (passJpeg || passPng) {
-      // pdf-lib only reads a JPEG's header, and can spin on a damaged PNG: decode it all once
-      // with libvips first, so a broken file fails here instead of being embedded or hanging.
+    if (passJpeg) {
+      // pdf-lib only reads a JPEG's header: decode it all once with libvips first, so a broken
+      // file fails here instead of being embedded.
       await sharp(input, decode).stats();
-      return { kind: passJpeg ? 'jpg' : 'png', bytes: input, width, height };
+      return { kind: 'jpg', bytes: input, width, height };
     }
-    const pipeline = sharp(input, { ...decode, page })
+    const pixels = () => sharp(input, { ...decode, page })
       .rotate() // applies EXIF orientation
       .toColourspace('srgb');
     const hasAlpha = meta.hasAlpha === true;
-    const { data, info } = await (hasAlpha ? pipeline.png() : pipeline.jpeg({ quality: 92, chromaSubsampling: '4:4:4' }))
-      .toBuffer({ resolveWithObject: true });
-    return { kind: hasAlpha ? 'png' : 'jpg', bytes: data, width: info.width, height: info.height };
+    const lossless = source === 'png' && meta.format === 'png' && (meta.pages ?? 1) === 1;
+    // The pixels are decoded as they are embedded: a broken file fails there.
+    if (hasAlpha || lossless) return { kind: 'pixels', pixels, hasAlpha };
+    const { data, info } = await pixels().jpeg({ quality: 92, chromaSubsampling: '4:4:4' }).toBuffer({ resolveWithObject: true });
+    return { kind: 'jpg', bytes: data, width: info.width, height: info.height };
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${source}: ${describe(error)}`);
   }
