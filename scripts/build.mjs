@@ -8,7 +8,8 @@
  * build whose fingerprint matches does nothing. Anything else (an edited, added or deleted
  * file, a checkout, a new TypeScript) runs tsc, incrementally, so that a stale dist/ is never run.
  *
- * `--force` (or a missing dist/) builds whatever the fingerprint says. Plain JavaScript: it runs
+ * `--force` (or a missing dist/) builds whatever the fingerprint says; `--check` only says whether
+ * dist/ is current (the test suites run the compiled daemon when it is). Plain JavaScript: it runs
  * before anything is compiled, with nothing but Node.
  */
 import { spawnSync } from 'node:child_process';
@@ -57,7 +58,10 @@ function fingerprint() {
 const force = process.argv.includes('--force');
 const wanted = fingerprint();
 const built = existsSync(join(DIST, 'daemon', 'main.js')) && existsSync(join(DIST, 'cli', 'main.js'));
-if (!force && built && existsSync(FINGERPRINT) && readFileSync(FINGERPRINT, 'utf8') === wanted) process.exit(0);
+const fresh = built && existsSync(FINGERPRINT) && readFileSync(FINGERPRINT, 'utf8') === wanted;
+// `--check`: builds nothing; exit 0 when dist/ is the build of these sources, 1 when it is not.
+if (process.argv.includes('--check')) process.exit(fresh ? 0 : 1);
+if (!force && fresh) process.exit(0);
 
 // A build that fails half-way must not leave the fingerprint of the one before.
 rmSync(FINGERPRINT, { force: true });

@@ -1,12 +1,22 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestBucket } from './s3.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = join(ROOT, 'daemon', 'main.ts');
+
+/**
+ * How the suites run convd after `node`: the compiled daemon, as `npm start` and its users run
+ * it, when dist/ is the build of these sources (`npm test` builds first); else the sources under
+ * tsx (a suite run by hand after an edit). The compiled daemon, and each engine host it starts,
+ * loads in well under half the CPU.
+ */
+export const CONVD_ARGV: readonly string[] = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--check']).status === 0
+  ? [join(ROOT, 'dist', 'daemon', 'main.js')]
+  : ['--import', 'tsx', join(ROOT, 'daemon', 'main.ts')];
 
 export interface DaemonHandle {
   /** http://127.0.0.1:PORT */
@@ -52,11 +62,58 @@ export interface StartOptions {
   accountId?: string;
   /** The database and bucket of a restart (CONVD_TEST_STORE=postgres). */
   stores?: SharedStores;
+  /**
+   * Probe every engine at start as on a fresh install, whatever an earlier daemon of the run
+   * with the same arguments found (see seedFindings).
+   */
+  probe?: boolean;
+}
+
+/**
+ * What the engines' probes found, shared by the daemons of a run that start on a fresh data dir
+ * with the same arguments and environment: probing LibreOffice, pandoc and ffmpeg costs a fresh
+ * daemon about 2 s of CPU (0.6 s to start with the findings), and the suites start hundreds. The
+ * findings carry the daemon's own fingerprint (code, Node, dependencies, binaries, settings): a
+ * daemon for which they do not hold probes as always, and its findings replace them. Only
+ * findings in which every engine is available are shared (a probe that failed under load must
+ * not hide formats from the daemons after it). Kept under node_modules/.cache, not the
+ * temporary directory some suites watch.
+ */
+const FINDINGS_SEEDS = join(ROOT, 'node_modules', '.cache', 'convd-test-findings');
+
+function seedPathOf(options: StartOptions): string {
+  const key = createHash('sha256').update(JSON.stringify([process.version, CONVD_ARGV, options.args ?? [], options.env ?? {}])).digest('hex').slice(0, 24);
+  return join(FINDINGS_SEEDS, `${key}.json`);
+}
+
+async function seedFindings(dataDir: string, seed: string): Promise<void> {
+  try {
+    await mkdir(join(dataDir, 'cache'), { recursive: true, mode: 0o700 });
+    await copyFile(seed, join(dataDir, 'cache', 'engines.json'));
+  } catch {
+    // No findings yet: this daemon probes, and shares what it finds.
+  }
+}
+
+async function shareFindings(dataDir: string, seed: string): Promise<void> {
+  try {
+    const found = await readFile(join(dataDir, 'cache', 'engines.json'), 'utf8');
+    const { fingerprint, engines } = JSON.parse(found) as { fingerprint?: string; engines?: { status?: { available?: boolean } }[] };
+    if (!Array.isArray(engines) || !engines.every((engine) => engine.status?.available === true)) return;
+    const shared = await readFile(seed, 'utf8').then((text) => (JSON.parse(text) as { fingerprint?: string }).fingerprint, () => undefined);
+    if (shared === fingerprint) return;
+    await mkdir(FINDINGS_SEEDS, { recursive: true });
+    const temp = `${seed}.${process.pid}.tmp`;
+    await writeFile(temp, found);
+    await rename(temp, seed);
+  } catch {
+    // Sharing is an optimisation: a daemon without findings to share probes next time too.
+  }
 }
 
 /** Runs the admin CLI (`convd accounts ...`) against a data dir (null: none named) and returns its JSON output. */
 export async function convdAdmin(dataDir: string | null, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string; json: unknown }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, ...(dataDir === null ? [] : ['--data-dir', dataDir])], {
+  const child = spawn(process.execPath, [...CONVD_ARGV, ...args, ...(dataDir === null ? [] : ['--data-dir', dataDir])], {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env },
   });
   let stdout = '';
@@ -124,9 +181,12 @@ async function sharedStores(): Promise<SharedStores> {
 /** Spawns the real convd on an ephemeral port with its own data dir and waits until it listens. */
 export async function startDaemon(options: StartOptions = {}): Promise<DaemonHandle> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'convd-test-')));
+  // A restart keeps its data dir's own findings; a fresh data dir may start from the run's.
+  const seed = options.dataDir === undefined && options.probe !== true ? seedPathOf(options) : undefined;
+  if (seed) await seedFindings(dataDir, seed);
   const ownStore = (options.args ?? []).some((arg) => arg === '--database-url' || arg === '--blob-url');
   const stores = options.stores ?? (SHARED_STORES && !ownStore ? await sharedStores() : undefined);
-  const args = ['--import', 'tsx', MAIN, 'serve', '--port', '0', '--data-dir', dataDir, ...(stores?.args ?? []), ...(options.args ?? [])];
+  const args = [...CONVD_ARGV, 'serve', '--port', '0', '--data-dir', dataDir, ...(stores?.args ?? []), ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...stores?.env, ...options.env },
@@ -154,6 +214,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<DaemonHan
     if (madeHere) await stores.drop().catch(() => undefined);
     throw error;
   });
+  if (seed) await shareFindings(dataDir, seed);
   const apiKey = (ready.keyFile ? await readFirstKey(ready.keyFile) : undefined) ?? options.apiKey;
   const accountId = ready.accountId ?? options.accountId;
   if (!apiKey || !accountId) throw new Error('no API key: pass apiKey/accountId when restarting on an existing data dir');

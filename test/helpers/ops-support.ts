@@ -11,10 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
-import { firstKeyFile, readFirstKey, ROOT } from './daemon.ts';
+import { CONVD_ARGV, firstKeyFile, readFirstKey, ROOT } from './daemon.ts';
 
 export { ROOT };
-const MAIN = join(ROOT, 'daemon', 'main.ts');
 
 export interface Convd {
   url: string;
@@ -58,7 +57,7 @@ export async function tempDir(prefix = 'convd-ops-'): Promise<string> {
 }
 
 function command(args: string[], user?: { uid: number; gid: number }, umask?: string): [string, string[]] {
-  const node = [process.execPath, '--import', 'tsx', MAIN, ...args];
+  const node = [process.execPath, ...CONVD_ARGV, ...args];
   const argv = user ? ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', ...node] : node;
   // exec: the daemon stays the child, so signals and the exit code are its own.
   return umask === undefined ? [argv[0]!, argv.slice(1)] : ['sh', ['-c', `umask ${umask} && exec "$@"`, 'sh', ...argv]];

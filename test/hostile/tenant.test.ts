@@ -4,6 +4,8 @@
  * account's GET /healthz and GET /v1/account keep answering (p99 under 100 ms while the attack
  * runs) and its png -> webp succeeds; the daemon process never exits; the attacker's conversion
  * ends with a clear code and, when it fails, costs nothing; no scratch file is left.
+ *
+ * @alone: it measures another account's latency under the attack's load, not another suite's.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, statfs, writeFile } from 'node:fs/promises';

@@ -4,6 +4,9 @@
  * that run to their limit; a fourth account's small image, document and data conversions each
  * start within 2 s of submission and finish within 2 s of starting. It runs through the real
  * daemon with its default quick lane, two workers, and the free plan's limits shortened to 10 s.
+ *
+ * @alone: it measures a victim's latency under the load it makes; another suite's load beside
+ * it is not what it is about.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
