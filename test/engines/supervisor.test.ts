@@ -143,6 +143,30 @@ describe('the supervisor of long-running processes', () => {
     assert.deepEqual(opts.events.at(-1) && { why: (opts.events.at(-1) as { why: string }).why }, { why: 'idle' });
   });
 
+  it('health checks (holds that are no use) do not put off the idle stop', async () => {
+    const opts = options(POLITE, { idleStopMs: 500 });
+    const supervised = await Supervised.start(opts);
+    const began = Date.now();
+    supervised.use()();
+    // A check every 100 ms, each held 20 ms: before, each one's end started the idle time again.
+    const checks = setInterval(() => {
+      if (!supervised.healthy()) return;
+      const release = supervised.hold();
+      setTimeout(release, 20);
+    }, 100);
+    let stopped = false;
+    try {
+      stopped = await Promise.race([supervised.ended.then(() => true), sleep(3000).then(() => false)]);
+    } finally {
+      clearInterval(checks);
+      if (!stopped) supervised.kill();
+    }
+    assert.ok(stopped, 'still up 3 s after its last use, its idle time being 500 ms');
+    const took = Date.now() - began;
+    assert.ok(took >= 450 && took < 2000, `stopped ${took} ms after its last use, its idle time being 500 ms`);
+    assert.equal((opts.events.at(-1) as { why: string }).why, 'idle');
+  });
+
   it('kill takes its whole group at once: a grandchild dies too', async () => {
     // The grandchild is a plain child of it: in its group, not in its session's leader's care.
     const script = "const g = require('node:child_process').spawn('sleep', ['1000'], { stdio: 'ignore' }); console.log('ready'); console.log(g.pid); process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);";

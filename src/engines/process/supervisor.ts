@@ -62,6 +62,8 @@ export class Supervised<T> {
   private why: EndReason | undefined;
   private done = false;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** When its last use ended (its start before any): what an idle stop counts from. */
+  private idleSince = Date.now();
   private readonly stopTimers: NodeJS.Timeout[] = [];
 
   private constructor(private readonly options: SupervisedOptions<T>, private readonly running: Running<T>, ms: number) {
@@ -142,14 +144,21 @@ export class Supervised<T> {
    * it). Call the returned function when done with it; the last user of a retired one stops it.
    */
   use(): () => void {
-    const release = this.hold();
+    const release = this.holdFor(true);
     this.uses += 1;
     if (this.options.recycleAfter !== undefined && this.uses >= this.options.recycleAfter) this.retire('recycled');
     return release;
   }
 
-  /** A hold that is not a use (a health check): it keeps an idle stop away but brings no recycle nearer. */
+  /**
+   * A hold that is not a use (a health check): no stop while it lasts, but it brings no recycle
+   * nearer and does not put off an idle stop (a check every minute would keep it up for good).
+   */
   hold(): () => void {
+    return this.holdFor(false);
+  }
+
+  private holdFor(counted: boolean): () => void {
     if (!this.healthy()) throw new Error(`${this.options.name} takes no new work`);
     this.users += 1;
     clearTimeout(this.idleTimer);
@@ -158,6 +167,7 @@ export class Supervised<T> {
       if (released) return;
       released = true;
       this.users -= 1;
+      if (counted) this.idleSince = Date.now();
       if (this.users > 0) return;
       if (this.retired) void this.stop(this.why ?? 'recycled');
       else this.idleFromNow();
@@ -172,14 +182,17 @@ export class Supervised<T> {
     if (this.users === 0) void this.stop(why);
   }
 
-  /** Idle from now: stopped if no one uses it within `idleStopMs`. Called by itself when its last user lets go. */
+  /**
+   * Stopped once `idleStopMs` have passed since its last use ended (or its start) with no one
+   * holding it. Called by itself when its last user lets go.
+   */
   idleFromNow(): void {
     const after = this.options.idleStopMs;
     if (after === undefined || !this.healthy() || this.users > 0) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
       if (this.users === 0 && this.healthy()) void this.stop('idle');
-    }, after);
+    }, Math.max(0, this.idleSince + after - Date.now()));
     this.idleTimer.unref();
   }
 
