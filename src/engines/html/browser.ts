@@ -3,8 +3,10 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { engineEnvironment, ENGINE_NICENESS, findParentDeathWrapper, killGroup, trackGroup, untrackGroup } from '../process/group.ts';
+import { engineEnvironment, ENGINE_NICENESS, findParentDeathWrapper, killGroup } from '../process/group.ts';
+import type { HelperExit } from '../process/helper-process.ts';
 import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
+import { Supervised, type HelperLifecycle, type Running } from '../process/supervisor.ts';
 import { AccountPages } from './account-pages.ts';
 import { lowerCrashHandlers } from './crash-handlers.ts';
 import { WINDOW } from './formats.ts';
@@ -31,6 +33,8 @@ export interface BrowserSettings {
   /** `account` reuse: at most this many idle pages kept, over all accounts (least recently used goes). */
   idlePages: number;
   sandbox: SandboxPlan;
+  /** Told when a browser starts or ends (the daemon's log), as a helper pool tells of its helpers. */
+  onLifecycle?: (event: HelperLifecycle) => void;
 }
 
 /**
@@ -78,8 +82,7 @@ let nextPageId = 0;
  * popup that would wait for a person.
  */
 async function openPage(launched: Launched): Promise<WarmPage> {
-  const browser = await launched.browser;
-  const context = await browser.newContext({
+  const context = await launched.value.browser.newContext({
     serviceWorkers: 'block',
     acceptDownloads: false,
     javaScriptEnabled: true,
@@ -106,68 +109,38 @@ async function openPage(launched: Launched): Promise<WarmPage> {
 
 const INIT_SCRIPT = 'window.print = () => undefined; window.open = () => null;';
 
-/**
- * One launched Chromium: its process group, folder, renderer watch, and how many conversions it
- * served and is serving. A retired one closes once its last conversion is done, so replacing the
- * browser never breaks a conversion running in it.
- */
-class Launched {
-  served = 0;
-  active = 0;
-  retired = false;
-  pid: number | undefined;
+/** One launched Chromium: the browser, its renderer watch and the watch's hold of each page serving a conversion. */
+interface Chromium {
+  browser: Browser;
   watch: RendererWatch | undefined;
-  /** The renderer watch's hold of each page serving a conversion, by page id. */
-  readonly holds = new Map<number, () => void>();
-  dir: string | undefined;
-  readonly browser: Promise<Browser>;
-  private closing: Promise<void> | undefined;
+  /** By page id. */
+  readonly holds: Map<number, () => void>;
+}
 
-  /**
-   * Launched with the sandbox `settings.sandbox` plans; a browser that does not start sandboxed
-   * (a seccomp filter or namespace rule the check did not meet) is started once more without,
-   * and `onRefused` learns why, so the next launch does not try again.
-   */
-  constructor(settings: BrowserSettings, proxyPort: Promise<number>, onRefused: (plan: SandboxPlan) => void) {
-    this.browser = this.launch(settings, settings.sandbox, proxyPort).catch(async (error: unknown) => {
-      if (!settings.sandbox.on || this.pid !== undefined) throw error;
-      await this.removeDir();
-      const refused: SandboxPlan = { on: false, why: `Chromium did not start with its sandbox (${firstLine(error)})` };
-      onRefused(refused);
-      return this.launch(settings, refused, proxyPort);
-    });
-  }
+/**
+ * A Chromium under the supervisor (process/supervisor.ts), as LibreOffice's and the engine hosts'
+ * helpers are: retired on its recycle, it closes once its last conversion is released, so
+ * replacing the browser never breaks a conversion running in it.
+ */
+type Launched = Supervised<Chromium>;
 
-  async close(): Promise<void> {
-    this.closing ??= (async () => {
-      this.watch?.stop();
-      const browser = await this.browser.catch(() => undefined);
-      await Promise.race([browser?.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 5000))]);
-      if (this.pid !== undefined) {
-        killGroup(this.pid, 'SIGKILL');
-        untrackGroup(this.pid);
-      }
-      await this.removeDir();
-    })();
-    return this.closing;
-  }
+/** Playwright's own launch timeout; the supervisor's is a backstop past it. */
+const LAUNCH_TIMEOUT_MS = 60_000;
+/** browser.close(), then SIGTERM after this, then SIGKILL after as much again. */
+const STOP_GRACE_MS = 2_500;
 
-  private async removeDir(): Promise<void> {
-    if (this.dir) await rm(this.dir, { recursive: true, force: true });
-    this.dir = undefined;
-  }
-
-  kill(): void {
-    if (this.pid !== undefined) killGroup(this.pid, 'SIGKILL');
-  }
-
-  private async launch(settings: BrowserSettings, sandbox: SandboxPlan, proxyPort: Promise<number>): Promise<Browser> {
-    const { chromium } = await import('playwright-core');
-    await removeOrphanedDirs(MADE_BY, (path) => rm(path, { recursive: true, force: true }));
-    const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
-    this.dir = dir;
+/**
+ * Launches one Chromium with `sandbox` in a folder of its own (removed when it has ended). Its
+ * exit is its disconnection: what is left of its group is killed then.
+ */
+async function launchChromium(settings: BrowserSettings, sandbox: SandboxPlan, proxyPort: number): Promise<Running<Chromium>> {
+  const { chromium } = await import('playwright-core');
+  await removeOrphanedDirs(MADE_BY, (path) => rm(path, { recursive: true, force: true }));
+  const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
+  const removeDir = () => rm(dir, { recursive: true, force: true });
+  let browser: Browser;
+  try {
     const wrapper = join(dir, 'chromium');
-    const pidFile = join(dir, 'pid');
     const preferences = join(dir, 'Preferences');
     await writeFile(preferences, BROWSER_PREFERENCES);
     // The browser's HOME is a folder of its own: a browser running as another user gets that
@@ -176,34 +149,50 @@ class Launched {
     const home = join(dir, 'home');
     await mkdir(home, { mode: 0o700 });
     if (sandbox.on && sandbox.runAs !== undefined) await chmod(dir, 0o711);
-    const paths = { executable: settings.executable, pidFile, preferences, ownDirs: [home] };
+    const paths = { executable: settings.executable, pidFile: join(dir, 'pid'), preferences, ownDirs: [home] };
     await writeFile(wrapper, wrapperScript(paths, await findParentDeathWrapper(), sandbox), { mode: 0o700 });
     await chmod(wrapper, 0o700);
-    const browser = await chromium.launch({
+    browser = await chromium.launch({
       executablePath: wrapper,
-      args: launchFlags(await proxyPort, settings.pageHeapMb, sandbox),
+      args: launchFlags(proxyPort, settings.pageHeapMb, sandbox),
       // Playwright adds --no-sandbox unless told otherwise.
       chromiumSandbox: sandbox.on,
       env: engineEnvironment({ HOME: home, XDG_CONFIG_HOME: home, XDG_CACHE_HOME: home }),
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
-      timeout: 60_000,
+      timeout: LAUNCH_TIMEOUT_MS,
     });
-    const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
-    // Started by the browser before it answers Playwright, outside its session.
-    void lowerCrashHandlers(dir, ENGINE_NICENESS);
-    if (pid > 0) {
-      this.pid = pid;
-      trackGroup(pid);
-      this.watch = new RendererWatch(pid, settings.rendererMemoryMb * 1024 * 1024);
-    }
-    browser.on('disconnected', () => {
-      this.watch?.stop();
-      if (this.pid === pid && pid > 0) untrackGroup(pid);
-    });
-    return browser;
+  } catch (error) {
+    await removeDir();
+    throw error;
   }
+  const read = Number((await readFile(join(dir, 'pid'), 'utf8').catch(() => '')).trim());
+  const pid = read > 0 ? read : undefined;
+  // Started by the browser before it answers Playwright, outside its session.
+  void lowerCrashHandlers(dir, ENGINE_NICENESS);
+  const watch = pid === undefined ? undefined : new RendererWatch(pid, settings.rendererMemoryMb * 1024 * 1024);
+  let end: HelperExit['end'] = 'exited';
+  const exited = new Promise<HelperExit>((resolve) => {
+    const gone = () => {
+      watch?.stop();
+      // Renderers and helpers it left in its group go too.
+      if (pid !== undefined) killGroup(pid, 'SIGKILL');
+      void removeDir().catch(() => undefined).then(() => resolve({ code: null, signal: null, end, stderrTail: '' }));
+    };
+    if (browser.isConnected()) browser.once('disconnected', gone);
+    else gone();
+  });
+  return {
+    value: { browser, watch, holds: new Map() },
+    pid,
+    exited,
+    alive: () => browser.isConnected(),
+    askToEnd: () => void browser.close().catch(() => undefined),
+    onKill: () => {
+      end = 'killed';
+    },
+  };
 }
 
 /**
@@ -211,11 +200,16 @@ class Launched {
  * `recycleAfter` conversions and whenever it dies. It runs through a wrapper that lowers its
  * priority, offers it first to the OOM killer, has the kernel kill it when the daemon dies
  * (kill -9 included) and, where it can, runs it sandboxed as a user of its own; Playwright starts
- * it in a process group of its own and kills the group on close.
+ * it in a process group of its own, and the supervisor stops or kills that group.
  */
 export class WarmBrowser {
+  /** The browser new conversions go to, while it is healthy. */
   private current: Launched | undefined;
-  private readonly retiring = new Set<Launched>();
+  private starting: Promise<Launched> | undefined;
+  /** Every browser started and not yet ended (retired ones finishing their conversions too). */
+  private readonly all = new Set<Launched>();
+  /** Each conversion's use of its page's browser, ended by `release`. */
+  private readonly uses = new Map<WarmPage, () => void>();
   /**
    * The next conversion's context and page, opened while the last one renders: a page's renderer
    * process takes 100-250 ms to start, half of a small page's whole conversion. Never used twice.
@@ -244,13 +238,20 @@ export class WarmBrowser {
    */
   async page(tenant: string | undefined): Promise<WarmPage> {
     const launched = await this.acquire();
-    while (this.settings.reuse === 'account' && tenant !== undefined) {
-      const reused = this.idle.take(tenant, (page) => page.of === launched);
-      if (!reused) break;
-      if (await reused.ready) return this.begin(reused, tenant);
-      void this.discard(reused);
+    // Counted from here: a browser retired while the page opens stays up for it.
+    const done = launched.use();
+    try {
+      while (this.settings.reuse === 'account' && tenant !== undefined) {
+        const reused = this.idle.take(tenant, (page) => page.of === launched);
+        if (!reused) break;
+        if (await reused.ready) return this.begin(reused, tenant, done);
+        void this.discard(reused);
+      }
+      return this.begin(await this.freshPage(launched), tenant, done);
+    } catch (error) {
+      done();
+      throw error;
     }
-    return this.begin(await this.freshPage(launched), tenant);
   }
 
   /**
@@ -262,7 +263,7 @@ export class WarmBrowser {
     const launched = page.of;
     try {
       const keep = this.settings.reuse === 'account' && page.tenant !== undefined && returned.reusable && !this.closed
-        && !launched.retired && page.uses < this.settings.pageUses && !page.page.isClosed();
+        && launched.healthy() && page.uses < this.settings.pageUses && !page.page.isClosed();
       if (!keep) {
         // Not awaited: the conversion's result is written, and closing its context (10-25 ms of
         // the browser's time) need not stand between it and its end.
@@ -275,16 +276,21 @@ export class WarmBrowser {
       });
       for (const evicted of this.idle.give(page.tenant!, page)) void this.discard(evicted);
     } finally {
-      launched.active--;
-      launched.holds.get(page.id)?.();
-      launched.holds.delete(page.id);
-      if (launched.retired && launched.active === 0) await this.finish(launched);
+      launched.value.holds.get(page.id)?.();
+      launched.value.holds.delete(page.id);
+      this.uses.get(page)?.();
+      this.uses.delete(page);
+      if (!launched.healthy()) {
+        this.forget(launched);
+        // The last conversion of a retired browser sees it closed.
+        if (launched.active === 0) await launched.ended;
+      }
     }
   }
 
   /** True when a renderer of `page`'s browser was killed for its memory since `since` (performance.now()). */
   killedForMemory(page: WarmPage, since: number): boolean {
-    return page.of.watch?.killedSince(since) ?? false;
+    return page.of.value.watch?.killedSince(since) ?? false;
   }
 
   /** The idle pages of account reuse, for tests and the engine's report. */
@@ -297,15 +303,15 @@ export class WarmBrowser {
     const launched = this.current;
     if (!launched) return;
     launched.kill();
-    this.retire(launched);
-    await this.finish(launched);
+    this.forget(launched);
+    await launched.ended;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const all = [...this.retiring, ...(this.current ? [this.current] : [])];
-    for (const launched of all) this.retire(launched);
-    await Promise.all(all.map((launched) => this.finish(launched)));
+    await this.starting?.catch(() => undefined);
+    if (this.current) this.forget(this.current);
+    await Promise.all([...this.all].map((launched) => launched.stop('closed')));
     await new Promise<void>((resolve) => (this.hole ? this.hole.close(() => resolve()) : resolve()));
     this.hole = undefined;
   }
@@ -313,31 +319,59 @@ export class WarmBrowser {
   /** The browser to open the next conversion's page in (started or replaced as needed). */
   private async acquire(): Promise<Launched> {
     if (this.closed) throw new Error('the HTML engine is closed');
-    if (this.current && this.current.served >= this.settings.recycleAfter) this.retire(this.current);
-    this.current ??= new Launched({ ...this.settings, sandbox: this.sandbox }, this.blackHole(), (refused) => {
-      this.sandbox = refused;
-    });
-    const launched = this.current;
-    const browser = await launched.browser.catch(async (error: unknown) => {
-      if (this.current === launched) this.current = undefined;
-      this.retire(launched);
-      await this.finish(launched);
-      throw error;
-    });
-    if (!browser.isConnected()) {
-      this.retire(launched);
-      await this.finish(launched);
+    // Retired on its recycle, or dead: its spare and idle pages go, and the next one starts.
+    if (this.current && !this.current.healthy()) this.forget(this.current);
+    const launched = this.current ?? await (this.starting ??= this.launch().finally(() => {
+      this.starting = undefined;
+    }));
+    if (!launched.healthy()) {
+      this.forget(launched);
       return this.acquire();
     }
     return launched;
   }
 
-  private begin(page: WarmPage, tenant: string | undefined): WarmPage {
+  /**
+   * Starts a browser with the sandbox in use; one that does not start sandboxed (a seccomp filter
+   * or namespace rule the check did not meet) is started once more without, and the reason kept,
+   * so that the next launch does not try again.
+   */
+  private async launch(): Promise<Launched> {
+    const proxyPort = await this.blackHole();
+    const start = (sandbox: SandboxPlan) => Supervised.start<Chromium>({
+      name: 'chromium',
+      start: () => launchChromium(this.settings, sandbox, proxyPort),
+      // Playwright kills a launch that takes too long; this one catches what it would not.
+      startTimeoutMs: LAUNCH_TIMEOUT_MS + 10_000,
+      recycleAfter: this.settings.recycleAfter,
+      stopGraceMs: STOP_GRACE_MS,
+      ...(this.settings.onLifecycle ? { onLifecycle: this.settings.onLifecycle } : {}),
+    });
+    const planned = this.sandbox;
+    const launched = await start(planned).catch((error: unknown) => {
+      if (!planned.on) throw error;
+      this.sandbox = { on: false, why: `Chromium did not start with its sandbox (${firstLine(error)})` };
+      return start(this.sandbox);
+    });
+    this.all.add(launched);
+    void launched.ended.then(() => {
+      this.all.delete(launched);
+      this.forget(launched);
+    });
+    if (this.closed) {
+      await launched.stop('closed');
+      throw new Error('the HTML engine is closed');
+    }
+    this.current = launched;
+    return launched;
+  }
+
+  private begin(page: WarmPage, tenant: string | undefined, done: () => void): WarmPage {
     page.tenant ??= tenant;
     page.uses++;
-    page.of.served++;
-    page.of.active++;
-    if (page.of.watch) page.of.holds.set(page.id, page.of.watch.hold());
+    this.uses.set(page, done);
+    const { watch, holds } = page.of.value;
+    if (watch) holds.set(page.id, watch.hold());
     return page;
   }
 
@@ -345,7 +379,8 @@ export class WarmBrowser {
     // Taken before any await: two conversions starting together must never get the same page.
     const taken = this.spare;
     this.spare = undefined;
-    if (!this.closed) {
+    // None on a retired browser: the next conversion goes to another.
+    if (!this.closed && launched.healthy()) {
       const next = openPage(launched);
       next.catch(() => undefined);
       this.spare = { of: launched, page: next };
@@ -357,23 +392,14 @@ export class WarmBrowser {
     return openPage(launched);
   }
 
-  /** No new conversion goes to `launched`; it closes when its last one is released. */
-  private retire(launched: Launched): void {
+  /** No new conversion goes to `launched`: its spare and idle pages are closed. */
+  private forget(launched: Launched): void {
     if (this.current === launched) this.current = undefined;
-    if (launched.retired) return;
-    launched.retired = true;
-    this.retiring.add(launched);
     if (this.spare?.of === launched) {
       void this.spare.page.then((unused) => unused.context.close(), () => undefined).catch(() => undefined);
       this.spare = undefined;
     }
     for (const page of this.idle.drop((idle) => idle.of === launched)) void page.context.close().catch(() => undefined);
-    if (launched.active === 0) void this.finish(launched);
-  }
-
-  private async finish(launched: Launched): Promise<void> {
-    await launched.close();
-    this.retiring.delete(launched);
   }
 
   private async discard(page: WarmPage): Promise<void> {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../pairs.ts';
+import type { HelperLifecycle } from '../process/supervisor.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { WarmBrowser, type IdlePage, type ReuseMode } from './browser.ts';
 import { findChromium, type ChromiumInstall } from './find-chromium.ts';
@@ -39,6 +40,8 @@ export interface HtmlEngineOptions {
   /** Private addresses and ranges resources may come from all the same (`url_allow_networks`). */
   allowedNetworks?: readonly string[];
   env?: NodeJS.ProcessEnv;
+  /** Told when a browser starts or ends, as the office engine's and the engine host's pools tell of theirs. */
+  onLifecycle?: (event: HelperLifecycle) => void;
 }
 
 const DEFAULT_RECYCLE_AFTER = 200;
@@ -101,6 +104,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
         pageUses: settings.pageUses ?? HTML_DEFAULTS.pageUses,
         idlePages: settings.idlePages ?? HTML_DEFAULTS.idlePages,
         sandbox: sandbox ?? { on: false, why: 'not probed' },
+        ...(settings.onLifecycle ? { onLifecycle: settings.onLifecycle } : {}),
       });
       const warm = browser;
       // A browser killed or crashed while the page opens fails this conversion, not the engine:

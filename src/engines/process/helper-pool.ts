@@ -1,5 +1,6 @@
 import { dropWhenLong } from './group.ts';
-import { HelperProcess, type HelperExit, type HelperOptions } from './helper-process.ts';
+import { HelperProcess, type HelperOptions } from './helper-process.ts';
+import { Supervised, type HelperLifecycle } from './supervisor.ts';
 
 export interface HelperPoolOptions {
   /** For messages and logs, e.g. `engine-host`. */
@@ -25,9 +26,7 @@ export interface HelperPoolOptions {
   health?: { request: unknown; everyMs: number; timeoutMs: number };
 }
 
-export type HelperLifecycle =
-  | { type: 'started'; helper: string; pid: number; ms: number }
-  | { type: 'ended'; helper: string; pid: number; tasks: number; exit: HelperExit; why: 'recycled' | 'idle' | 'closed' | 'unhealthy' | 'died' };
+export type { HelperLifecycle } from './supervisor.ts';
 
 export interface PoolTask {
   /** Aborting kills the helper running the task (its whole group); the task rejects with the reason. */
@@ -48,12 +47,14 @@ export interface PoolStatus {
   lost: number;
 }
 
+type Helper = Supervised<HelperProcess>;
+
 interface Slot {
   index: number;
-  helper: HelperProcess | null;
-  starting: Promise<HelperProcess> | null;
+  /** Its helper while it takes work; a retired or dead one is dropped (the next task starts another). */
+  helper: Helper | null;
+  starting: Promise<Helper> | null;
   busy: boolean;
-  idleTimer: NodeJS.Timeout | undefined;
 }
 
 interface Waiter {
@@ -64,11 +65,11 @@ interface Waiter {
 const DEFAULT_STOP_GRACE_MS = 1000;
 
 /**
- * A fixed number of long-running helpers (one generic pool, as Gotenberg's process supervisor:
- * the engine host today, LibreOffice and Chromium next). Helpers start lazily on the first task
- * that needs one (with a start time limit), run one task each at a time, are replaced after
- * `recycleAfter` tasks, when they die, and when a task is aborted (cancel, time limit: the whole
- * group is killed at once, the others carry on), and stop when idle for long.
+ * A fixed number of long-running helpers (one generic pool; each helper under the supervisor,
+ * supervisor.ts, as Chromium's browser is): the engine host and LibreOffice. Helpers start lazily
+ * on the first task that needs one (with a start time limit), run one task each at a time, are
+ * replaced after `recycleAfter` tasks, when they die, and when a task is aborted (cancel, time
+ * limit: the whole group is killed at once, the others carry on), and stop when idle for long.
  */
 export class HelperPool {
   private readonly slots: Slot[];
@@ -76,16 +77,14 @@ export class HelperPool {
   private closed = false;
   private started = 0;
   private lost = 0;
-  /** Helpers stopped on purpose, and why; any other end is a death. */
-  private readonly stopping = new WeakMap<HelperProcess, 'recycled' | 'idle' | 'closed' | 'unhealthy'>();
-  /** Helpers being stopped on purpose (recycled, idle), until they have exited. */
-  private readonly stops = new Set<Promise<void>>();
+  /** Every helper started and not yet ended (those on their way out too): close() waits for them all. */
+  private readonly live = new Set<Helper>();
 
   private readonly healthTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: HelperPoolOptions) {
     this.slots = Array.from({ length: Math.max(1, options.size) }, (_, index) => ({
-      index, helper: null, starting: null, busy: false, idleTimer: undefined,
+      index, helper: null, starting: null, busy: false,
     }));
     const health = options.health;
     if (health) {
@@ -99,28 +98,26 @@ export class HelperPool {
     let failed = 0;
     await Promise.all(this.slots.map(async (slot) => {
       const helper = slot.helper;
-      if (slot.busy || !helper?.alive || this.closed) return;
+      if (slot.busy || !helper?.healthy() || this.closed) return;
       slot.busy = true;
-      clearTimeout(slot.idleTimer);
+      // A check is not a task: it does not bring a recycle nearer.
+      const done = helper.hold();
       let timer: NodeJS.Timeout | undefined;
       let healthy = false;
       try {
         await Promise.race([
-          helper.run(request),
+          helper.value.run(request),
           new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('no answer')), timeoutMs))),
         ]);
-        // A check is not a task: it does not bring a recycle nearer.
-        helper.tasksRun -= 1;
         healthy = true;
       } catch {
         failed += 1;
-        this.stopping.set(helper, 'unhealthy');
         // Out of the slot at once: no task may be given to a helper on its way out.
         if (slot.helper === helper) slot.helper = null;
-        helper.kill();
+        helper.kill('unhealthy');
       } finally {
         clearTimeout(timer);
-        this.release(slot, healthy ? helper : null);
+        this.release(slot, healthy ? helper : null, done);
       }
     }));
     return failed;
@@ -130,18 +127,20 @@ export class HelperPool {
   async run(request: unknown, task: PoolTask): Promise<unknown> {
     task.signal.throwIfAborted();
     const slot = await this.acquire(task.signal, task.quick === true);
-    let helper: HelperProcess | null = null;
+    let helper: Helper | null = null;
+    let done: () => void = () => undefined;
     try {
       helper = await this.helperOf(slot);
       task.signal.throwIfAborted();
+      done = helper.use();
       task.onStart?.();
       const running = helper;
       const onAbort = () => running.kill();
       task.signal.addEventListener('abort', onAbort, { once: true });
-      const endWatch = running.niced ? dropWhenLong(running.pid, true, () => running.alive) : () => undefined;
+      const endWatch = running.value.niced ? dropWhenLong(running.value.pid, true, () => running.alive) : () => undefined;
       this.keepSpare();
       try {
-        return await running.run(request, task.onEvent);
+        return await running.value.run(request, task.onEvent);
       } catch (error) {
         if (task.signal.aborted) throw task.signal.reason;
         throw error;
@@ -150,7 +149,7 @@ export class HelperPool {
         task.signal.removeEventListener('abort', onAbort);
       }
     } finally {
-      this.release(slot, helper);
+      this.release(slot, helper, done);
     }
   }
 
@@ -162,13 +161,13 @@ export class HelperPool {
   private keepSpare(): void {
     const wanted = this.options.spares?.count ?? 0;
     if (wanted <= 0 || this.closed || this.slots.filter((slot) => slot.busy).length < this.options.spares!.whenBusy) return;
-    const idleUp = this.slots.filter((slot) => !slot.busy && (slot.helper?.alive || slot.starting)).length;
-    const cold = this.slots.filter((slot) => !slot.busy && !slot.helper?.alive && !slot.starting);
+    const idleUp = this.slots.filter((slot) => !slot.busy && (slot.helper?.healthy() || slot.starting)).length;
+    const cold = this.slots.filter((slot) => !slot.busy && !slot.helper?.healthy() && !slot.starting);
     // Not marked busy while it starts: a task that comes meanwhile takes the slot and waits for
     // the same start.
     for (const slot of cold.slice(0, Math.max(0, wanted - idleUp))) {
-      void this.helperOf(slot).then(() => {
-        if (!slot.busy) this.armIdleStop(slot);
+      void this.helperOf(slot).then((helper) => {
+        if (!slot.busy) helper.idleFromNow();
       }, () => undefined);
     }
   }
@@ -181,7 +180,7 @@ export class HelperPool {
   status(): PoolStatus {
     return {
       size: this.slots.length,
-      running: this.slots.filter((slot) => slot.helper?.alive).length,
+      running: this.slots.filter((slot) => slot.helper?.healthy()).length,
       busy: this.slots.filter((slot) => slot.busy).length,
       started: this.started,
       lost: this.lost,
@@ -194,30 +193,26 @@ export class HelperPool {
     clearInterval(this.healthTimer);
     for (const waiter of this.waiters.splice(0)) waiter.reject(new Error(`${this.options.name} pool is closed`));
     await Promise.all(this.slots.map(async (slot) => {
-      clearTimeout(slot.idleTimer);
       const helper = slot.helper ?? (await slot.starting?.catch(() => null)) ?? null;
       slot.helper = null;
-      if (!helper) return;
-      this.stopping.set(helper, 'closed');
-      if (slot.busy) helper.kill();
-      await helper.stop(graceMs);
+      if (helper && slot.busy) helper.kill('closed');
     }));
-    await Promise.all([...this.stops]);
+    // Those on their way out already (recycled, idle) keep their reason; no helper outlives the close.
+    await Promise.all([...this.live].map((helper) => helper.stop('closed', graceMs)));
   }
 
   private acquire(signal: AbortSignal, quick: boolean): Promise<Slot> {
     if (this.closed) return Promise.reject(new Error(`${this.options.name} pool is closed`));
     // A slot whose helper is up first, then one that must start one. While others work, a
     // regular task leaves the spares warm for quick ones and starts a helper of its own.
-    const warm = this.slots.filter((slot) => !slot.busy && slot.helper?.alive);
-    const cold = this.slots.find((slot) => !slot.busy && !slot.helper?.alive && !slot.starting);
+    const warm = this.slots.filter((slot) => !slot.busy && slot.helper?.healthy());
+    const cold = this.slots.find((slot) => !slot.busy && !slot.helper?.healthy() && !slot.starting);
     const spares = this.options.spares;
     const keepWarm = !quick && spares !== undefined && cold !== undefined
       && this.slots.some((slot) => slot.busy) && warm.length <= spares.count;
     const free = (keepWarm ? cold : warm[0]) ?? this.slots.find((slot) => !slot.busy);
     if (free) {
       free.busy = true;
-      clearTimeout(free.idleTimer);
       return Promise.resolve(free);
     }
     return new Promise<Slot>((resolve, reject) => {
@@ -238,25 +233,35 @@ export class HelperPool {
     });
   }
 
-  private helperOf(slot: Slot): Promise<HelperProcess> {
-    if (slot.helper?.alive) return Promise.resolve(slot.helper);
+  private helperOf(slot: Slot): Promise<Helper> {
+    if (slot.helper?.healthy()) return Promise.resolve(slot.helper);
     slot.helper = null;
     if (!slot.starting) {
-      const began = performance.now();
-      const starting = Promise.resolve(this.options.helper(slot.index)).then((options) => HelperProcess.start(options)).then((helper) => {
+      const { name, recycleAfter, idleStopMs, onLifecycle } = this.options;
+      const starting = Promise.resolve(this.options.helper(slot.index)).then((helper) => Supervised.start({
+        name, recycleAfter, idleStopMs, onLifecycle,
+        startTimeoutMs: helper.startTimeoutMs,
+        stopGraceMs: this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+        start: async (spawned) => {
+          const process = await HelperProcess.start(helper, spawned);
+          return {
+            value: process, pid: process.pid, exited: process.exited, alive: () => process.alive,
+            askToEnd: () => process.askToEnd(), onKill: () => process.noteKilled(),
+          };
+        },
+      })).then((helper) => {
         this.started += 1;
-        this.options.onLifecycle?.({ type: 'started', helper: this.options.name, pid: helper.pid, ms: Math.round(performance.now() - began) });
+        this.live.add(helper);
+        void helper.ended.then(() => {
+          this.live.delete(helper);
+          // Gone, whatever the way: the next task of this slot starts a new one.
+          if (slot.helper === helper) slot.helper = null;
+        });
         if (this.closed) {
-          const stopped = helper.stop(this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS).then(() => undefined);
-          this.stops.add(stopped);
+          void helper.stop('closed');
           throw new Error(`${this.options.name} pool is closed`);
         }
         slot.helper = helper;
-        void helper.exited.then((exit) => {
-          // Gone, whatever the way: the next task of this slot starts a new one.
-          if (slot.helper === helper) slot.helper = null;
-          this.options.onLifecycle?.({ type: 'ended', helper: this.options.name, pid: helper.pid, tasks: helper.tasksRun, exit, why: this.stopping.get(helper) ?? 'died' });
-        });
         return helper;
       });
       slot.starting = starting;
@@ -267,41 +272,22 @@ export class HelperPool {
     return slot.starting;
   }
 
-  private release(slot: Slot, helper: HelperProcess | null): void {
+  private release(slot: Slot, helper: Helper | null, done: () => void): void {
     if (helper && !helper.alive) {
       this.lost += 1;
-      if (slot.helper === helper) slot.helper = null;
-    } else if (helper && (helper.tasksRun >= this.options.recycleAfter || helper.wantsReplacing)) {
-      this.stopOnPurpose(slot, helper, 'recycled');
+    } else if (helper?.value.wantsReplacing) {
+      helper.retire('recycled');
     }
+    // The last user of a retired helper stops it; of another, starts its idle time.
+    done();
+    if (slot.helper && !slot.helper.healthy()) slot.helper = null;
     const next = this.waiters.shift();
     if (next) {
       next.resolve(slot);
       return;
     }
     slot.busy = false;
-    this.armIdleStop(slot);
-  }
-
-  /** Idle from now: stopped if nothing takes it for idleStopMs. */
-  private armIdleStop(slot: Slot): void {
-    const idle = slot.helper;
-    if (idle && this.options.idleStopMs !== undefined) {
-      clearTimeout(slot.idleTimer);
-      slot.idleTimer = setTimeout(() => {
-        if (!slot.busy && slot.helper === idle) this.stopOnPurpose(slot, idle, 'idle');
-      }, this.options.idleStopMs);
-      slot.idleTimer.unref();
-    }
-  }
-
-  private stopOnPurpose(slot: Slot, helper: HelperProcess, why: 'recycled' | 'idle'): void {
-    slot.helper = null;
-    this.stopping.set(helper, why);
-    const stopped = helper.stop(this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS).then(() => undefined);
-    // close() waits for these too: no helper may outlive the pool's close.
-    this.stops.add(stopped);
-    void stopped.finally(() => this.stops.delete(stopped));
+    // A helper that started for a task that then never used it (aborted meanwhile) idles too.
+    slot.helper?.idleFromNow();
   }
 }
-

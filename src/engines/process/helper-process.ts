@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
-import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, offerToOomKiller, trackGroup, untrackGroup, wrapped } from './group.ts';
+import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, offerToOomKiller, wrapped } from './group.ts';
 import { residentBytes, residentBytesOfTree } from './resident-memory.ts';
 
 /** How to start one helper. */
@@ -16,7 +16,7 @@ export interface HelperOptions {
   /** For messages and logs, e.g. `engine-host`. */
   name: string;
   command: HelperCommand;
-  /** The helper must say it is ready within this time, or it is killed and the start fails. */
+  /** The helper must say it is ready within this time, or it is killed and the start fails (its supervisor's). */
   startTimeoutMs: number;
   /**
    * Resident memory of the helper and everything it started above which the whole group is
@@ -77,7 +77,8 @@ interface Task {
 }
 
 /**
- * One long-running helper process: its own process group (everything it starts dies with it),
+ * One long-running helper process, run under a supervisor (supervisor.ts: its start time limit,
+ * stop and kill): its own process group (everything it starts dies with it),
  * dies with its parent (setpriv --pdeathsig, as ffmpeg), one task at a time. Requests are JSON
  * lines on its stdin; it answers with JSON lines on file descriptor 3, so that whatever its
  * libraries print on stdout or stderr cannot be taken for an answer. Memory is watched while a
@@ -95,7 +96,6 @@ export class HelperProcess {
   private peakBytes = 0;
   /** Settles when the process has exited and its pipes are closed. */
   readonly exited: Promise<HelperExit>;
-  tasksRun = 0;
 
   /** Runs at a lower priority than the daemon (its session's niceness is the engines'). */
   get niced(): boolean {
@@ -105,7 +105,6 @@ export class HelperProcess {
   private constructor(child: ChildProcess, private readonly options: HelperOptions) {
     this.child = child;
     this.pid = child.pid!;
-    trackGroup(this.pid);
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
@@ -122,7 +121,6 @@ export class HelperProcess {
     child.on('error', broken);
     this.exited = new Promise<HelperExit>((resolve) => {
       child.once('close', (code, signal) => {
-        untrackGroup(this.pid);
         // Anything it left in its group goes too (the group id cannot be reused while members remain).
         killGroup(this.pid, 'SIGKILL');
         this.stopWatchingMemory();
@@ -135,8 +133,11 @@ export class HelperProcess {
     });
   }
 
-  /** Starts the helper and resolves once it said it is ready (else kills it and rejects). */
-  static async start(options: HelperOptions): Promise<HelperProcess> {
+  /**
+   * Starts the helper and resolves once it said it is ready; rejects if it ends before. `spawned`
+   * learns its group at once: waiting for the ready has no time limit of its own.
+   */
+  static async start(options: HelperOptions, spawned: (pid: number) => void = () => undefined): Promise<HelperProcess> {
     const wrapper = await findParentDeathWrapper();
     const [file, argv] = wrapped(wrapper, options.command.command, options.command.args, options.niceness);
     const child = spawn(file, argv, {
@@ -150,6 +151,7 @@ export class HelperProcess {
       await options.cleanup?.().catch(() => undefined);
       throw error;
     }
+    spawned(child.pid);
     lowerSessionPriority(child, options.niceness ?? 0);
     offerToOomKiller(child.pid);
     const helper = new HelperProcess(child, options);
@@ -159,17 +161,9 @@ export class HelperProcess {
 
   private ready(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.kill();
-        reject(new Error(`${this.options.name} did not start within ${this.options.startTimeoutMs} ms`));
-      }, this.options.startTimeoutMs);
       this.task = {
-        resolve: () => {
-          clearTimeout(timer);
-          resolve();
-        },
+        resolve: () => resolve(),
         reject: (error) => {
-          clearTimeout(timer);
           reject(error instanceof HelperDied ? new Error(`${this.options.name} did not start: ${error.exit.stderrTail || error.message}`) : error);
         },
         onEvent: () => undefined,
@@ -215,7 +209,6 @@ export class HelperProcess {
   run(request: unknown, onEvent: (event: unknown) => void = () => undefined): Promise<unknown> {
     if (this.exitInfo) return Promise.reject(new HelperDied(this.options.name, this.exitInfo));
     if (this.task) return Promise.reject(new Error(`${this.options.name} is busy`));
-    this.tasksRun += 1;
     const answer = new Promise<unknown>((resolve, reject) => {
       this.task = { resolve, reject, onEvent };
     });
@@ -264,22 +257,17 @@ export class HelperProcess {
   /** SIGKILLs the whole group at once; a task running fails with HelperDied. */
   kill(end: HelperEnd = 'killed'): void {
     if (!this.alive) return;
-    this.end = end;
+    this.noteKilled(end);
     killGroup(this.pid, 'SIGKILL');
   }
 
-  /** Asks the helper to end (its stdin closes), then SIGTERM, then SIGKILL after `graceMs` each. */
-  async stop(graceMs: number): Promise<HelperExit> {
-    if (!this.alive) return this.exited;
+  /** Its group is about to be killed (by its supervisor): its exit says so. */
+  noteKilled(end: HelperEnd = 'killed'): void {
+    if (this.alive) this.end = end;
+  }
+
+  /** The polite first step of a stop: its stdin closes, which the helpers take as the end. */
+  askToEnd(): void {
     (this.child.stdin as Writable).end();
-    const timers: NodeJS.Timeout[] = [
-      setTimeout(() => killGroup(this.pid, 'SIGTERM'), graceMs),
-      setTimeout(() => this.kill(), graceMs * 2),
-    ];
-    try {
-      return await this.exited;
-    } finally {
-      for (const timer of timers) clearTimeout(timer);
-    }
   }
 }
