@@ -154,7 +154,8 @@ describe('options', { skip }, () => {
 
   it('media print or screen; wait_for_selector and wait_delay wait for a late script', async () => {
     const input = await write('late.html', `<!doctype html><html><head><style>@media print { .screen { display: none } } @media screen { .print { display: none } }</style></head>
-<body><p class="screen">SCREEN-ONLY</p><p class="print">PRINT-ONLY</p><script>setTimeout(() => { const p = document.createElement('p'); p.id = 'late'; p.textContent = 'LATE-TEXT'; document.body.append(p); }, 700);</script></body></html>`);
+<body><p class="screen">SCREEN-ONLY</p><p class="print">PRINT-ONLY</p><script>setTimeout(() => { const p = document.createElement('p'); p.id = 'late'; p.textContent = 'LATE-TEXT'; document.body.append(p); }, 2500);</script></body></html>`);
+    // 2.5 s: a print without waiting must be done before it even on a loaded box (0.7 s was not).
     const text = async (raw: Record<string, unknown>) => {
       const made = job('html', 'pdf', input, raw);
       await engine.convert(made);
@@ -165,7 +166,7 @@ describe('options', { skip }, () => {
     assert.doesNotMatch(printed, /SCREEN-ONLY|LATE-TEXT/);
     assert.match(await text({ media: 'screen' }), /SCREEN-ONLY/);
     assert.match(await text({ wait_for_selector: '#late' }), /LATE-TEXT/);
-    assert.match(await text({ wait_delay: 2 }), /LATE-TEXT/);
+    assert.match(await text({ wait_delay: 4 }), /LATE-TEXT/);
   });
 
   it('images: the window\'s width and height, full_page or not, quality, omit_background for png', async () => {

@@ -7,7 +7,8 @@ import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts'
 import { WarmBrowser, type IdlePage, type ReuseMode } from './browser.ts';
 import { findChromium, type ChromiumInstall } from './find-chromium.ts';
 import { HTML_FORMATS, HTML_SOURCES, HTML_TARGETS, imageOptions, PDF_OPTIONS, PDF_VARIANTS, REMOTE_OPTION } from './formats.ts';
-import { describe, render } from './render.ts';
+import { openPageFor } from './page-opening.ts';
+import { render } from './render.ts';
 import { DEFAULT_SANDBOX_UID, describeSandbox, planSandbox, type SandboxPlan } from './sandbox.ts';
 import { loadSite, SITE_ORIGIN } from './site.ts';
 import { textPrintOptions, textSite } from './text-page.ts';
@@ -107,12 +108,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
         ...(settings.onLifecycle ? { onLifecycle: settings.onLifecycle } : {}),
       });
       const warm = browser;
-      // A browser killed or crashed while the page opens fails this conversion, not the engine:
-      // the next conversion launches another.
-      const page = await warm.page(job.tenant).catch((error: unknown) => {
-        if (job.signal.aborted) throw job.signal.reason;
-        throw error instanceof ConversionFailure ? error : new ConversionFailure('conversion_failed', `Chromium could not open a page: ${describe(error)}`);
-      });
+      const page = await openPageFor(warm, job);
       job.startClock?.();
       const remote = settings.remoteResources === true && job.options.allow_remote_resources === true
         ? { allowPrivate: settings.allowPrivateUrls === true, allowedNetworks: settings.allowedNetworks ?? [] }
