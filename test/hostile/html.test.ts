@@ -34,7 +34,9 @@ before(async () => {
   if (skip) return;
   dir = await mkdtemp(join(tmpdir(), 'convd-hostile-html-'));
   canary = await startCanary();
-  daemon = await startDaemon({ args: ['--html-pages', '4', '--engine-timeout-ms', 'html=4s', '--workers', '4'] });
+  // 8 s: the pages sent beside a hung one share two cores with its endless script (and, in the
+  // suite, with another suite); at 4 s one of them sometimes ran into the limit too.
+  daemon = await startDaemon({ args: ['--html-pages', '4', '--engine-timeout-ms', 'html=8s', '--workers', '4'] });
   client = await meteredClient(daemon, 'pro');
 });
 
