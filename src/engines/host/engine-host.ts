@@ -78,7 +78,10 @@ export class EngineHost {
       const pool = new parts.HelperPool({
         name: 'engine-host',
         size: options.processes,
-        ...(options.spare ? { spares: { count: 1, whenBusy: 1 } } : {}),
+        // Two warm spares, one for each place of the workers' quick lane (as the LibreOffice pool
+        // keeps): with one, a quick conversion that came while the spare was being replaced (after
+        // a hostile conversion's host was killed) waited seconds for its start.
+        ...(options.spare ? { spares: { count: 2, whenBusy: 1 } } : {}),
         recycleAfter: options.recycleAfter ?? DEFAULT_RECYCLE_AFTER,
         idleStopMs: options.idleStopMs ?? DEFAULT_IDLE_STOP_MS,
         onLifecycle: options.onLifecycle,
