@@ -1,5 +1,5 @@
 /**
- * The `conv` benches of issue 5:
+ * The `conv` benches:
  * conv-version (`conv --version`) and conv-formats (`conv formats --json`): wall time against
  *     `node -e 0` (target <= 2.5x): the compiled bin, in-process (no server), median of
  *     interleaved runs;

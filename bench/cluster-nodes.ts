@@ -1,7 +1,7 @@
 /**
  * cluster-nodes: 200 PNG -> WebP spread over two convd nodes on one PostgreSQL database and one S3
- * bucket, against the same 200 on one node on PostgreSQL and S3 (issue 15: "report the ratio; on a
- * 2-core box, near 1x is expected: say where the time goes").
+ * bucket, against the same 200 on one node on PostgreSQL and S3. It reports the ratio (on a 2-core
+ * box near 1x is expected) and where the time goes.
  *
  * Each side has a database of its own (bench/lib/postgres.ts) and a prefix of its own in one
  * bucket (s3rver in a process of its own: bench/lib/s3.ts), and one unmetered account seeded in

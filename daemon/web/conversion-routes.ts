@@ -16,7 +16,7 @@ const PAGE_SIZE = '20';
 const LIVE_IDS = 50;
 
 /**
- * The conversions page (issue 16): the account's conversions, filtered by status, a page at a
+ * The conversions page: the account's conversions, filtered by status, a page at a
  * time; cancel, delete and download as the API allows them (the same service calls, so the same
  * rules: another account's conversion is as absent as one that never was); and the JSON the page's
  * script polls for the progress of running ones.

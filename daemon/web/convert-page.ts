@@ -6,7 +6,7 @@ import type { TextKey } from './text.ts';
 const SCRIPT_TEXTS: readonly TextKey[] = ['chooseFirst', 'oneKind', 'unknownKind', 'uploading', 'waiting', 'noOptions', 'download', 'status_queued', 'status_fetching', 'status_processing', 'status_succeeded', 'status_failed', 'status_cancelled', 'status_expired'];
 
 /**
- * The convert page (issue 16): files dropped on (or chosen with) the file field, or a URL; the
+ * The convert page: files dropped on (or chosen with) the file field, or a URL; the
  * targets and each target's options come from the formats listing for the files' kind
  * (/web/api/formats/<source>) and the form is built from the option descriptors (range: a slider
  * with its value shown, enum: a list, bool: a checkbox, number: a number field); each file is sent

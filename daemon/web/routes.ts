@@ -24,7 +24,7 @@ export interface WebFaceDeps extends PageDeps {
 const RECENT_DELIVERIES = 10;
 
 /**
- * The web face's pages (issue 16), on the daemon's own port beside /v1: sign-in by a one-time link
+ * The web face's pages, on the daemon's own port beside /v1: sign-in by a one-time link
  * and a password, and the account page (credits, limits, API keys, the webhook secret). Pages are
  * rendered here, whole, with no client framework; every state-changing request is a POST from a
  * page of this origin carrying its session's token. A session never authenticates /v1 (which reads

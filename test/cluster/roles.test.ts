@@ -1,5 +1,5 @@
 /**
- * The two roles a node of a cluster can be given (issue 15): an API-only node (`--workers 0`)
+ * The two roles a node of a cluster can be given: an API-only node (`--workers 0`)
  * and a worker-only node (`--no-api`), on one PostgreSQL database and one bucket, make a whole
  * service between them: what the first accepts, the second converts. A worker-only node answers
  * /v1 with 503 `api_disabled` (Retry-After, a message saying why, in German too) while health,

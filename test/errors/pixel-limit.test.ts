@@ -1,5 +1,5 @@
 /**
- * An image over the pixel limit (issue 13, item 8): the failure says the image's size and the
+ * An image over the pixel limit: the failure says the image's size and the
  * limit, in words and in `details`; a resize does not get around it, and the message says so; the
  * limit is the daemon's `--max-input-pixels`.
  */

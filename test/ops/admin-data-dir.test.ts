@@ -1,5 +1,5 @@
 /**
- * Admin commands pointed at a data dir no daemon used (issue 13, item 4): they create nothing, and
+ * Admin commands pointed at a data dir no daemon used: they create nothing, and
  * say which data dir they looked in and how to name the right one; an account missing from a
  * real data dir is reported with that data dir too.
  */

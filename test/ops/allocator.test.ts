@@ -1,5 +1,5 @@
 /**
- * The allocator the daemon names in its `started` line and `convd doctor` (issue 13, item 16):
+ * The allocator the daemon names in its `started` line and `convd doctor`:
  * told from the libraries mapped into the process.
  */
 import assert from 'node:assert/strict';

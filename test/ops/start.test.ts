@@ -1,5 +1,5 @@
 /**
- * A start with nothing changed is quick (issue 13, item 2): `npm run build` compiles only when a
+ * A start with nothing changed is quick: `npm run build` compiles only when a
  * source, a setting or the compiler changed (scripts/build.mjs), and the daemon keeps its
  * engines' probe findings in its data dir, so a second start probes nothing (pandoc alone ran 33
  * times at every start), each engine loading with its first conversion instead.

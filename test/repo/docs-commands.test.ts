@@ -1,5 +1,5 @@
 /**
- * The docs hold what runs (issue 13, item 5): every `sh` block of the README runs when pasted (the
+ * The docs hold what runs: every `sh` block of the README runs when pasted (the
  * quick start against a real daemon, with `conv` on PATH as `npm install -g .` puts it there);
  * blocks marked `sh network` (an install, a long-running start) are only checked by `bash -n`, as
  * is every shell block of docs/; no page names a path of this machine; every relative link leads

@@ -1,5 +1,5 @@
 /**
- * The README's quick start from a fresh clone (issue 13, "What it must show"): `git clone`, `npm
+ * The README's quick start from a fresh clone: `git clone`, `npm
  * ci`, `npm start` in the background (its first build included), then `conv` from where the
  * README says (the clone's bin/, which `npm install -g .` links onto PATH) converts a file against
  * it, and the daemon stops on SIGTERM. The npm cache is warm wherever the suite runs (its own `npm

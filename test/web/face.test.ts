@@ -1,5 +1,5 @@
 /**
- * The web face (issue 16) in a real browser (Debian's Chromium through playwright-core) against a
+ * The web face in a real browser (Debian's Chromium through playwright-core) against a
  * real convd on 127.0.0.1: the owner's one-time link -> a password -> the account page; sign out
  * and in again; a key made there (shown once, then only its prefix) works on /v1 and, revoked
  * there, gets 401; the webhook secret revealed and rotated (the admin command sees the new one, a

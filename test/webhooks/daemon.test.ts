@@ -1,5 +1,5 @@
 /**
- * Webhooks end to end through the real daemon (issue 4, "What it must show"): a spawned convd
+ * Webhooks end to end through the real daemon: a spawned convd
  * converts real images and delivers to a real receiver on 127.0.0.1 (HTTPS with a self-signed
  * certificate the daemon trusts through NODE_EXTRA_CA_CERTS, or plain http under the test flag).
  * Signatures are checked with an HMAC computed here with node:crypto, with our verifier and with
