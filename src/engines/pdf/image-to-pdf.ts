@@ -15,7 +15,7 @@ export interface ImageToPdfSettings {
 
 /** A JPEG embedded as it is, or pixels (pixel-image.ts) where the image is lossless or has alpha. */
 type Encoded =
-  | { kind: 'jpg'; bytes: Uint8Array; width: number; height: number }
+  | { kind: 'jpg'; bytes: Uint8Array }
   | { kind: 'pixels'; pixels: () => Sharp; hasAlpha: boolean };
 
 /**
@@ -88,8 +88,6 @@ export async function imageToPdf(job: EngineJob, settings: ImageToPdfSettings): 
 
 async function encode(input: Buffer, source: string, meta: Metadata, page: number, settings: ImageToPdfSettings, density?: number): Promise<Encoded> {
   const upright = !meta.orientation || meta.orientation === 1;
-  const width = meta.width ?? 0;
-  const height = meta.height ?? 0;
   // 'truncated' fails on a cut-off file yet tolerates the benign warnings many camera JPEGs raise.
   const decode = { limitInputPixels: settings.maxInputPixels, failOn: 'truncated' as const, ...(density ? { density } : {}) };
   try {
@@ -98,7 +96,7 @@ async function encode(input: Buffer, source: string, meta: Metadata, page: numbe
       // pdf-lib only reads a JPEG's header: decode it all once with libvips first, so a broken
       // file fails here instead of being embedded.
       await sharp(input, decode).stats();
-      return { kind: 'jpg', bytes: input, width, height };
+      return { kind: 'jpg', bytes: input };
     }
     const pixels = () => sharp(input, { ...decode, page })
       .rotate() // applies EXIF orientation
@@ -107,8 +105,7 @@ async function encode(input: Buffer, source: string, meta: Metadata, page: numbe
     const lossless = source === 'png' && meta.format === 'png' && (meta.pages ?? 1) === 1;
     // The pixels are decoded as they are embedded: a broken file fails there.
     if (hasAlpha || lossless) return { kind: 'pixels', pixels, hasAlpha };
-    const { data, info } = await pixels().jpeg({ quality: 92, chromaSubsampling: '4:4:4' }).toBuffer({ resolveWithObject: true });
-    return { kind: 'jpg', bytes: data, width: info.width, height: info.height };
+    return { kind: 'jpg', bytes: await pixels().jpeg({ quality: 92, chromaSubsampling: '4:4:4' }).toBuffer() };
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The input cannot be decoded as ${source}: ${describe(error)}`);
   }

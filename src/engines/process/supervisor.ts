@@ -198,7 +198,9 @@ export class Supervised<T> {
 
   /** SIGKILLs its whole group at once; whoever holds it finds it dead. */
   kill(why?: EndReason): void {
-    if (why !== undefined) this.why ??= why;
+    // Without a reason it is a death (a task's limit, a stuck browser): a retirement asked just
+    // after, while the exit is still on its way, must not relabel it.
+    this.why ??= why ?? 'died';
     this.retired = true;
     this.ending = true;
     clearTimeout(this.idleTimer);
