@@ -62,11 +62,6 @@ export interface StartOptions {
   accountId?: string;
   /** The database and bucket of a restart (CONVD_TEST_STORE=postgres). */
   stores?: SharedStores;
-  /**
-   * Probe every engine at start as on a fresh install, whatever an earlier daemon of the run
-   * with the same arguments found (see seedFindings).
-   */
-  probe?: boolean;
 }
 
 /**
@@ -182,7 +177,7 @@ async function sharedStores(): Promise<SharedStores> {
 export async function startDaemon(options: StartOptions = {}): Promise<DaemonHandle> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'convd-test-')));
   // A restart keeps its data dir's own findings; a fresh data dir may start from the run's.
-  const seed = options.dataDir === undefined && options.probe !== true ? seedPathOf(options) : undefined;
+  const seed = options.dataDir === undefined ? seedPathOf(options) : undefined;
   if (seed) await seedFindings(dataDir, seed);
   const ownStore = (options.args ?? []).some((arg) => arg === '--database-url' || arg === '--blob-url');
   const stores = options.stores ?? (SHARED_STORES && !ownStore ? await sharedStores() : undefined);
