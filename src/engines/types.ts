@@ -1,3 +1,4 @@
+import type { HelperLifecycle } from './process/supervisor.ts';
 import type { ConversionOptions, ConversionWarning } from '../model/conversion.ts';
 import type { ConversionPair, FormatInfo } from './pairs.ts';
 
@@ -125,4 +126,6 @@ export interface EngineSettings {
   allowedNetworks?: readonly string[];
   /** Each engine's own settings, by name; an engine absent here runs with its built-in defaults. */
   engines?: SettingsByEngine;
+  /** Told when a long-running helper of an engine (a LibreOffice instance, a browser) starts or ends. */
+  onLifecycle?: (event: HelperLifecycle) => void;
 }

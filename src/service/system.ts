@@ -20,6 +20,7 @@ import type { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
 import { ConversionService } from './conversion-service.ts';
 import { createRunner, type RunnerLog } from './runner.ts';
+import type { HelperLifecycle } from '../engines/process/supervisor.ts';
 import { openStore } from './open-store.ts';
 import { storeServices } from './store-services.ts';
 import type { DeliveryLog } from './deliveries.ts';
@@ -264,14 +265,16 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
  */
 async function catalogEngines(options: SystemOptions, workers: number, quickRuns: number, log: RunnerLog): Promise<FoundEngines> {
   const { config } = options;
-  const settings = engineSettings(config, { quickRuns });
+  // Every long-running helper's start and end goes to the log: engine hosts, LibreOffice instances, browsers.
+  const onLifecycle = (event: HelperLifecycle) => log(`${event.helper === 'engine-host' ? 'engine_host' : event.helper}.${event.type}`, event.type === 'started'
+    ? { pid: event.pid, ms: event.ms }
+    : { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal });
+  const settings = { ...engineSettings(config, { quickRuns }), onLifecycle };
   const host = new EngineHost({
     processes: workers + quickRuns,
     spare: quickRuns > 0,
     memoryLimitMb: config.engineMemoryMb,
-    onLifecycle: (event) => log(`engine_host.${event.type}`, event.type === 'started'
-      ? { pid: event.pid, ms: event.ms }
-      : { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal }),
+    onLifecycle,
   });
   const make = (known: ReadonlyMap<string, KnownEngine>) => defaultEngines(settings, known, host);
   if (!options.findingsCache) return { engines: make(new Map()), save: null };

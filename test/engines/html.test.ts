@@ -386,7 +386,10 @@ describe('a hung page, a killed browser, the end', { skip }, () => {
     ]);
     assert.equal(failed.status, 'rejected');
     assert.equal(((failed as PromiseRejectedResult).reason as ConversionFailure).code, 'timeout');
-    assert.ok(Date.now() - began < 15_000, 'ended near its limit');
+    // Its limit, the 5 s a context that will not close is given before the browser is killed,
+    // and the kill itself: 23 s in one run beside another suite on a loaded 2-core box. Never
+    // the others' 30 s limit, nor forever.
+    assert.ok(Date.now() - began < 27_000, `ended near its limit (${Date.now() - began} ms)`);
     for (const other of others) assert.equal(other.status, 'fulfilled', JSON.stringify(other));
     // The next one is unaffected.
     const next = job('html', 'png', fine);
@@ -420,7 +423,11 @@ describe('a hung page, a killed browser, the end', { skip }, () => {
     assert.ok(seenGroups.size >= 2, 'this engine\'s browser and the first one\'s');
     await other.close?.();
     await engine.close?.();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A process killed with a large address space may take a moment to be torn down by the
+    // kernel (over 300 ms on a loaded 2-core box): gone within seconds, not at once.
+    for (let waited = 0; waited < 10_000 && [...seenGroups].some((pgid) => liveMembers(pgid).length > 0); waited += 250) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
     for (const pgid of seenGroups) assert.deepEqual(liveMembers(pgid), [], `browser group ${pgid} is gone`);
     assert.deepEqual(browserGroupsOf(process.pid), []);
   });

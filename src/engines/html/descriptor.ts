@@ -50,6 +50,7 @@ export const html = defineEngine<HtmlSettings>({
     startsClock: true,
     load: async () => (await import('./html-engine.ts')).createHtmlEngine({
       ...own, maxInputPixels: settings.maxInputPixels, allowPrivateUrls: settings.allowPrivateUrls, allowedNetworks: settings.allowedNetworks,
+      ...(settings.onLifecycle ? { onLifecycle: settings.onLifecycle } : {}),
     }),
   }),
   binaries: ['chromium', 'chromium-browser', 'google-chrome-stable', 'google-chrome'].map((name) => ({ name, env: 'CONVD_CHROMIUM_PATH' })),

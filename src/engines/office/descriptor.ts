@@ -37,7 +37,9 @@ export const office = defineEngine<OfficeSettings, FormulaSupport>({
     // One document per LibreOffice instance: the runner waits for a free one before the time limit.
     maxConcurrentRuns: own?.instances ?? availableParallelism(),
     startsClock: true,
-    load: async () => (await import('./office-engine.ts')).createOfficeEngine({ ...own, quickInstances: settings.quickRuns ?? 0 }),
+    load: async () => (await import('./office-engine.ts')).createOfficeEngine({
+      ...own, quickInstances: settings.quickRuns ?? 0, ...(settings.onLifecycle ? { onLifecycle: settings.onLifecycle } : {}),
+    }),
   }),
   doctor: formulasDoctor,
   binaries: [{ name: 'soffice', env: 'CONVD_SOFFICE_PATH' }],
