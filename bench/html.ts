@@ -20,6 +20,7 @@ import { findParentDeathWrapper } from '../src/engines/process/group.ts';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { findChromium } from '../src/engines/html/find-chromium.ts';
+import { pdfPrintOptions } from '../src/engines/html/render.ts';
 import { pdfPageTexts } from '../test/helpers/pdf-text.ts';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { json, multipartBody } from './lib/http.ts';
@@ -152,7 +153,8 @@ async function throughConvd(dir: string, list: Invoice[], args: string[], notes:
   return { parallel, single };
 }
 
-const PRINT = { width: '210mm', height: '297mm', printBackground: true, margin: { top: '10mm', right: '10mm', bottom: '10mm', left: '10mm' } } as const;
+/** The print convd makes with the default options (A4, 10 mm margins, backgrounds, a tagged PDF): both sides print the same. */
+const PRINT = pdfPrintOptions({});
 
 export async function benchHtml(): Promise<BenchResult> {
   const install = await findChromium(process.env);

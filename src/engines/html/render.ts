@@ -198,6 +198,13 @@ async function fetchRemote(url: string, remote: RemoteAccess): Promise<{ bytes: 
 
 async function printPdf(page: Page, options: EngineJob['options']): Promise<Buffer> {
   if (options.omit_background === true) await page.addStyleTag({ content: 'html, body { background: transparent !important; }' });
+  return page.pdf(pdfPrintOptions(options));
+}
+
+type PdfPrint = NonNullable<Parameters<Page['pdf']>[0]>;
+
+/** What Chromium is asked to print a conversion's PDF with (a tagged PDF, its own header and footer off). */
+export function pdfPrintOptions(options: EngineJob['options']): PdfPrint {
   const header = typeof options.header_html === 'string' ? options.header_html : undefined;
   const footer = typeof options.footer_html === 'string' ? options.footer_html : undefined;
   const [portraitWidth, portraitHeight] = typeof options.paper_width === 'number' && typeof options.paper_height === 'number'
@@ -206,7 +213,7 @@ async function printPdf(page: Page, options: EngineJob['options']): Promise<Buff
   // Chromium leaves a paper of explicit width and height as it is, landscape or not: turned here.
   const [width, height] = options.landscape === true ? [portraitHeight, portraitWidth] : [portraitWidth, portraitHeight];
   const margin = (name: string) => `${numberOption(options[name], 10)}mm`;
-  return page.pdf({
+  return {
     width: `${width}mm`,
     height: `${height}mm`,
     scale: numberOption(options.scale, 1),
@@ -220,7 +227,7 @@ async function printPdf(page: Page, options: EngineJob['options']): Promise<Buff
     footerTemplate: footer ?? '<span></span>',
     outline: options.export_bookmarks === true,
     tagged: true,
-  });
+  };
 }
 
 async function screenshot(page: Page, target: HtmlTarget, options: EngineJob['options'], limits: RenderLimits, width: number): Promise<Buffer> {
