@@ -115,7 +115,15 @@ export async function call<T = PublicConversion>(
   const headers = new Headers(init.headers);
   const key = init.key === undefined ? client.apiKey : init.key;
   if (key !== null && !headers.has('authorization')) headers.set('authorization', `Bearer ${key}`);
-  return answer<T>(await fetch(`${client.baseUrl}${path}`, { ...init, headers }));
+  let response: Response;
+  try {
+    response = await fetch(`${client.baseUrl}${path}`, { ...init, headers });
+  } catch (error) {
+    // fetch says only "fetch failed"; what failed (a reset, a refused connection) is its cause.
+    const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}${'code' in error.cause ? ` (${String(error.cause.code)})` : ''}` : '';
+    throw new TypeError(`${init.method ?? 'GET'} ${path}: ${error instanceof Error ? error.message : String(error)}${cause}`, { cause: error });
+  }
+  return answer<T>(response);
 }
 
 export interface Upload {
