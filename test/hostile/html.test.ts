@@ -74,6 +74,8 @@ describe('HTML through the daemon', { skip }, () => {
     const output = join(dir, 'notes.pdf');
     await download(client, md.id, output);
     await assertHtmlOutput('pdf', output);
+    // The browser's start is in the daemon's log, as every long-running engine process's is.
+    assert.match(daemon.stderr(), /"event":"chromium\.started","pid":\d+,"ms":\d+/);
   });
 
   it('a hung page fails with timeout at the html limit while three sent with it succeed; the canary sees nothing', async () => {

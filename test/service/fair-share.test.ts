@@ -79,8 +79,8 @@ describe(`a fair share under hostile load (${TEST_STORE})`, { timeout: 240_000 }
     try {
       // The attack is under way: every worker and quick place has been taken, and the warm
       // LibreOffice spares its first document started are up (the log tells each instance's
-      // start: three starting together on a busy 2-core box took 20 s each in one run, 3 s in
-      // another). Until then a quick document may wait for a spare's start.
+      // start: on one busy 2-core box the first took 9 s and the two spares 20 s each, past a
+      // fixed 15 s). Until then a quick document may wait for a spare's start.
       await new Promise((resolve) => setTimeout(resolve, 15_000));
       await waitFor(() => (daemon.stderr().match(/"event":"office\.started"/g) ?? []).length >= 3, 120_000, 'three LibreOffice instances started');
       const measured: { name: string; id: string; waitMs: number; runMs: number }[] = [];

@@ -100,7 +100,9 @@ export class EngineHost {
 
   async convert(engine: string, settings: EngineSettings, job: EngineJob): Promise<EngineOutput> {
     const { signal, onProgress, startClock, ...plain } = job;
-    const request: HostRequest = { engine, settings, job: plain };
+    // The lifecycle callback is the daemon's own: the host process is told the settings only.
+    const { onLifecycle, ...sent } = settings;
+    const request: HostRequest = { engine, settings: sent, job: plain };
     if (this.closed) throw new Error('the engine host is closed');
     const parts = await this.load();
     try {
