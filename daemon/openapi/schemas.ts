@@ -39,11 +39,12 @@ export const SCHEMAS = {
     download_url: { ...uri, description: 'The download endpoint of the conversion.' },
   }, 'The result of a conversion that succeeded.'),
   ConversionWarning: closed({
-    code: { type: 'string', enum: ['font_substituted'] },
-    font: { type: 'string', description: 'The font the document names.' },
-    used: { type: 'string', description: 'The font its text was set in.' },
+    code: { type: 'string', enum: ['font_substituted', 'metadata_dropped'] },
+    font: { type: 'string', description: 'font_substituted: the font the document names.' },
+    used: { type: 'string', description: 'font_substituted: the font its text was set in.' },
+    field: { type: 'string', description: 'metadata_dropped: the document information field left out.' },
     message: { type: 'string' },
-  }, 'This service\'s own: something to know of a result. `font_substituted`: a font the document names is not installed and has no metric-compatible face here, so lines and pages may break elsewhere than where its author saw them.'),
+  }, 'This service\'s own: something to know of a result. `font_substituted`: a font the document names is not installed and has no metric-compatible face here, so lines and pages may break elsewhere than where its author saw them. `metadata_dropped`: a field of the document information (title, author, ...) the target format could not keep (text beyond Latin-1 in a PDF/A).'),
   ConversionError: {
     ...closed({
       code: { type: 'string', enum: [...CONVERSION_ERROR_CODES] },
@@ -110,12 +111,14 @@ export const SCHEMAS = {
       max: { type: 'number' },
       pattern: { type: 'string' },
       secret: { type: 'boolean' },
+      requires: { type: 'array', items: { type: 'string' } },
+      excludes: { type: 'array', items: { type: 'string' } },
       default: { type: ['string', 'number', 'boolean', 'null'] },
       label: { type: 'string' },
     },
     required: ['name', 'type', 'values', 'default', 'label'],
     additionalProperties: false,
-    description: 'An option of a conversion; `min`/`max` for range and number, `values` for enum. `text` (this service\'s own type): `max` is its length, `pattern` its form; a `secret` one (a password) is never shown with the conversion.',
+    description: 'An option of a conversion; `min`/`max` for range and number, `values` for enum. `text` (this service\'s own type): `max` is its length, `pattern` its form; a `secret` one (a password) is never shown with the conversion. `requires`: given only beside one of these options; `excludes`: never beside any of them.',
   },
   FormatDetails: closed({
     source: { type: 'string' },

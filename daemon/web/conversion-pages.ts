@@ -67,7 +67,7 @@ ${state.conversions.length === 0 ? html`<p>${t('noConversions')}</p>` : html`<di
 ${state.conversions.map((c) => html`<tr id="row-${c.id}">
 <td>${c.original_name}</td>
 <td>${c.source} → ${c.target}</td>
-<td data-status>${t(statusKey(c.status))}${c.error ? html`<br><small>${c.error.message}</small>` : ''}${(c.warnings ?? []).map((warning) => html`<br><small>${t('fontSubstituted', { font: warning.font, used: warning.used })}</small>`)}</td>
+<td data-status>${t(statusKey(c.status))}${c.error ? html`<br><small>${c.error.message}</small>` : ''}${(c.warnings ?? []).map((warning) => html`<br><small>${warning.code === 'font_substituted' ? t('fontSubstituted', { font: warning.font, used: warning.used }) : t('metadataDropped', { field: warning.field })}</small>`)}</td>
 <td data-progress>${progressOf(c)}</td>
 <td>${when(c.created_at, context)}</td>
 <td>${actions(c, context)}</td>

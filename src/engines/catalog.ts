@@ -9,6 +9,7 @@ import { markup } from './markup/descriptor.ts';
 import { media } from './media/descriptor.ts';
 import { office } from './office/descriptor.ts';
 import { pdf } from './pdf/descriptor.ts';
+import { pdfops } from './pdfops/descriptor.ts';
 import { pdfpages } from './pdfpages/descriptor.ts';
 import { postscript } from './postscript/descriptor.ts';
 import { raster } from './raster/descriptor.ts';
@@ -20,11 +21,11 @@ import { raster } from './raster/descriptor.ts';
  * engine's still frames, but for different sources; markup comes after data, which keeps
  * md -> html. Each engine's module is imported when it is first probed or used (lazy.ts), not
  * when this module loads. `isolated` engines do their work in JavaScript (or WebAssembly: PDFium
- * for pdfpages, qpdf for pdf) and run it in the engine host (host/); sharp (libvips on libuv's
+ * for pdfpages, qpdf for pdfops) and run it in the engine host (host/); sharp (libvips on libuv's
  * threads), ffmpeg, LibreOffice and pandoc (processes of their own) keep the event loop free by
  * themselves.
  */
-export const ENGINES: readonly EngineDescriptor[] = [image, raster, media, html, pdf, pdfpages, data, office, postscript, markup];
+export const ENGINES: readonly EngineDescriptor[] = [image, raster, media, html, pdf, pdfops, pdfpages, data, office, postscript, markup];
 
 /** How to make each engine of the catalog with `settings`, without importing its module. */
 export function engineLoaders(settings: EngineSettings): EngineLoader[] {

@@ -117,7 +117,7 @@ export function renderMessage(code: ApiErrorCode, params: MessageParams, languag
 export type FieldReason =
   | 'required' | 'invalid_type' | 'out_of_range' | 'not_allowed' | 'unknown_option' | 'too_long'
   | 'invalid_url' | 'https_only' | 'conflict' | 'invalid_value' | 'pattern_mismatch'
-  | 'must_precede' | 'must_follow' | 'backward_range' | 'requires_other';
+  | 'must_precede' | 'must_follow' | 'backward_range' | 'requires_other' | 'excludes_other';
 
 const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
   en: {
@@ -136,6 +136,7 @@ const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
     must_follow: 'must be greater than {other} ({value})',
     backward_range: 'has a range that starts at 0 or runs backwards: {range}',
     requires_other: 'must be given together with {other}',
+    excludes_other: 'cannot be given together with {other}',
   },
   de: {
     required: 'ist erforderlich',
@@ -153,6 +154,7 @@ const FIELD_MESSAGES: Record<Language, Record<FieldReason, string>> = {
     must_follow: 'muss größer als {other} ({value}) sein',
     backward_range: 'enthält einen Bereich, der bei 0 beginnt oder rückwärts läuft: {range}',
     requires_other: 'muss zusammen mit {other} angegeben werden',
+    excludes_other: 'kann nicht zusammen mit {other} angegeben werden',
   },
 };
 

@@ -66,7 +66,7 @@ export function splitSecretOptions(pair: ConversionPair, options: ConversionOpti
 /** Options of which the second, when both are given, must be greater than the first. */
 const ORDERED: readonly [string, string][] = [['trim_start', 'trim_end']];
 /** Options holding page ranges (`1-3,5`): every range from a page to a later one, from page 1. */
-const PAGE_RANGES: readonly string[] = ['pages', 'page_ranges'];
+const PAGE_RANGES: readonly string[] = ['pages', 'page_ranges', 'rotate_pages'];
 /** Options that mean something only together (a paper's width without its height). */
 const TOGETHER: readonly [string, string][] = [['paper_width', 'paper_height']];
 
@@ -74,8 +74,17 @@ const TOGETHER: readonly [string, string][] = [['paper_width', 'paper_height']];
  * Options that each pass but contradict each other (a clip ending before it starts, pages 5-3):
  * refused at submission, naming both, rather than accepted and failed by the engine later.
  */
-function contradictions(options: ConversionOptions): Record<string, FieldProblem> {
+function contradictions(pair: ConversionPair, options: ConversionOptions): Record<string, FieldProblem> {
   const problems: Record<string, FieldProblem> = {};
+  for (const descriptor of pair.options) {
+    if (!(descriptor.name in options)) continue;
+    const { requires = [], excludes = [] } = descriptor;
+    if (requires.length > 0 && !requires.some((other) => other in options)) {
+      problems[`options.${descriptor.name}`] = { reason: 'requires_other', params: { other: requires.join(' | ') } };
+    }
+    const excluded = excludes.find((other) => other in options);
+    if (excluded !== undefined) problems[`options.${descriptor.name}`] = { reason: 'excludes_other', params: { other: excluded } };
+  }
   for (const [first, second] of ORDERED) {
     const [a, b] = [options[first], options[second]];
     if (typeof a !== 'number' || typeof b !== 'number' || b > a) continue;
@@ -121,7 +130,7 @@ export function validateOptions(pair: ConversionPair, raw: Record<string, unknow
     if ('problem' in outcome) problems[`options.${name}`] = outcome.problem;
     else options[name] = outcome.value;
   }
-  Object.assign(problems, contradictions(options));
+  Object.assign(problems, contradictions(pair, options));
   if (Object.keys(problems).length > 0) return { ok: false, problems };
   for (const descriptor of pair.options) {
     if (!(descriptor.name in options) && descriptor.default !== null) options[descriptor.name] = descriptor.default;

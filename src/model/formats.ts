@@ -23,6 +23,10 @@ export interface OptionDescriptor {
    * (a password).
    */
   secret?: boolean;
+  /** Means something only beside one of these options (a watermark's opacity beside its text). */
+  requires?: string[];
+  /** Cannot be given beside any of these (PDF/A beside encryption). */
+  excludes?: string[];
   default: OptionValue | null;
   label: string;
 }

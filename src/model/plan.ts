@@ -31,20 +31,20 @@ export interface Plan {
 }
 
 /** The engines a plan names a time limit for. */
-export const ENGINE_KINDS = ['image', 'raster', 'pdf', 'pdfpages', 'data', 'media', 'office', 'markup', 'postscript', 'html'] as const;
+export const ENGINE_KINDS = ['image', 'raster', 'pdf', 'pdfops', 'pdfpages', 'data', 'media', 'office', 'markup', 'postscript', 'html'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 export type EngineTimeLimits = Record<EngineKind, number>;
 
 /** Today's limits of the engines, seconds: the paying plans' and the ceiling's defaults. */
 const FULL_LIMITS: EngineTimeLimits = {
-  image: 120, raster: 120, pdf: 300, pdfpages: 120, data: 120, media: 1800, office: 300, markup: 120, postscript: 120, html: 120,
+  image: 120, raster: 120, pdf: 300, pdfops: 300, pdfpages: 120, data: 120, media: 1800, office: 300, markup: 120, postscript: 120, html: 120,
 };
 /** A free plan's: enough for any ordinary file (a 100-page document, a few minutes of audio), far short of stuck work. */
 const FREE_LIMITS: EngineTimeLimits = {
-  image: 20, raster: 20, pdf: 30, pdfpages: 30, data: 20, media: 120, office: 60, markup: 30, postscript: 30, html: 30,
+  image: 20, raster: 20, pdf: 30, pdfops: 30, pdfpages: 30, data: 20, media: 120, office: 60, markup: 30, postscript: 30, html: 30,
 };
 const LITE_LIMITS: EngineTimeLimits = {
-  image: 60, raster: 60, pdf: 120, pdfpages: 60, data: 60, media: 600, office: 180, markup: 60, postscript: 60, html: 60,
+  image: 60, raster: 60, pdf: 120, pdfops: 120, pdfpages: 60, data: 60, media: 600, office: 180, markup: 60, postscript: 60, html: 60,
 };
 
 const WINDOW_SECONDS = 600;

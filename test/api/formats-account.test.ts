@@ -24,7 +24,7 @@ const PLANS = {
   pro: { name: 'Pro', type: 'plan_credits', allowance: 5000, upload: 5000, window: 500, concurrent: 20, rpm: 600, enginePerHour: 14400, officeLimit: 300 },
 } as const;
 
-const ENGINE_KINDS = ['data', 'html', 'image', 'markup', 'media', 'office', 'pdf', 'pdfpages', 'postscript', 'raster'];
+const ENGINE_KINDS = ['data', 'html', 'image', 'markup', 'media', 'office', 'pdf', 'pdfops', 'pdfpages', 'postscript', 'raster'];
 
 function nextHourStart(now = Date.now()): string {
   return new Date(Math.ceil((now + 1) / 3_600_000) * 3_600_000).toISOString();

@@ -16,7 +16,7 @@ import { degrees, PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { ConversionFailure } from '../../src/errors/api-error.ts';
 import { EngineHost } from '../../src/engines/host/engine-host.ts';
-import { runQpdf } from '../../src/engines/pdf/qpdf.ts';
+import { runQpdf } from '../../src/engines/pdfops/qpdf.ts';
 import { manyPagesPdf } from '../helpers/hostile-files.ts';
 import { createPdfPagesEngine } from '../../src/engines/pdfpages/pdfpages-engine.ts';
 import { loadPdfium, type ReadStats } from '../../src/engines/pdfpages/pdfium.ts';

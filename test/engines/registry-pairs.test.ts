@@ -21,6 +21,7 @@ import { createMediaEngine } from '../../src/engines/media/media-engine.ts';
 import { CHAIN_ENGINE } from '../../src/engines/chain.ts';
 import { createOfficeEngine } from '../../src/engines/office/office-engine.ts';
 import { createPdfEngine } from '../../src/engines/pdf/pdf-engine.ts';
+import { createPdfOperationsEngine } from '../../src/engines/pdfops/pdfops-engine.ts';
 import { createPdfPagesEngine } from '../../src/engines/pdfpages/pdfpages-engine.ts';
 import { createGhostscriptEngine } from '../../src/engines/postscript/ghostscript-engine.ts';
 import { createHtmlEngine } from '../../src/engines/html/html-engine.ts';
@@ -63,7 +64,7 @@ before(async () => {
 });
 
 after(async () => {
-  const bySuite = ['media', 'raster', 'pdf', 'pdfpages', 'postscript', 'data', 'html', 'office', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
+  const bySuite = ['media', 'raster', 'pdf', 'pdfops', 'pdfpages', 'postscript', 'data', 'html', 'office', 'markup'].map((engine) => `${engine} ${pairs.filter((p) => p.engine === engine).length}`).join(', ');
   console.log(
     `registry: ${pairs.length} pairs offered; ${provenHere.size} of ${imagePairs.length} image pairs proven here; ` +
     `the other ${pairs.length - imagePairs.length} by their generated suites (${bySuite}); ` +
@@ -296,6 +297,7 @@ const SUITES: Record<string, { file: string; factory: string; create: () => Engi
   postscript: { file: 'test/engines/postscript.test.ts', factory: 'createGhostscriptEngine', create: () => createGhostscriptEngine() },
   html: { file: 'test/engines/html.test.ts', factory: 'createHtmlEngine', create: () => createHtmlEngine() },
   pdf: { file: 'test/engines/pdf.test.ts', factory: 'createPdfEngine', create: () => createPdfEngine() },
+  pdfops: { file: 'test/engines/pdf-operations.test.ts', factory: 'createPdfOperationsEngine', create: () => createPdfOperationsEngine() },
   pdfpages: { file: 'test/engines/pdf-pages.test.ts', factory: 'createPdfPagesEngine', create: () => createPdfPagesEngine() },
   data: { file: 'test/engines/data.test.ts', factory: 'createDataEngine', create: () => createDataEngine() },
   office: { file: 'test/engines/office.test.ts', factory: 'createOfficeEngine', create: () => createOfficeEngine() },

@@ -1,6 +1,6 @@
 import { defineEngine } from '../descriptor.ts';
 
-/** pdf-lib, and qpdf in WebAssembly for pdf -> pdf: JavaScript's work, in the engine host. */
+/** pdf-lib for images and text -> PDF: JavaScript's work, in the engine host. */
 export const pdf = defineEngine({
   name: 'pdf',
   limits: { timeLimitMs: 300_000, listedAt: 2 },

@@ -51,8 +51,3 @@ export const TEXT_OPTIONS: OptionDescriptor[] = [
   margin(56),
   { name: 'font_size', type: 'number', values: [], min: 6, max: 36, default: 10, label: 'Font size in points' },
 ];
-
-export const PDF_VARIANTS: VariantDescriptor[] = [
-  { key: 'compress', label: 'Smaller file: object streams, recompressed streams' },
-  { key: 'linearize', label: 'Linearized for fast web view (first page shows before the download ends)' },
-];

@@ -1,0 +1,87 @@
+import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../pairs.ts';
+
+export const PDF_OPERATIONS_FORMATS: FormatInfo[] = [
+  { key: 'pdf', extensions: ['pdf'], mime: 'application/pdf' },
+  // Declared with the same information as the data engine's.
+  { key: 'json', extensions: ['json'], mime: 'application/json' },
+];
+
+/** The last step of every pdf -> pdf: how qpdf writes the file. */
+export const PDF_VARIANTS: VariantDescriptor[] = [
+  { key: 'compress', label: 'Smaller file: object streams, recompressed streams' },
+  { key: 'linearize', label: 'Linearized for fast web view (first page shows before the download ends)' },
+];
+
+/** Where a mark goes on the page as it is shown (after its own rotation). */
+export const POSITIONS = ['center', 'top-left', 'top-center', 'top-right', 'bottom-left', 'bottom-center', 'bottom-right'] as const;
+export type Position = (typeof POSITIONS)[number];
+
+export const PDFA_LEVELS = ['1b', '2b', '3b'] as const;
+export const PERMISSIONS = ['all', 'print', 'none'] as const;
+export const ROTATIONS = ['90', '180', '270'] as const;
+
+const PAGE_LIST = '[1-9][0-9]{0,5}(-[1-9][0-9]{0,5})?(,[1-9][0-9]{0,5}(-[1-9][0-9]{0,5})?)*';
+const COLOUR = '#[0-9a-fA-F]{6}';
+const DATE = '[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2})?(Z|[+-][0-9]{2}:[0-9]{2})?)?';
+
+const text = (name: string, label: string, extra: Partial<OptionDescriptor> = {}): OptionDescriptor => ({
+  name, type: 'text', values: [], max: 1000, default: null, label, ...extra,
+});
+const number = (name: string, min: number, max: number, label: string): OptionDescriptor => ({
+  name, type: 'number', values: [], min, max, default: null, label,
+});
+const choice = (name: string, values: readonly string[], label: string): OptionDescriptor => ({
+  name, type: 'enum', values: [...values], default: null, label,
+});
+
+/** A text mark's look: `what` is watermark or stamp. Unset, each takes the default its label names. */
+function markOptions(what: 'watermark' | 'stamp', defaults: { size: number; opacity: number; angle: number; position: Position; colour: string }): OptionDescriptor[] {
+  const requires = [`${what}_text`];
+  return [
+    text(`${what}_text`, what === 'watermark' ? 'Text drawn under the content of every page' : 'Text drawn over the content of every page', { max: 200 }),
+    { ...number(`${what}_font_size`, 4, 400, `Font size of the ${what} in points (default ${defaults.size})`), requires },
+    { ...number(`${what}_opacity`, 0, 1, `Opacity of the ${what}, 0 to 1 (default ${defaults.opacity})`), requires },
+    { ...number(`${what}_angle`, -180, 180, `Angle of the ${what} in degrees, counter-clockwise (default ${defaults.angle})`), requires },
+    { ...choice(`${what}_position`, POSITIONS, `Where the ${what} goes on the page (default ${defaults.position})`), requires },
+    text(`${what}_color`, `Colour of the ${what} as #rrggbb (default ${defaults.colour})`, { max: 7, pattern: COLOUR, requires }),
+  ];
+}
+
+export const WATERMARK_DEFAULTS = { size: 60, opacity: 0.25, angle: 45, position: 'center', colour: '#808080' } as const;
+export const STAMP_DEFAULTS = { size: 24, opacity: 1, angle: 0, position: 'top-right', colour: '#c00000' } as const;
+export const PAGE_NUMBER_DEFAULTS = { size: 10, position: 'bottom-center', start: 1 } as const;
+
+const ENCRYPTION = ['encrypt_user_password', 'encrypt_owner_password'];
+
+/** Password of an encrypted input: given to qpdf, never shown with the conversion. */
+export const PASSWORD_OPTION: OptionDescriptor = text('password', 'Password that opens an encrypted input', { max: 256, secret: true });
+
+/**
+ * pdf -> pdf. Every option is off unless given; the steps run in this fixed order whatever the
+ * order they were sent in: open (password), pages, rotate, flatten, watermark, stamp, page
+ * numbers, metadata, PDF/A, then encryption with the variant's compression or linearisation.
+ */
+export function operationOptions(pdfa: boolean): OptionDescriptor[] {
+  return [
+    PASSWORD_OPTION,
+    text('pages', 'Pages to keep, in this order: 1-3,5 keeps four; 3,1-2 puts page 3 first', { max: 1000, pattern: PAGE_LIST }),
+    choice('rotate', ROTATIONS, 'Turn pages clockwise by this many degrees'),
+    text('rotate_pages', 'Pages to turn, e.g. 1,3-4 (default: all)', { max: 1000, pattern: PAGE_LIST, requires: ['rotate'] }),
+    { name: 'flatten', type: 'bool', values: [], default: null, label: 'Draw form fields and annotations into the page; no fields are left to fill' },
+    ...markOptions('watermark', WATERMARK_DEFAULTS),
+    ...markOptions('stamp', STAMP_DEFAULTS),
+    text('page_numbers', 'Number the pages with this text: {n} is the page number, {total} the count, e.g. "{n} / {total}"', { max: 100, pattern: '.*\\{n\\}.*' }),
+    { ...choice('page_numbers_position', POSITIONS.filter((p) => p !== 'center'), `Where the page numbers go (default ${PAGE_NUMBER_DEFAULTS.position})`), requires: ['page_numbers'] },
+    { name: 'page_numbers_start', type: 'range', values: [], min: 0, max: 1_000_000, default: null, label: `Number of the first page (default ${PAGE_NUMBER_DEFAULTS.start})`, requires: ['page_numbers'] },
+    { ...number('page_numbers_font_size', 4, 72, `Font size of the page numbers in points (default ${PAGE_NUMBER_DEFAULTS.size})`), requires: ['page_numbers'] },
+    text('title', 'Document title'),
+    text('author', 'Document author'),
+    text('subject', 'Document subject'),
+    text('keywords', 'Document keywords, separated by commas'),
+    text('creation_date', 'Creation date, YYYY-MM-DD or an ISO 8601 date and time', { max: 30, pattern: DATE }),
+    ...(pdfa ? [{ ...choice('pdfa', PDFA_LEVELS, 'Make an archival PDF/A of this level (Ghostscript); not with encryption'), excludes: ENCRYPTION }] : []),
+    text('encrypt_user_password', 'Encrypt (AES-256): the password that opens the result', { max: 127, secret: true, excludes: ['pdfa'] }),
+    text('encrypt_owner_password', 'Encrypt (AES-256): the password that lifts the permissions (default: a random one)', { max: 127, secret: true, excludes: ['pdfa'] }),
+    { ...choice('permissions', PERMISSIONS, 'What an encrypted result allows without the owner password: all, print (print only), none (default all)'), requires: ENCRYPTION },
+  ];
+}

@@ -1,0 +1,166 @@
+import { access, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { PDFDocument } from 'pdf-lib';
+import { ConversionFailure } from '../../errors/api-error.ts';
+import type { ConversionWarning } from '../../model/conversion.ts';
+import { checkOutputSize } from '../output-cap.ts';
+import type { ConversionPair } from '../pairs.ts';
+import { firstLine } from '../process/first-line.ts';
+import { isExecutableFile, searchPath } from '../process/path-search.ts';
+import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import { applyMetadata, asksForMetadata, readInfo } from './document-info.ts';
+import { operationOptions, PASSWORD_OPTION, PDF_OPERATIONS_FORMATS, PDF_VARIANTS } from './formats.ts';
+import { inspectPdf } from './inspect.ts';
+import { drawMarks, requestedMarks } from './marks.ts';
+import { makePdfa } from './pdfa.ts';
+import { finishingArguments, needsOpening, openingArguments, qpdfPass } from './qpdf-passes.ts';
+import { qpdfModulePath } from './qpdf.ts';
+
+export interface PdfOperationsOptions {
+  /** Memory of one Ghostscript run (PDF/A), MiB (engine_memory_mb); none when unset. */
+  processMemoryMb?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Where Debian's Ghostscript (and colord) keep an sRGB profile, the output intent of a PDF/A. */
+const SRGB_PROFILES = ['/usr/share/color/icc/ghostscript/srgb.icc', '/usr/share/color/icc/colord/sRGB.icc', '/usr/share/color/icc/sRGB.icc'];
+
+async function findProfile(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  for (const path of [env.CONVD_SRGB_PROFILE, ...SRGB_PROFILES]) {
+    if (path && (await access(path).then(() => true, () => false))) return path;
+  }
+  return undefined;
+}
+
+/**
+ * PDF -> PDF operations (pages, rotation, flattening, watermark, stamp, page numbers, metadata,
+ * PDF/A, encryption, compression) and pdf -> json: qpdf in WebAssembly opens, rearranges and
+ * writes the file, pdf-lib draws the marks, Ghostscript makes PDF/A.
+ */
+export function createPdfOperationsEngine(settings: PdfOperationsOptions = {}): Engine {
+  let qpdf = false;
+  let pdfa: { gs: string; iccProfile: string } | undefined;
+  return {
+    name: 'pdfops',
+    async probe(): Promise<EngineStatus> {
+      const require = createRequire(import.meta.url);
+      const pdfLib = require('pdf-lib/package.json') as { version: string };
+      try {
+        qpdfModulePath();
+        qpdf = true;
+      } catch {
+        qpdf = false;
+        return { name: 'pdfops', available: false, detail: 'qpdf-wasm is missing: run npm ci' };
+      }
+      const qpdfVersion = (require('@neslinesli93/qpdf-wasm/package.json') as { version: string }).version;
+      const env = settings.env ?? process.env;
+      const configured = env.CONVD_GHOSTSCRIPT_PATH;
+      const gs = configured ? ((await isExecutableFile(configured)) ? configured : undefined) : await searchPath('gs', env.PATH ?? '');
+      const iccProfile = await findProfile(env);
+      pdfa = undefined;
+      let pdfaNote: string;
+      if (!gs) pdfaNote = 'no Ghostscript: pdfa not offered';
+      else if (!iccProfile) pdfaNote = 'no sRGB profile (Debian: ghostscript\'s srgb.icc): pdfa not offered';
+      else {
+        const version = await firstLine(gs, ['--version']).catch(() => undefined);
+        if (version === undefined) pdfaNote = 'Ghostscript does not run: pdfa not offered';
+        else {
+          pdfa = { gs, iccProfile };
+          pdfaNote = `PDF/A with Ghostscript ${version}`;
+        }
+      }
+      return { name: 'pdfops', available: true, binary: 'qpdf-wasm', version: qpdfVersion, detail: `pdf-lib ${pdfLib.version}; ${pdfaNote}` };
+    },
+    pairs(): ConversionPair[] {
+      if (!qpdf) return [];
+      return [
+        { source: 'pdf', target: 'pdf', engine: 'pdfops', kind: 'pdf', options: operationOptions(pdfa !== undefined), variants: PDF_VARIANTS },
+        { source: 'pdf', target: 'json', engine: 'pdfops', kind: 'pdf', options: [PASSWORD_OPTION], variants: [] },
+      ];
+    },
+    formats: () => PDF_OPERATIONS_FORMATS,
+    async convert(job: EngineJob): Promise<EngineOutput> {
+      job.signal.throwIfAborted();
+      if (job.source !== 'pdf') throw new ConversionFailure('conversion_failed', `The pdfops engine has no source ${job.source}.`);
+      const scratch = await mkdtemp(join(dirname(job.outputPath), 'pdfops-'));
+      try {
+        if (job.target === 'json') return await describe(job, scratch);
+        if (job.target === 'pdf') return await operate(job, scratch, pdfa, settings.processMemoryMb);
+        throw new ConversionFailure('conversion_failed', `The pdfops engine has no target ${job.target}.`);
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+const loadPdf = async (path: string): Promise<PDFDocument> => PDFDocument.load(await readFile(path), { updateMetadata: false });
+
+/** pdf -> pdf: each step the options ask for, in the fixed order formats.ts documents. */
+async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccProfile: string } | undefined, memoryLimitMb: number | undefined): Promise<EngineOutput> {
+  const { options, signal } = job;
+  job.onProgress(0);
+  const hasPassword = typeof options.password === 'string';
+  const marks = requestedMarks(options);
+  const level = typeof options.pdfa === 'string' ? (options.pdfa as '1b' | '2b' | '3b') : undefined;
+  if (level !== undefined && pdfa === undefined) throw new ConversionFailure('conversion_failed', 'PDF/A needs Ghostscript, which this server does not have.');
+  const drawing = marks.length > 0 || asksForMetadata(options);
+  let current = job.inputPath;
+  if (needsOpening(options) || drawing || level !== undefined) {
+    const opened = join(scratch, 'opened.pdf');
+    await qpdfPass(openingArguments(options), current, opened, signal, hasPassword);
+    current = opened;
+  }
+  job.onProgress(20);
+  let warnings: ConversionWarning[] = [];
+  if (drawing || level !== undefined) {
+    const doc = await loadPdf(current);
+    await drawMarks(doc, marks, signal, (done, total) => job.onProgress(20 + Math.floor((50 * done) / total)));
+    applyMetadata(doc, options);
+    if (drawing) {
+      const marked = join(scratch, 'marked.pdf');
+      await writeFile(marked, await doc.save({ useObjectStreams: false, updateFieldAppearances: false }));
+      current = marked;
+    }
+    if (level !== undefined && pdfa !== undefined) {
+      job.onProgress(75);
+      const archival = join(scratch, 'pdfa.pdf');
+      warnings = await makePdfa({
+        ...pdfa, level, info: readInfo(doc), inputPath: current, outputPath: archival, signal, timeLimitMs: job.timeLimitMs, memoryLimitMb,
+      });
+      current = archival;
+    }
+  }
+  job.onProgress(90);
+  await qpdfPass(finishingArguments(job.variant, options), current, job.outputPath, signal, hasPassword);
+  const size = await stat(job.outputPath).then((info) => info.size, () => 0);
+  if (size === 0) throw new ConversionFailure('conversion_failed', 'qpdf wrote no output.');
+  checkOutputSize(size, job.maxOutputBytes);
+  job.onProgress(100);
+  return { size, ...(warnings.length > 0 ? { warnings } : {}) };
+}
+
+/** pdf -> json: pages, their sizes, the document information, encryption, tags, fields, PDF/A. */
+async function describe(job: EngineJob, scratch: string): Promise<EngineOutput> {
+  job.onProgress(0);
+  let doc: PDFDocument;
+  try {
+    doc = await PDFDocument.load(await readFile(job.inputPath), { updateMetadata: false, ignoreEncryption: true });
+  } catch (error) {
+    throw new ConversionFailure('input_invalid', `The input is not a readable PDF: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const encrypted = doc.isEncrypted;
+  if (encrypted) {
+    // Its strings (the title, ...) are encrypted too: read them from a decrypted copy.
+    const opened = join(scratch, 'opened.pdf');
+    await qpdfPass(openingArguments({ ...(typeof job.options.password === 'string' ? { password: job.options.password } : {}) }), job.inputPath, opened, job.signal, typeof job.options.password === 'string');
+    doc = await loadPdf(opened);
+  }
+  const facts = await inspectPdf(doc, job.inputPath, encrypted);
+  const body = `${JSON.stringify(facts, null, 2)}\n`;
+  checkOutputSize(Buffer.byteLength(body), job.maxOutputBytes);
+  await writeFile(job.outputPath, body);
+  job.onProgress(100);
+  return { size: Buffer.byteLength(body) };
+}
