@@ -119,7 +119,7 @@ describe('LibreOffice ends a PDF export that stays on one page', { skip: officeS
   });
 
   it('a long document converts though its load and layout say nothing for longer than the window and its export outlasts it; its pages are the progress', async () => {
-    const made = job('docx', await write('long.docx', longDocx(4000, OFFICE_MARKER)));
+    const made = job('docx', await write('long.docx', longDocx(8000, OFFICE_MARKER)));
     const reported: { at: number; percent: number }[] = [];
     const began = performance.now();
     await engine.convert({ ...made, onProgress: (percent) => reported.push({ at: performance.now() - began, percent }) });
