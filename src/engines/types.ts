@@ -62,6 +62,11 @@ export interface EngineOutput {
   size?: number;
   /** What the conversion's record should say of the result (a font set in another). */
   warnings?: ConversionWarning[];
+  /**
+   * The output is a zip of several results (a split PDF's parts, every page as an image): the
+   * result is named and served as a zip, whatever the target.
+   */
+  archive?: boolean;
 }
 
 export interface EngineStatus {

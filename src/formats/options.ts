@@ -66,7 +66,7 @@ export function splitSecretOptions(pair: ConversionPair, options: ConversionOpti
 /** Options of which the second, when both are given, must be greater than the first. */
 const ORDERED: readonly [string, string][] = [['trim_start', 'trim_end']];
 /** Options holding page ranges (`1-3,5`): every range from a page to a later one, from page 1. */
-const PAGE_RANGES: readonly string[] = ['pages', 'page_ranges', 'rotate_pages'];
+const PAGE_RANGES: readonly string[] = ['pages', 'page_ranges', 'rotate_pages', 'split_ranges'];
 /** Options that mean something only together (a paper's width without its height). */
 const TOGETHER: readonly [string, string][] = [['paper_width', 'paper_height']];
 
@@ -93,7 +93,7 @@ function contradictions(pair: ConversionPair, options: ConversionOptions): Recor
   }
   for (const name of PAGE_RANGES) {
     const value = options[name];
-    if (typeof value !== 'string') continue;
+    if (typeof value !== 'string' || value === 'all') continue;
     const backward = value.split(',').find((range) => {
       const [from, to = from] = range.split('-').map(Number);
       return !(from! >= 1 && to! >= from!);

@@ -9,6 +9,7 @@ import { PDFDocument, PDFName, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { ConversionFailure } from '../../src/errors/api-error.ts';
 import { pdfPageTexts } from '../helpers/pdf-text.ts';
+import { zipEntries } from '../helpers/zip-read.ts';
 import { createPdfOperationsEngine } from '../../src/engines/pdfops/pdfops-engine.ts';
 import { placeText } from '../../src/engines/pdfops/placement.ts';
 import { runQpdf } from '../../src/engines/pdfops/qpdf.ts';
@@ -344,6 +345,35 @@ describe('pdf -> pdf', () => {
     const opened = join(dir, 'several-opened.pdf');
     assert.equal((await runQpdf(['--password=pw', '--decrypt'], path, opened, new AbortController().signal)).code, 0);
     for (const text of await pdfPageTexts(opened)) assert.match(text.replace(/\s+/g, ''), /^COPY/);
+  });
+
+  it('split_every: a zip of parts of that many pages, each a PDF pdfinfo reads; one part is the PDF itself', async () => {
+    const { path, output } = await convert(fixtures.get('five')!, { split_every: 2, encrypt_user_password: 'pw' });
+    assert.equal(output?.archive, true);
+    const entries = await zipEntries(await readFile(path));
+    // Named by their pages, zero-padded to the page count's digits (sorted, they are in order).
+    assert.deepEqual(entries.map((e) => e.name), ['pages-1-2.pdf', 'pages-3-4.pdf', 'pages-5.pdf']);
+    const headings: string[][] = [];
+    for (const [index, entry] of entries.entries()) {
+      const part = await write(`part-${index}.pdf`, entry.bytes);
+      assert.match((await pdfinfo(part, 'pw')).Encrypted ?? '', /AES-256/, 'each part is encrypted as the whole would be');
+      headings.push((await pageTexts(part, 'pw')).map((t) => /Page (\d) heading/.exec(t)?.[1] ?? '?'));
+    }
+    assert.deepEqual(headings, [['1', '2'], ['3', '4'], ['5']]);
+    const whole = await convert(fixtures.get('pdf')!, { split_every: 10 });
+    assert.equal(whole.output?.archive, undefined);
+    assert.equal((await pdfinfo(whole.path)).Pages, '3');
+  });
+
+  it('split_ranges: one PDF per range, in the order given; a range past the end is input_invalid', async () => {
+    const { path, output } = await convert(fixtures.get('five')!, { split_ranges: '4-5,1,2-3' });
+    assert.equal(output?.archive, true);
+    const entries = await zipEntries(await readFile(path));
+    assert.deepEqual(entries.map((e) => e.name), ['pages-4-5.pdf', 'pages-1.pdf', 'pages-2-3.pdf']);
+    const headings = [];
+    for (const [index, entry] of entries.entries()) headings.push((await pageTexts(await write(`range-${index}.pdf`, entry.bytes))).map((t) => /Page (\d) heading/.exec(t)?.[1]));
+    assert.deepEqual(headings, [['4', '5'], ['1'], ['2', '3']]);
+    await fails(engine.convert(job(fixtures.get('pdf')!, { split_ranges: '1,3-4' })), 'input_invalid', /not in this PDF/);
   });
 
   it('a PDF with a broken xref, a truncated PDF and a PNG named .pdf are input_invalid', async () => {

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { degrees, PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
+import { zipEntries } from '../helpers/zip-read.ts';
 import { ConversionFailure } from '../../src/errors/api-error.ts';
 import { EngineHost } from '../../src/engines/host/engine-host.ts';
 import { runQpdf } from '../../src/engines/pdfops/qpdf.ts';
@@ -227,6 +228,30 @@ describe('rendering', () => {
     await assertImage(output, 'png', 612, 792);
     await assertColour(output, 200, 592, [200, 30, 200]);
     await assertColour(output, 50, 50, [255, 255, 255]);
+  });
+
+  it('pages: every page (or a list) as a zip of images in the order asked, each its own band; one page is the image itself', async () => {
+    for (const target of ['png', 'jpg', 'webp']) {
+      const j = job(target, files.pages, { pages: 'all', dpi: 36 });
+      const output = await engine.convert(j);
+      assert.equal(output?.archive, true);
+      const entries = await zipEntries(await readFile(j.outputPath));
+      assert.deepEqual(entries.map((e) => e.name), [1, 2, 3].map((n) => `page-${n}.${target}`));
+      for (const [index, entry] of entries.entries()) {
+        const path = await write(`all-${target}-${index}.${target}`, entry.bytes);
+        await assertImage(path, target, 306, 396);
+        await assertColour(path, 150, 10, BANDS[index]!, 40);
+      }
+    }
+    const listed = job('png', files.pages, { pages: '3,1', dpi: 36 });
+    await engine.convert(listed);
+    const entries = await zipEntries(await readFile(listed.outputPath));
+    assert.deepEqual(entries.map((e) => e.name), ['page-3.png', 'page-1.png']);
+    await assertColour(await write('listed-0.png', entries[0]!.bytes), 150, 10, BANDS[2]!, 40);
+    const one = job('png', files.pages, { pages: '2', dpi: 36 });
+    assert.equal((await engine.convert(one))?.archive, undefined);
+    await assertColour(one.outputPath, 150, 10, BANDS[1]!, 40);
+    await fails(engine.convert(job('png', files.pages, { pages: '2-4' })), 'input_invalid', /has 3 pages; page 4 does not exist/);
   });
 
   it('a page turned by /Rotate 90 renders landscape', async () => {

@@ -1,4 +1,5 @@
 import type { FormatInfo, OptionDescriptor, VariantDescriptor } from '../pairs.ts';
+import { PAGE_LIST_PATTERN as PAGE_LIST } from '../page-list.ts';
 
 export const PDF_OPERATIONS_FORMATS: FormatInfo[] = [
   { key: 'pdf', extensions: ['pdf'], mime: 'application/pdf' },
@@ -20,7 +21,7 @@ export const PDFA_LEVELS = ['1b', '2b', '3b'] as const;
 export const PERMISSIONS = ['all', 'print', 'none'] as const;
 export const ROTATIONS = ['90', '180', '270'] as const;
 
-const PAGE_LIST = '[1-9][0-9]{0,5}(-[1-9][0-9]{0,5})?(,[1-9][0-9]{0,5}(-[1-9][0-9]{0,5})?)*';
+
 const COLOUR = '#[0-9a-fA-F]{6}';
 const DATE = '[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2})?(Z|[+-][0-9]{2}:[0-9]{2})?)?';
 
@@ -59,7 +60,8 @@ export const PASSWORD_OPTION: OptionDescriptor = text('password', 'Password that
 /**
  * pdf -> pdf. Every option is off unless given; the steps run in this fixed order whatever the
  * order they were sent in: open (password), pages, rotate, flatten, watermark, stamp, page
- * numbers, metadata, PDF/A, then encryption with the variant's compression or linearisation.
+ * numbers, metadata, PDF/A, then encryption with the variant's compression or linearisation, and
+ * last the split into parts (a zip of PDFs when there are several).
  */
 export function operationOptions(pdfa: boolean): OptionDescriptor[] {
   return [
@@ -83,5 +85,10 @@ export function operationOptions(pdfa: boolean): OptionDescriptor[] {
     text('encrypt_user_password', 'Encrypt (AES-256): the password that opens the result', { max: 127, secret: true, excludes: ['pdfa'] }),
     text('encrypt_owner_password', 'Encrypt (AES-256): the password that lifts the permissions (default: a random one)', { max: 127, secret: true, excludes: ['pdfa'] }),
     { ...choice('permissions', PERMISSIONS, 'What an encrypted result allows without the owner password: all, print (print only), none (default all)'), requires: ENCRYPTION },
+    {
+      name: 'split_every', type: 'range', values: [], min: 1, max: 100_000, default: null, excludes: ['split_ranges'],
+      label: 'Split into parts of this many pages, as a zip of PDFs (one part: the PDF itself)',
+    },
+    text('split_ranges', 'Split into these parts, e.g. 1-3,4-9,10: a zip of one PDF each (one part: the PDF itself)', { max: 1000, pattern: PAGE_LIST, excludes: ['split_every'] }),
   ];
 }

@@ -1,9 +1,10 @@
-import { access, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PDFDocument } from 'pdf-lib';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionWarning } from '../../model/conversion.ts';
+import { writeZip, type ArchiveEntry } from '../archive.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { ConversionPair } from '../pairs.ts';
 import { firstLine } from '../process/first-line.ts';
@@ -14,7 +15,7 @@ import { operationOptions, PASSWORD_OPTION, PDF_OPERATIONS_FORMATS, PDF_VARIANTS
 import { inspectPdf } from './inspect.ts';
 import { drawMarks, requestedMarks } from './marks.ts';
 import { makePdfa } from './pdfa.ts';
-import { finishingArguments, needsOpening, openingArguments, qpdfPass } from './qpdf-passes.ts';
+import { finishingArguments, needsOpening, openingArguments, pageCount, qpdfPass } from './qpdf-passes.ts';
 import { qpdfModulePath } from './qpdf.ts';
 
 export interface PdfOperationsOptions {
@@ -133,14 +134,56 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
     }
   }
   job.onProgress(90);
-  await qpdfPass(finishingArguments(job.variant, options), current, job.outputPath, signal, hasPassword);
+  const finishing = finishingArguments(job.variant, options);
+  const parts = await splitParts(job, scratch, current, finishing, hasPassword);
+  let archive = false;
+  if (parts === undefined) await qpdfPass(finishing, current, job.outputPath, signal, hasPassword);
+  else if (parts.length === 1) await rename(parts[0]!.path, job.outputPath);
+  else {
+    await writeZip(parts, job.outputPath, signal, job.maxOutputBytes);
+    archive = true;
+  }
   const size = await stat(job.outputPath).then((info) => info.size, () => 0);
   if (size === 0) throw new ConversionFailure('conversion_failed', 'qpdf wrote no output.');
   checkOutputSize(size, job.maxOutputBytes);
   job.onProgress(100);
-  return { size, ...(warnings.length > 0 ? { warnings } : {}) };
+  return { size, ...(archive ? { archive } : {}), ...(warnings.length > 0 ? { warnings } : {}) };
 }
 
+/**
+ * The parts of a split, each written by the last qpdf pass with the pages of its range (so each
+ * keeps the document information, and is encrypted, compressed or linearized as the whole would
+ * be: qpdf's own --split-pages drops the Info dictionary), in order; undefined when no split was
+ * asked for.
+ */
+async function splitParts(job: EngineJob, scratch: string, current: string, finishing: string[], hasPassword: boolean): Promise<ArchiveEntry[] | undefined> {
+  const { split_every: every, split_ranges: listed } = job.options;
+  if (typeof every !== 'number' && typeof listed !== 'string') return undefined;
+  const directory = join(scratch, 'parts');
+  await mkdir(directory);
+  let ranges: string[];
+  if (typeof every === 'number') {
+    // The file here opens without a password when one was given (the first pass decrypted it).
+    const count = await pageCount(current, job.signal);
+    const width = String(count).length;
+    ranges = Array.from({ length: Math.ceil(count / every) }, (_, index) => {
+      const [from, to] = [index * every + 1, Math.min(count, (index + 1) * every)];
+      return from === to ? String(from).padStart(width, '0') : `${String(from).padStart(width, '0')}-${String(to).padStart(width, '0')}`;
+    });
+  } else ranges = (listed as string).split(',');
+  const entries: ArchiveEntry[] = [];
+  for (const [index, range] of ranges.entries()) {
+    job.signal.throwIfAborted();
+    // Zero-padded for the names (pages-01-05.pdf sorts before pages-06-10.pdf); qpdf reads the numbers.
+    const name = `pages-${range}.pdf`;
+    const path = join(directory, `${index}-${name}`);
+    const pages = range.replace(/\b0+(\d)/g, '$1');
+    await qpdfPass([...finishing, '--pages', '.', pages, '--'], current, path, job.signal, hasPassword);
+    entries.push({ path, name: entries.some((entry) => entry.name === name) ? `${index + 1}-${name}` : name });
+    job.onProgress(90 + Math.floor((9 * (index + 1)) / ranges.length));
+  }
+  return entries;
+}
 /** pdf -> json: pages, their sizes, the document information, encryption, tags, fields, PDF/A. */
 async function describe(job: EngineJob, scratch: string): Promise<EngineOutput> {
   job.onProgress(0);

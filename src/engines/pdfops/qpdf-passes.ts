@@ -66,7 +66,7 @@ export function finishingArguments(variant: string | null, options: ConversionOp
  * Runs one qpdf pass; its failures become the job's: a file qpdf cannot read or had to repair
  * is input_invalid, as is a password that is missing or wrong and a page the file does not have.
  */
-export async function qpdfPass(args: string[], inputPath: string, outputPath: string, signal: AbortSignal, hasPassword: boolean): Promise<void> {
+export async function qpdfPass(args: string[], inputPath: string, outputPath: string | null, signal: AbortSignal, hasPassword: boolean): Promise<string[]> {
   const result = await runQpdf(args, inputPath, outputPath, signal);
   const lines = result.messages.filter((line) => line.trim().length > 0);
   const detail = lines.slice(-3).join(' | ');
@@ -87,4 +87,13 @@ export async function qpdfPass(args: string[], inputPath: string, outputPath: st
   if (result.code !== 0 && result.code !== 3) {
     throw new ConversionFailure('conversion_failed', `qpdf failed (${result.code}): ${detail || 'no message'}`);
   }
+  return lines;
+}
+
+/** The number of pages of a PDF that opens without a password (one the first pass wrote). */
+export async function pageCount(path: string, signal: AbortSignal): Promise<number> {
+  const lines = await qpdfPass(['--show-npages'], path, null, signal, false);
+  const count = Number(lines.find((line) => /^\s*\d+\s*$/.test(line)));
+  if (!Number.isInteger(count)) throw new ConversionFailure('conversion_failed', `qpdf did not tell the page count: ${lines.slice(-2).join(' | ')}`);
+  return count;
 }

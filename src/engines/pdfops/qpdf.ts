@@ -44,17 +44,19 @@ export function qpdfModulePath(): string {
 
 /**
  * Runs `qpdf [options] input output` in a worker thread (qpdf's main is synchronous and would
- * block the event loop). Abort terminates the worker at once and rejects with the signal's reason.
+ * block the event loop); `qpdf [options] input` when `outputPath` is null (a question such as
+ * --show-npages, answered in the messages). Abort terminates the worker at once and rejects with
+ * the signal's reason.
  */
-export function runQpdf(options: string[], inputPath: string, outputPath: string, signal: AbortSignal): Promise<QpdfResult> {
+export function runQpdf(options: string[], inputPath: string, outputPath: string | null, signal: AbortSignal): Promise<QpdfResult> {
   if (signal.aborted) return Promise.reject(signal.reason);
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       modulePath: qpdfModulePath(),
       inputDir: dirname(inputPath),
-      outputDir: dirname(outputPath),
-      args: [...options, `/in/${basename(inputPath)}`, `/out/${basename(outputPath)}`],
+      outputDir: dirname(outputPath ?? inputPath),
+      args: [...options, `/in/${basename(inputPath)}`, ...(outputPath === null ? [] : [`/out/${basename(outputPath)}`])],
     },
   });
   return new Promise<QpdfResult>((resolve, reject) => {
@@ -70,7 +72,7 @@ export function runQpdf(options: string[], inputPath: string, outputPath: string
     signal.addEventListener('abort', onAbort, { once: true });
     worker.once('message', (message: { code: number; messages: string[] }) => {
       const clean = message.messages.map((line) =>
-        line.split(`/in/${basename(inputPath)}`).join('input').split(`/out/${basename(outputPath)}`).join('output').replace(/^\[worker eval\]:\s*/, ''),
+        line.split(`/in/${basename(inputPath)}`).join('input').split(`/out/${basename(outputPath ?? inputPath)}`).join('output').replace(/^\[worker eval\]:\s*/, ''),
       );
       // The result is in: settle before terminate(), whose 'exit' would otherwise look like a crash.
       finish(() => resolve({ code: message.code, messages: clean }));

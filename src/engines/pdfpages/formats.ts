@@ -1,3 +1,4 @@
+import { PAGE_LIST_PATTERN } from '../page-list.ts';
 import type { FormatInfo, OptionDescriptor } from '../pairs.ts';
 
 /** Targets a PDF page renders to. */
@@ -32,7 +33,14 @@ const quality: OptionDescriptor = {
   name: 'quality', type: 'range', values: [], min: 1, max: 100, default: 80, label: 'Quality',
 };
 
-/** Options of pdf -> `target`: the page and its size; quality for the lossy targets. */
+/** The most pages one conversion renders into a zip. */
+export const MAX_ARCHIVE_PAGES = 1000;
+const pages: OptionDescriptor = {
+  name: 'pages', type: 'text', values: [], max: 1000, pattern: `all|${PAGE_LIST_PATTERN}`, default: null, excludes: ['page'],
+  label: `Several pages, as a zip of images: all, or a list such as 1-3,5 (at most ${MAX_ARCHIVE_PAGES})`,
+};
+
+/** Options of pdf -> `target`: the page (or pages) and its size; quality for the lossy targets. */
 export function pageOptions(target: ImageTarget): OptionDescriptor[] {
-  return target === 'png' ? [page, dpi, width] : [page, dpi, width, quality];
+  return target === 'png' ? [page, pages, dpi, width] : [page, pages, dpi, width, quality];
 }

@@ -1,9 +1,12 @@
-import { access, open, rm, type FileHandle } from 'node:fs/promises';
+import { access, mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../pairs.ts';
+import { numberedName, writeZip, type ArchiveEntry } from '../archive.ts';
 import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
+import { pageNumbers } from '../page-list.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
-import { DEFAULT_DPI, IMAGE_TARGETS, MAX_SIDE, PDF_PAGES_FORMATS, pageOptions, type ImageTarget } from './formats.ts';
+import { DEFAULT_DPI, IMAGE_TARGETS, MAX_ARCHIVE_PAGES, MAX_SIDE, PDF_PAGES_FORMATS, pageOptions, type ImageTarget } from './formats.ts';
 import { loadPdfium, pdfiumPackage, type PdfDocument } from './pdfium.ts';
 
 export interface PdfPagesEngineOptions {
@@ -28,7 +31,7 @@ export function grouped(value: number): string {
 }
 
 /**
- * PDF pages -> png, jpg, webp (one page, rendered by PDFium) and PDF -> txt (the text of every
+ * PDF pages -> png, jpg, webp (one page, or several as a zip, rendered by PDFium) and PDF -> txt (the text of every
  * page, pages separated by a form feed). PDFium is WebAssembly (@embedpdf/pdfium), loaded once
  * per process with the first conversion; sharp encodes the rendered pixels.
  */
@@ -63,7 +66,11 @@ export function createPdfPagesEngine(settings: PdfPagesEngineOptions = {}): Engi
         const document = pdfium.open(job.inputPath);
         try {
           if (document.pageCount < 1) throw new ConversionFailure('input_invalid', 'The PDF has no pages.');
-          const output = isImage ? await renderPage(document, job, job.target as ImageTarget, maxPixels) : await extractText(document, job);
+          const output = !isImage
+            ? await extractText(document, job)
+            : typeof job.options.pages === 'string'
+              ? await renderPages(document, job, job.target as ImageTarget, maxPixels, job.options.pages)
+              : await renderPage(document, job, job.target as ImageTarget, maxPixels, integer(job, 'page') ?? 1, job.outputPath);
           job.onProgress(100);
           return output;
         } finally {
@@ -88,9 +95,41 @@ export function pixelSize(points: { width: number; height: number }, options: { 
   return { width: Math.max(1, Math.round(points.width * scale)), height: Math.max(1, Math.round(points.height * scale)) };
 }
 
-async function renderPage(document: PdfDocument, job: EngineJob, target: ImageTarget, maxPixels: number): Promise<EngineOutput> {
+/**
+ * The pages a list names, each rendered as the one-page conversion renders it, into one zip
+ * (`page-01.png`, ...), in the list's order.
+ */
+async function renderPages(document: PdfDocument, job: EngineJob, target: ImageTarget, maxPixels: number, list: string): Promise<EngineOutput> {
+  const numbers = pageNumbers(list, document.pageCount, 'pages');
+  if (numbers.length > MAX_ARCHIVE_PAGES) {
+    throw new ConversionFailure('input_invalid', `pages: ${grouped(numbers.length)} pages asked for; at most ${grouped(MAX_ARCHIVE_PAGES)} are rendered in one conversion.`);
+  }
+  // One page is the image itself, not a zip of one.
+  if (numbers.length === 1) return renderPage(document, job, target, maxPixels, numbers[0]!, job.outputPath);
+  const scratch = await mkdtemp(join(dirname(job.outputPath), 'pages-'));
+  try {
+    const entries: ArchiveEntry[] = [];
+    let written = 0;
+    const last = Math.max(...numbers);
+    for (const [index, number] of numbers.entries()) {
+      const name = numberedName('page', number, last, target);
+      const path = join(scratch, `${index}-${name}`);
+      const remaining = job.maxOutputBytes === undefined ? undefined : job.maxOutputBytes - written;
+      written += (await renderPage(document, { ...job, maxOutputBytes: remaining }, target, maxPixels, number, path)).size ?? 0;
+      entries.push({ path, name: entries.some((entry) => entry.name === name) ? `${index + 1}-${name}` : name });
+      job.onProgress(Math.floor(((index + 1) / numbers.length) * 95));
+      // Lets an abort land between pages when the engine runs in this process.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      job.signal.throwIfAborted();
+    }
+    return { size: await writeZip(entries, job.outputPath, job.signal, job.maxOutputBytes), archive: true };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+async function renderPage(document: PdfDocument, job: EngineJob, target: ImageTarget, maxPixels: number, number: number, outputPath: string): Promise<EngineOutput> {
   const count = document.pageCount;
-  const number = integer(job, 'page') ?? 1;
   if (number > count) {
     throw new ConversionFailure('input_invalid', `The PDF has ${grouped(count)} page${count === 1 ? '' : 's'}; page ${grouped(number)} does not exist.`);
   }
@@ -120,7 +159,7 @@ async function renderPage(document: PdfDocument, job: EngineJob, target: ImageTa
       const quality = integer(job, 'quality');
       const image = sharp(bitmap.pixels, { raw: { width: bitmap.width, height: bitmap.height, channels: 3 }, limitInputPixels: Math.max(pixels, 1) });
       const encoded = target === 'png' ? image.png() : target === 'jpg' ? image.jpeg({ quality, optimiseCoding: pixels <= JPEG_OPTIMISE_MAX_PIXELS }) : image.webp({ quality });
-      const info = await encoded.toFile(job.outputPath);
+      const info = await encoded.toFile(outputPath);
       checkOutputSize(info.size, job.maxOutputBytes);
       return { size: info.size };
     } finally {

@@ -116,9 +116,9 @@ export class ConversionRun {
       progress: 100, credits: cost, charged_at: cost > 0 ? now.toISOString() : null, engine_ms: this.engineMs,
       ...(made.produced?.warnings?.length ? { warnings: made.produced.warnings } : {}),
       result: {
-        filename: resultFileName(current.original_name, made.extension),
+        filename: resultFileName(current.original_name, made.produced?.archive ? 'zip' : made.extension),
         size: made.size,
-        mime: registry.format(current.target)?.mime ?? 'application/octet-stream',
+        mime: made.produced?.archive ? 'application/zip' : registry.format(current.target)?.mime ?? 'application/octet-stream',
         expires_at: new Date(now.getTime() + made.plan.result_ttl_hours * 3_600_000).toISOString(),
       },
     };
