@@ -10,6 +10,7 @@ import { mapConcurrent } from './pool.ts';
 import { createProgress } from './progress.ts';
 import { colorStatus, formatBytes } from './render.ts';
 import { NameReservations, resolveDestination, saveDownload, type Destination } from './save.ts';
+import { unpackResult } from './unzip.ts';
 import { MAX_API_WAIT_SECONDS, nextWait, waitForEnd } from './wait.ts';
 import { describeError } from './report.ts';
 
@@ -23,6 +24,8 @@ export interface ConvertOptions {
   callback?: string;
   idempotencyKey?: string;
   concurrency: number;
+  /** A result that is a zip of several files (a split, every page) is unpacked into the -o directory. */
+  unzip?: boolean;
 }
 
 interface Outcome {
@@ -52,6 +55,7 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
   if (destination?.kind === 'file' && inputs.length > 1) {
     throw usageError(`-o ${options.output}: with several inputs, -o must be a directory (end it with / to create it)`);
   }
+  if (options.unzip && destination?.kind !== 'dir') throw usageError('--unzip unpacks a zip result into a directory: give -o <dir> (end it with / to create it)');
   const keys = idempotencyKeys(options.idempotencyKey, inputs.length);
   const waitSeconds = options.wait === true ? Infinity : options.wait ?? (destination ? Infinity : null);
 
@@ -113,7 +117,16 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
         const download = await client.download(conversion.id);
         const name = destination.kind === 'dir' ? names.reserve(download.filename) : download.filename;
         path = await saveDownload(download, destination, ctx.io.stdout, name);
+        let unpacked: string[] | undefined;
+        if (options.unzip && path && conversion.result?.mime === 'application/zip' && destination.kind === 'dir') {
+          unpacked = await unpackResult(path, destination.path, names);
+          path = destination.path;
+        }
         progress?.update(index, { name: input.name, status: 'done', progress: 100 });
+        if (unpacked) {
+          reportUnpacked(ctx, conversion, input, unpacked, say);
+          return { input, conversion, exit: EXIT.ok, path };
+        }
       }
       reportFinished(ctx, conversion, input, path ?? null, destination, say);
       return { input, conversion, exit: EXIT.ok, path };
@@ -209,4 +222,13 @@ function reportFinished(
   if (destination?.kind === 'stdout') return say(`${input.name} → stdout (${size}) ${out.err.dim(conversion.id)}`);
   if (path) return say(`${input.name} → ${path} (${size}) ${out.out.dim(conversion.id)}`);
   say(`${conversion.id} ${colorStatus(conversion.status, out.out)} ${input.name} → ${conversion.result?.filename ?? conversion.target} (${size})`);
+}
+
+function reportUnpacked(ctx: Context, conversion: PublicConversion, input: InputArg, files: string[], say: (text: string) => void): void {
+  const out = ctx.output;
+  if (out.mode.json) return;
+  for (const warning of conversion.warnings ?? []) out.warn(`${input.name}: ${warning.message}`);
+  if (out.mode.quiet) return;
+  const shown = files.length <= 3 ? files.join(', ') : `${files.slice(0, 2).join(', ')}, … ${files.at(-1)!}`;
+  say(`${input.name} → ${files.length} file${files.length === 1 ? '' : 's'}: ${shown} ${out.out.dim(conversion.id)}`);
 }

@@ -17,6 +17,7 @@ export function registerConvert(program: Command, ctx: Context): void {
     .option('--callback <url>', 'https URL that receives a webhook when the conversion ends')
     .option('--idempotency-key <key>', 'makes a retried submission safe (generated when omitted); with several inputs, -1, -2, … are appended')
     .option('-j, --concurrency <n>', 'conversions run at once with several inputs', integerIn(1, 64), 4)
+    .option('--unzip', 'a result of several files (a split, every page) comes as a zip: unpack it into the -o directory')
     .addHelpText('after', `
 Without --wait and -o, submits and prints the conversion (status queued). -o waits for the end
 state and downloads; --wait alone waits and prints the finished conversion. The API holds a
@@ -32,6 +33,8 @@ ${examples([
   ['conv convert *.png --to webp -O quality=80 -o out/', 'several files at once into a directory'],
   ['conv convert in.mov --to mp4 --wait 600 -o out.mp4', 'CI: give up (exit 6) after 10 minutes'],
   ['cat scan.tiff | conv convert - --from tiff --to pdf -o - > scan.pdf', 'stdin to stdout'],
+  ['conv convert report.pdf --to png -O pages=all --unzip -o pages/', 'every page as an image, unpacked'],
+  ['conv convert draft.pdf --to pdf -O watermark_text=DRAFT -O page_numbers="{n} / {total}" -o out.pdf', 'PDF operations are options of pdf -> pdf'],
   ['conv convert https://example.com/a.png --to avif --json', 'let the server fetch a URL; print the queued conversion'],
   ['id=$(conv convert big.wav --to mp3 -q) && conv get "$id"', 'submit now, look later'],
 ])}`)

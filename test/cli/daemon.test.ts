@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { api, convdAdmin, startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
 import { cleanEnv, spawnConv, tempDir, type RunResult } from '../helpers/cli-helpers.ts';
@@ -96,6 +97,26 @@ describe('conv against convd', () => {
     assert.equal((converted as { status?: string }).status, 'succeeded');
     const names = await readdir(dir.path);
     assert.ok(!names.some((name) => name.endsWith('.part')), 'no temporary file left');
+  });
+
+  it('split --every unpacks the parts the server zipped; --unzip does the same for every page as images', async () => {
+    const doc = await PDFDocument.create();
+    const font = await doc.embedFont(StandardFonts.Helvetica);
+    for (let p = 1; p <= 5; p++) doc.addPage([200, 200]).drawText(`Part page ${p}`, { x: 20, y: 150, size: 14, font });
+    await writeFile(join(dir.path, 'five.pdf'), await doc.save());
+    const split = await conv(['split', 'five.pdf', '--every', '2', '-o', 'parts']);
+    assert.equal(split.code, 0, split.stderr);
+    assert.match(split.stdout, /five\.pdf → 3 files/);
+    const parts = (await readdir(join(dir.path, 'parts'))).sort();
+    assert.deepEqual(parts, ['pages-1-2.pdf', 'pages-3-4.pdf', 'pages-5.pdf']);
+    const counts = await Promise.all(parts.map(async (name) => (await PDFDocument.load(await readFile(join(dir.path, 'parts', name)))).getPageCount()));
+    assert.deepEqual(counts, [2, 2, 1]);
+    const pages = await conv(['convert', 'five.pdf', '--to', 'png', '-O', 'pages=4-5', '-O', 'dpi=36', '--unzip', '-o', 'images/', '--json']);
+    assert.equal(pages.code, 0, pages.stderr);
+    assert.deepEqual((await readdir(join(dir.path, 'images'))).sort(), ['page-4.png', 'page-5.png']);
+    assert.equal((await sharp(join(dir.path, 'images', 'page-4.png')).metadata()).width, 100);
+    const usage = await conv(['split', 'five.pdf', '--every', '2', '--ranges', '1-2']);
+    assert.equal(usage.code, 2);
   });
 
   it('pipes stdin to stdout: a PNG in, a JPEG out', async () => {
