@@ -38,6 +38,11 @@ export interface ConversionPair {
   preferredFor?: string[];
   /** The only targets chains make through this intermediate (unset: any the next engine makes). */
   intermediateFor?: string[];
+  /**
+   * Never a chain's second step: the pair describes its input (pdf -> json, a PDF's facts), and
+   * the facts of a PDF made from another file (a docx's) are not that file's data.
+   */
+  describesInput?: boolean;
   /** A composed pair (engine `chain`): the direct pairs it runs, in order. */
   steps?: ConversionPair[];
   /**

@@ -66,7 +66,7 @@ export class FormatRegistry {
     const composed: ConversionPair[] = [];
     for (const via of CHAIN_VIA) {
       for (const first of direct.filter((pair) => pair.target === via && pair.intermediate)) {
-        for (const second of direct.filter((pair) => pair.source === via && pair.engine !== first.engine && (first.intermediateFor?.includes(pair.target) ?? true))) {
+        for (const second of direct.filter((pair) => pair.source === via && pair.engine !== first.engine && !pair.describesInput && (first.intermediateFor?.includes(pair.target) ?? true))) {
           const existing = this.pair(first.source, second.target);
           const preferred = first.preferredFor?.includes(second.target) === true;
           if (second.target === first.source || (existing && !preferred) || composed.some((c) => c.source === first.source && c.target === second.target)) continue;

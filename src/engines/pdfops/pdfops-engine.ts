@@ -77,7 +77,7 @@ export function createPdfOperationsEngine(settings: PdfOperationsOptions = {}): 
       if (!qpdf) return [];
       return [
         { source: 'pdf', target: 'pdf', engine: 'pdfops', kind: 'pdf', options: operationOptions(pdfa !== undefined), variants: PDF_VARIANTS },
-        { source: 'pdf', target: 'json', engine: 'pdfops', kind: 'pdf', options: [PASSWORD_OPTION], variants: [] },
+        { source: 'pdf', target: 'json', engine: 'pdfops', kind: 'pdf', options: [PASSWORD_OPTION], variants: [], describesInput: true },
       ];
     },
     formats: () => PDF_OPERATIONS_FORMATS,
