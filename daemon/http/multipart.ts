@@ -5,7 +5,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import { ApiError } from '../../src/errors/api-error.ts';
-import { fieldError, type SpooledFile } from '../../src/service/create-request.ts';
+import { fieldError, MAX_MERGE_INPUTS, type SpooledFile } from '../../src/service/create-request.ts';
 
 export interface MultipartLimits {
   maxFileBytes: number;
@@ -30,7 +30,8 @@ export interface MultipartBody {
 
 const MAX_FIELD_BYTES = 64 * 1024;
 const MAX_FIELDS = 200;
-const MAX_FILES = 2;
+/** A merge's most files, and one more: that one is refused by the request's validation, naming the limit. */
+const MAX_FILES = MAX_MERGE_INPUTS + 1;
 
 /**
  * Streams a multipart body straight to spool files (never the whole body in memory), hashing each
@@ -89,6 +90,8 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
         return;
       }
       const path = limits.spoolPath();
+      // Files are listed in the order of their parts (a merge's order), not the order their writes end in.
+      const place = spooled.length;
       spooled.push(path);
       streams.push(stream);
       const hash = limits.hashFiles ? createHash('sha256') : null;
@@ -119,7 +122,7 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       const closed = new Promise<void>((resolve) => spool.once('close', () => resolve()));
       const written = pipeline([stream, ...inspect, spool])
         .then(() => {
-          if (!failure) files.push({ path, size: spool.bytesWritten, sha256: hash?.digest('hex') ?? '', filename: info.filename ?? null });
+          if (!failure) files[place] = { path, size: spool.bytesWritten, sha256: hash?.digest('hex') ?? '', filename: info.filename ?? null };
         })
         .catch(() => {
           if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));
@@ -127,14 +130,14 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       writes.push(written.then(() => closed));
     });
 
-    parser.on('filesLimit', () => fail(fieldError('file', 'only one file per request')));
+    parser.on('filesLimit', () => fail(fieldError('file', `at most ${MAX_MERGE_INPUTS} files are merged in one request`)));
     parser.on('fieldsLimit', () => fail(new ApiError('validation_failed', { details: { body: 'too many fields' } })));
     parser.on('partsLimit', () => fail(new ApiError('validation_failed', { details: { body: 'too many parts' } })));
     parser.on('error', () => fail(new ApiError('validation_failed', { details: { body: 'malformed multipart/form-data' } })));
     parser.on('close', () => {
       void Promise.allSettled(writes).then(async () => {
         if (failure) return;
-        resolve({ fields, files });
+        resolve({ fields, files: files.filter((file) => file !== undefined) });
       });
     });
     req.on('aborted', () => fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } })));

@@ -17,6 +17,11 @@ const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
 const uri: JsonSchema = { type: 'string', format: 'uri' };
 const count: JsonSchema = { type: 'integer', minimum: 0 };
 
+/** A closed object whose `optional` properties may be left out. */
+function closedWithOptional(properties: Record<string, JsonSchema>, optional: readonly string[], description?: string): JsonSchema {
+  return { ...closed(properties, description), required: Object.keys(properties).filter((name) => !optional.includes(name)) };
+}
+
 function closed(properties: Record<string, JsonSchema>, description?: string): JsonSchema {
   return {
     type: 'object',
@@ -57,7 +62,7 @@ export const SCHEMAS = {
     }, 'Why a conversion failed (or was lost in a crash).'),
     required: ['code', 'message'],
   },
-  Conversion: closed({
+  Conversion: closedWithOptional({
     id: { type: 'string', pattern: '^cnv_[0-9a-z]+$' },
     object: { const: 'conversion' },
     status: ref('ConversionStatus'),
@@ -67,6 +72,11 @@ export const SCHEMAS = {
     options: { type: 'object', additionalProperties: optionValue, description: 'The options that were applied.' },
     original_name: { type: 'string' },
     input_size: { type: ['integer', 'null'], minimum: 0 },
+    inputs: {
+      type: 'array',
+      items: closed({ name: { type: 'string' }, size: { ...count }, format: { type: 'string' } }),
+      description: 'This service\'s own, additive: the files of a merge (several `file` parts to target pdf), in the order they were merged; absent for one input. `original_name` is the first\'s, `input_size` their sum.',
+    },
     progress: { type: ['integer', 'null'], minimum: 0, maximum: 100 },
     credits: { ...count, description: 'Credits charged: 0 unless it succeeded.' },
     created_at: dateTime,
@@ -76,10 +86,10 @@ export const SCHEMAS = {
     warnings: { type: 'array', items: ref('ConversionWarning'), description: 'This service\'s own, additive: what to know of a result (empty for most).' },
     error: nullable(ref('ConversionError')),
     links: closed({ self: uri, download: uri }),
-  }, 'A conversion.'),
+  }, ['inputs'], 'A conversion.'),
   ConversionRequest: {
     type: 'object',
-    description: 'Spec 2.3. Exactly one of `file` (multipart only) and `url`. Options may also be sent flat (`quality=80`) or as `options[quality]=80`.',
+    description: 'Spec 2.3. Exactly one of `file` (multipart only) and `url`; with target `pdf`, several `file` parts (at most 50) are merged into one PDF in the order sent (an extension), each converted to PDF first where it is not one. Options may also be sent flat (`quality=80`) or as `options[quality]=80`.',
     properties: {
       target: { type: 'string', description: 'Target format.' },
       file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The file to convert (multipart/form-data only).' },

@@ -5,6 +5,11 @@ import type { ConversionPair, FormatInfo } from './pairs.ts';
 /** Everything an engine needs for one job. An engine knows nothing of HTTP, accounts or credits. */
 export interface EngineJob {
   inputPath: string;
+  /**
+   * Several inputs, in order (a merge into one PDF: each already a PDF); `inputPath` is the
+   * first. Unset for one input.
+   */
+  inputPaths?: string[];
   /** The engine writes its result here (the caller owns the directory and cleans up). */
   outputPath: string;
   source: string;

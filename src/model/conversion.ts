@@ -27,6 +27,13 @@ export interface ConversionResult {
   expires_at: string;
 }
 
+/** One file of a merge, as the conversion shows it. */
+export interface ConversionInputFile {
+  name: string;
+  size: number;
+  format: string;
+}
+
 /** Where the input comes from. A file input is already spooled into the blob store at submission. */
 export type ConversionInput =
   | { kind: 'file'; sha256: string }
@@ -46,6 +53,11 @@ export interface ConversionRecord {
   original_name: string;
   input_size: number | null;
   input: ConversionInput;
+  /**
+   * The files of a merge, in the order they are merged (absent for one input): the stored input
+   * is then a zip of them (entries 1.docx, 2.png, ...), `input_size` their sum.
+   */
+  inputs?: ConversionInputFile[];
   progress: number | null;
   /** Credits held while the conversion is active; released (0) when it ends. */
   reserved_credits: number;
@@ -85,6 +97,8 @@ export interface PublicConversion {
   options: ConversionOptions;
   original_name: string;
   input_size: number | null;
+  /** A merge's files (an extension of the interface; absent for one input). */
+  inputs?: ConversionInputFile[];
   progress: number | null;
   credits: number;
   created_at: string;
@@ -109,6 +123,7 @@ export function toPublicConversion(record: ConversionRecord, baseUrl: string): P
     options: record.options,
     original_name: record.original_name,
     input_size: record.input_size,
+    ...(record.inputs && record.inputs.length > 1 ? { inputs: record.inputs } : {}),
     progress: record.progress,
     credits: record.credits,
     created_at: record.created_at,

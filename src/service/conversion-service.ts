@@ -14,6 +14,7 @@ import type { Store } from '../store/types.ts';
 import type { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
 import { conversionCost } from './credits.ts';
+import { creditCost, mergeInputFiles, packMergeInputs } from './merge-bundle.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from '../model/ids.ts';
@@ -124,11 +125,21 @@ export class ConversionService {
     try {
       const request = await validateCreateRequest(input, this.registry, this.rules);
       const plan = this.config.plans[account.plan];
-      const inputSize = request.input.kind === 'file' ? request.input.file.size : null;
-      const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(this.registry.creditWeight(request.pair), inputSize);
+      const inputs = request.merge ? mergeInputFiles(request.merge) : undefined;
+      const inputSize = inputs ? inputs.reduce((sum, one) => sum + one.size, 0) : request.input.kind === 'file' ? request.input.file.size : null;
+      const cost = plan.credits_type === 'unmetered' ? 0 : creditCost(this.registry, request.pair, inputSize, inputs);
       const created = this.now();
       const id = newConversionId(created.getTime());
-      if (request.input.kind === 'file') {
+      if (request.merge) {
+        // One stored input as any conversion's: the files in a zip, each spool file gone once in it.
+        const bundle = await packMergeInputs(this.blobs, request.merge);
+        for (const file of input.files) await this.blobs.discardSpool(file.path);
+        await this.blobs.adoptInput(id, bundle).catch(async (error: unknown) => {
+          await this.blobs.discardSpool(bundle);
+          throw error;
+        });
+        adopted = id;
+      } else if (request.input.kind === 'file') {
         // Before the account's lock: into a bucket this takes as long as the file, and the lock
         // (in PostgreSQL a transaction on a pooled connection) must not wait for it. Removed
         // again below when the submission is refused or replayed.
@@ -157,6 +168,7 @@ export class ConversionService {
           original_name: request.originalName,
           input_size: inputSize,
           input: request.input.kind === 'file' ? { kind: 'file', sha256: request.input.file.sha256 } : { kind: 'url', url: request.input.url },
+          ...(inputs ? { inputs } : {}),
           progress: null,
           reserved_credits: cost,
           credits: 0,

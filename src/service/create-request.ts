@@ -29,8 +29,17 @@ export interface CreateRequestInput {
   idempotencyKey?: string | undefined;
 }
 
+/** One file of a merge: its name as sent, and the format it was read as. */
+export interface MergeInput {
+  file: SpooledFile;
+  name: string;
+  source: string;
+}
+
 export interface ValidCreateRequest {
   pair: ConversionPair;
+  /** Several files merged into one PDF, in the order they are merged (the first is `input`'s). */
+  merge?: MergeInput[];
   variant: string | null;
   /** The options shown with the conversion. */
   options: ConversionOptions;
@@ -52,6 +61,10 @@ export interface RequestRules {
 /** Request fields; any other name in a request is a flat option (`quality=80`). */
 export const REQUEST_FIELDS: ReadonlySet<string> = new Set(['target', 'source', 'url', 'filename', 'variant', 'options', 'callback_url', 'wait', 'file']);
 const MAX_IDEMPOTENCY_KEY = 64;
+/** The most files one request merges. */
+export const MAX_MERGE_INPUTS = 50;
+/** The target that takes several files: they are merged into one PDF. */
+const MERGE_TARGET = 'pdf';
 
 export function validationError(problems: Record<string, FieldProblem>, hint?: string): ApiError {
   return new ApiError('validation_failed', {
@@ -103,7 +116,14 @@ export async function validateCreateRequest(
   const variantField = optionalString(fields, 'variant', problems);
   const callbackField = optionalString(fields, 'callback_url', problems);
 
-  if (input.files.length > 1) problems.file = { reason: 'invalid_value', params: { text: 'only one file per request' } };
+  const targetKey = target === undefined ? undefined : registry.normalize(target) ?? target.toLowerCase();
+  if (input.files.length > 1 && targetKey !== MERGE_TARGET) {
+    problems.file = { reason: 'invalid_value', params: { text: 'one file per request, except for a merge of several into one PDF (target pdf)' } };
+  } else if (input.files.length > MAX_MERGE_INPUTS) {
+    problems.file = { reason: 'invalid_value', params: { text: `at most ${MAX_MERGE_INPUTS} files are merged in one request` } };
+  } else if (input.files.length > 1 && sourceField !== undefined) {
+    problems.source = { reason: 'invalid_value', params: { text: 'not with several files: each is read as its name and content say' } };
+  }
   if (input.files.length === 1 && urlField !== undefined) problems.url = { reason: 'conflict', params: {} };
   if (input.files.length === 0 && urlField === undefined && !problems.url) problems.file = { reason: 'conflict', params: {} };
 
@@ -144,19 +164,19 @@ export async function validateCreateRequest(
     ? cleanFileName(file.filename, 'upload')
     : cleanFileName(filenameField ?? nameFromUrl(url!.toString()), 'download');
 
-  const { source, named } = await resolveSource(registry, sourceField, originalName, url, file);
-  const targetKey = registry.normalize(target!) ?? target!.toLowerCase();
+  const merge = input.files.length > 1 ? await mergeInputs(input.files, registry, input.options) : undefined;
+  const { source, named } = merge ? { source: MERGE_TARGET, named: undefined } : await resolveSource(registry, sourceField, originalName, url, file);
   if (!source) {
     throw validationError(
       { source: { reason: 'required', params: {} } },
       'The source format could not be determined from the file name, URL or content; send `source`.',
     );
   }
-  const pair = registry.pair(source, targetKey);
+  const pair = registry.pair(source, targetKey!);
   if (!pair) {
     throw new ApiError('unsupported_conversion', {
-      params: { source, target: targetKey, ...(named ? { named } : {}) },
-      ...(named ? { details: { source, target: targetKey, named } } : {}),
+      params: { source, target: targetKey!, ...(named ? { named } : {}) },
+      ...(named ? { details: { source, target: targetKey!, named } } : {}),
     });
   }
 
@@ -178,17 +198,20 @@ export async function validateCreateRequest(
   const fingerprint = createHash('sha256')
     .update(JSON.stringify({
       source, target: pair.target, variant, options: outcome.options, callbackUrl,
-      input: file ? { sha256: file.sha256, name: originalName } : { url: url!.toString(), name: originalName },
+      input: merge
+        ? merge.map((one) => ({ sha256: one.file.sha256, name: one.name }))
+        : file ? { sha256: file.sha256, name: originalName } : { url: url!.toString(), name: originalName },
     }))
     .digest('hex');
 
   return {
     pair,
+    ...(merge ? { merge } : {}),
     variant,
     options: shown,
     secretOptions: secret,
-    input: file ? { kind: 'file', file } : { kind: 'url', url: url!.toString() },
-    originalName,
+    input: file ? { kind: 'file', file: merge?.[0]?.file ?? file } : { kind: 'url', url: url!.toString() },
+    originalName: merge?.[0]?.name ?? originalName,
     callbackUrl,
     wait,
     idempotencyKey: key ?? null,
@@ -241,4 +264,28 @@ async function resolveSource(
     if (source) return { source };
   }
   return { source: extension };
+}
+
+/**
+ * The files of a merge, each read as its name and content say, each a format that converts to
+ * PDF (or a PDF), in the order sent, or by name when `merge_order` says so.
+ */
+async function mergeInputs(files: SpooledFile[], registry: FormatRegistry, options: Record<string, unknown>): Promise<MergeInput[]> {
+  const inputs: MergeInput[] = [];
+  for (const [index, file] of files.entries()) {
+    const name = cleanFileName(file.filename, `upload-${index + 1}`);
+    const { source, named } = await resolveSource(registry, undefined, name, undefined, file);
+    if (!source) {
+      throw validationError({ file: { reason: 'invalid_value', params: { text: `the format of ${name} could not be told from its name or content` } } });
+    }
+    if (source !== MERGE_TARGET && !registry.pair(source, MERGE_TARGET)) {
+      throw new ApiError('unsupported_conversion', {
+        params: { source, target: MERGE_TARGET, ...(named ? { named } : {}) },
+        details: { source, target: MERGE_TARGET, file: name, ...(named ? { named } : {}) },
+      });
+    }
+    inputs.push({ file, name, source });
+  }
+  if (options.merge_order === 'name') inputs.sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
+  return inputs;
 }

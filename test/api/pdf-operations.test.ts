@@ -12,7 +12,10 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
-import { assertFieldErrors, call, download, submitFile, type FormatDetails, type PublicConversion } from '../helpers/api-support.ts';
+import {
+  assertError, assertFieldErrors, call, download, getAccount, newAccount, submitFile, type Client, type FormatDetails, type PublicConversion,
+} from '../helpers/api-support.ts';
+import { longDocx } from '../helpers/stuck-documents.ts';
 import { startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
 import { zipEntries } from '../helpers/zip-read.ts';
 
@@ -75,6 +78,69 @@ describe('PDF operations over HTTP', () => {
     const { stdout } = await run('pdftotext', ['-upw', 'secret pw', path, '-']);
     assert.deepEqual([...stdout.matchAll(/Minutes page (\d)/g)].map((m) => m[1]), ['2', '3']);
     assert.match(stdout, /1\/2[\s\S]*2\/2/);
+  });
+
+  /** A merge as a client sends it: several `file` parts, in order. */
+  async function merge(client: Client, files: { name: string; data: Buffer }[], fields: Record<string, string> = {}) {
+    const body = new FormData();
+    for (const [name, value] of Object.entries({ target: 'pdf', wait: '30', ...fields })) body.append(name, value);
+    for (const file of files) body.append('file', new Blob([file.data]), file.name);
+    return call<PublicConversion>(client, '/conversions', { method: 'POST', body });
+  }
+
+  async function mergeFixtures(): Promise<{ name: string; data: Buffer }[]> {
+    const png = await sharp({ create: { width: 120, height: 80, channels: 3, background: '#3366cc' } }).png().toBuffer();
+    return [
+      { name: 'minutes.pdf', data: pdf },
+      { name: 'photo.png', data: png },
+      { name: 'notes.txt', data: Buffer.from('NOTES-MARKER: the text file, on a page of its own\n') },
+      { name: 'letter.docx', data: longDocx(3, 'DOCX-MARKER') },
+    ];
+  }
+
+  it('a merge: a PDF, a PNG, a text file and a docx, each made a PDF, merged in the order sent, its files listed', async () => {
+    const files = await mergeFixtures();
+    const got = await merge(daemon, files, { page_numbers: '{n}/{total}' });
+    assert.equal(got.status, 200, JSON.stringify(got.body));
+    const conversion = got.body;
+    assert.equal(conversion.status, 'succeeded', JSON.stringify(conversion.error));
+    assert.deepEqual(conversion.inputs, files.map((file) => ({ name: file.name, size: file.data.length, format: file.name.split('.')[1] })));
+    assert.equal(conversion.original_name, 'minutes.pdf');
+    assert.equal(conversion.input_size, files.reduce((sum, file) => sum + file.data.length, 0));
+    assert.equal(conversion.result?.filename, 'minutes.pdf');
+    const path = join(dir, 'merged.pdf');
+    await writeFile(path, (await download(daemon, conversion.id)).bytes);
+    const pages = (await run('pdftotext', [path, '-'])).stdout.split('\f').slice(0, -1);
+    assert.ok(pages.length >= 7, `${pages.length} pages`);
+    const firstOf = (pattern: RegExp) => pages.findIndex((text) => pattern.test(text));
+    assert.deepEqual([1, 2, 3, 4].map((n) => firstOf(new RegExp(`Minutes page ${n}`))), [0, 1, 2, 3]);
+    assert.equal(firstOf(/NOTES-MARKER/), 5, 'the image is page 5, the text file page 6');
+    assert.equal(firstOf(/DOCX-MARKER/), 6);
+    assert.match(pages.at(-1)!, new RegExp(`${pages.length}/${pages.length}`), 'page numbers run over the whole merge');
+    const { stdout } = await run('pdfimages', ['-list', '-f', '5', '-l', '5', path]);
+    assert.match(stdout, /\s120\s+80\s/, 'page 5 holds the 120 x 80 image');
+  });
+
+  it('merge_order=name; a file that cannot become a PDF, and several files to another target, are refused', async () => {
+    const files = await mergeFixtures();
+    const sorted = await merge(daemon, [files[2]!, files[0]!], { merge_order: 'name' });
+    assert.equal(sorted.body.status, 'succeeded', JSON.stringify(sorted.body));
+    assert.deepEqual(sorted.body.inputs?.map((input) => input.name), ['minutes.pdf', 'notes.txt']);
+    const wav = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WAVEfmt '), Buffer.alloc(40)]);
+    const refused = await merge(daemon, [files[0]!, { name: 'sound.wav', data: wav }]);
+    const error = assertError(refused, 422, 'unsupported_conversion');
+    assert.equal(error.details?.file, 'sound.wav');
+    const toPng = await merge(daemon, [files[0]!, files[1]!], { target: 'png' });
+    assertFieldErrors(toPng, ['file']);
+  });
+
+  it('a merge costs the merge and each file\'s own conversion to PDF: pdf 1 + png 1 + txt 1 + docx 2', async () => {
+    const client = await newAccount(daemon, 'lite');
+    const before = (await getAccount(client)).body.credits.remaining!;
+    const got = await merge(client, await mergeFixtures());
+    assert.equal(got.body.status, 'succeeded', JSON.stringify(got.body));
+    assert.equal(got.body.credits, 5);
+    assert.equal((await getAccount(client)).body.credits.remaining, before - 5);
   });
 
   it('a split is one zip: named and served as one, each part a PDF of its pages', async () => {

@@ -20,6 +20,7 @@ export type Position = (typeof POSITIONS)[number];
 export const PDFA_LEVELS = ['1b', '2b', '3b'] as const;
 export const PERMISSIONS = ['all', 'print', 'none'] as const;
 export const ROTATIONS = ['90', '180', '270'] as const;
+export const MERGE_ORDERS = ['sent', 'name'] as const;
 
 
 const COLOUR = '#[0-9a-fA-F]{6}';
@@ -59,12 +60,13 @@ export const PASSWORD_OPTION: OptionDescriptor = text('password', 'Password that
 
 /**
  * pdf -> pdf. Every option is off unless given; the steps run in this fixed order whatever the
- * order they were sent in: open (password), pages, rotate, flatten, watermark, stamp, page
+ * order they were sent in: merge (several files), open (password), pages, rotate, flatten, watermark, stamp, page
  * numbers, metadata, PDF/A, then encryption with the variant's compression or linearisation, and
  * last the split into parts (a zip of PDFs when there are several).
  */
 export function operationOptions(pdfa: boolean): OptionDescriptor[] {
   return [
+    choice('merge_order', MERGE_ORDERS, 'Several files sent: merged in the order sent (default) or by name'),
     PASSWORD_OPTION,
     text('pages', 'Pages to keep, in this order: 1-3,5 keeps four; 3,1-2 puts page 3 first', { max: 1000, pattern: PAGE_LIST }),
     choice('rotate', ROTATIONS, 'Turn pages clockwise by this many degrees'),

@@ -16,7 +16,7 @@ import { inspectPdf } from './inspect.ts';
 import { drawMarks, requestedMarks } from './marks.ts';
 import { makePdfa } from './pdfa.ts';
 import { finishingArguments, needsOpening, openingArguments, pageCount, qpdfPass } from './qpdf-passes.ts';
-import { qpdfModulePath } from './qpdf.ts';
+import { pagesFromFiles, qpdfModulePath } from './qpdf.ts';
 
 export interface PdfOperationsOptions {
   /** Memory of one Ghostscript run (PDF/A), MiB (engine_memory_mb); none when unset. */
@@ -108,6 +108,13 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   if (level !== undefined && pdfa === undefined) throw new ConversionFailure('conversion_failed', 'PDF/A needs Ghostscript, which this server does not have.');
   const drawing = marks.length > 0 || asksForMetadata(options);
   let current = job.inputPath;
+  if (job.inputPaths && job.inputPaths.length > 1) {
+    // A merge: the files' pages in order, the first file's document information kept.
+    const merged = join(scratch, 'merged.pdf');
+    const password = typeof options.password === 'string' ? options.password : undefined;
+    await qpdfPass(['--decrypt', ...pagesFromFiles(job.inputPaths, password)], job.inputPaths[0]!, merged, signal, hasPassword);
+    current = merged;
+  }
   if (needsOpening(options) || drawing || level !== undefined) {
     const opened = join(scratch, 'opened.pdf');
     await qpdfPass(openingArguments(options), current, opened, signal, hasPassword);

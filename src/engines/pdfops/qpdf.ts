@@ -82,3 +82,14 @@ export function runQpdf(options: string[], inputPath: string, outputPath: string
     worker.once('exit', (code) => finish(() => reject(signal.aborted ? signal.reason : new Error(`qpdf worker exited (${code}) without a result`))));
   });
 }
+
+/**
+ * The arguments that take pages from several files, for a run whose input is the first of them:
+ * inside qpdf's worker the input's directory is /in, so every file must be in that directory.
+ */
+export function pagesFromFiles(paths: readonly string[], password?: string): string[] {
+  const directory = dirname(paths[0]!);
+  if (paths.some((path) => dirname(path) !== directory)) throw new Error('the files to take pages from must share a directory');
+  // Every page of each: the range is given, or qpdf would read the next file's name as one.
+  return ['--pages', ...paths.flatMap((path) => [`/in/${basename(path)}`, ...(password === undefined ? [] : [`--password=${password}`]), '1-z']), '--'];
+}

@@ -8,10 +8,11 @@ import type { Plan } from '../../model/plan.ts';
 import type { Lane } from '../../queue/job-source.ts';
 import { JobCancelled } from '../../queue/worker-pool.ts';
 import type { ConversionService } from '../conversion-service.ts';
-import { conversionCost } from '../credits.ts';
+import { creditCost } from '../merge-bundle.ts';
 import { outputLimit, outputLimitFailure, withinRoom } from '../output-limit.ts';
 import { planTimeLimitMs } from '../time-limit.ts';
-import { convertOnEngines } from './engine-call.ts';
+import { convertOnEngines, type EngineCall } from './engine-call.ts';
+import { mergeSources } from './merge-sources.ts';
 import type { EngineGates } from './engine-gates.ts';
 import { fetchInput } from './fetch-input.ts';
 import { progressWriter } from './progress.ts';
@@ -87,13 +88,20 @@ export class ConversionRun {
     const maxOutput = withinRoom(outputLimit(plan, record.input_size, config.outputCapRatio, config.outputCapFloorMb), service.diskRoom.headroom());
     let produced: EngineOutput | void;
     try {
-      produced = await convertOnEngines({
+      const call: EngineCall = {
         record, inputPath, outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf,
         onProgress: progressWriter(service.store, this.id),
         onEngineTime: (ms) => {
           this.engineMs += ms;
         },
-      }, pair, engine, registry, gates);
+      };
+      if (record.inputs && record.inputs.length > 1) {
+        // A merge: its files as PDFs first, then the one pdf -> pdf with all of them.
+        const inputPaths = await mergeSources(call, record.inputs, registry, gates);
+        const files = record.inputs.length;
+        const onProgress = (percent: number) => call.onProgress(Math.floor(((files + percent / 100) / (files + 1)) * 100));
+        produced = await convertOnEngines({ ...call, inputPath: inputPaths[0]!, inputPaths, onProgress }, pair, engine, registry, gates);
+      } else produced = await convertOnEngines(call, pair, engine, registry, gates);
     } finally {
       this.releaseSlot();
     }
@@ -111,7 +119,7 @@ export class ConversionRun {
   private success(current: ConversionRecord, made: { plan: Plan; pair: ConversionPair; produced: EngineOutput | void; size: number; extension: string }): Partial<ConversionRecord> {
     const { registry } = this.parts.service;
     const now = this.parts.service.now();
-    const cost = made.plan.credits_type === 'unmetered' ? 0 : conversionCost(registry.creditWeight(made.pair), current.input_size);
+    const cost = made.plan.credits_type === 'unmetered' ? 0 : creditCost(registry, made.pair, current.input_size, current.inputs);
     return {
       progress: 100, credits: cost, charged_at: cost > 0 ? now.toISOString() : null, engine_ms: this.engineMs,
       ...(made.produced?.warnings?.length ? { warnings: made.produced.warnings } : {}),

@@ -14,6 +14,8 @@ import type { EngineGates } from './engine-gates.ts';
 export interface EngineCall {
   record: ConversionRecord;
   inputPath: string;
+  /** A merge's files, each a PDF by now, in order (EngineJob.inputPaths). */
+  inputPaths?: string[];
   outputPath: string;
   signal: AbortSignal;
   lane: Lane;
@@ -54,6 +56,7 @@ async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engi
   try {
     return await engine.convert({
       inputPath: call.inputPath, outputPath: call.outputPath, source: record.source, target: record.target,
+      ...(call.inputPaths ? { inputPaths: call.inputPaths } : {}),
       variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress: call.onProgress, maxOutputBytes: maxOutput.bytes,
       startClock,
       timeLimitMs: timeoutMs,

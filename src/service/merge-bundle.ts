@@ -1,0 +1,38 @@
+import { writeZip } from '../engines/archive.ts';
+import type { FormatRegistry } from '../formats/registry.ts';
+import type { ConversionPair } from '../engines/pairs.ts';
+import type { ConversionInputFile } from '../model/conversion.ts';
+import type { BlobStore } from '../store/blob-store.ts';
+import { conversionCost } from './credits.ts';
+import type { MergeInput } from './create-request.ts';
+
+/** A merge's files in one zip in the spool: the stored input, one blob as any conversion's. */
+export async function packMergeInputs(blobs: BlobStore, inputs: readonly MergeInput[]): Promise<string> {
+  const path = blobs.spoolPath();
+  await writeZip(inputs.map((input, index) => ({ path: input.file.path, name: bundleEntryName(index, input.source) })), path, AbortSignal.timeout(600_000));
+  return path;
+}
+
+/** The name of a merge's file in its bundle: its place and its format (`3.docx`). */
+export function bundleEntryName(index: number, format: string): string {
+  return `${index + 1}.${format}`;
+}
+
+/** What the conversion shows of a merge's files. */
+export function mergeInputFiles(inputs: readonly MergeInput[]): ConversionInputFile[] {
+  return inputs.map((input) => ({ name: input.name, size: input.file.size, format: input.source }));
+}
+
+/**
+ * The credits of a conversion: its pair's weight per started 100 MB, and for a merge, each file
+ * that is not a PDF its own conversion to PDF's weight on top (a docx, two PNGs and a PDF merged:
+ * pdf 1 + document 2 + image 1 + image 1).
+ */
+export function creditCost(registry: FormatRegistry, pair: ConversionPair, inputSize: number | null, inputs?: readonly ConversionInputFile[]): number {
+  let cost = conversionCost(registry.creditWeight(pair), inputSize);
+  for (const input of inputs ?? []) {
+    const toPdf = input.format === 'pdf' ? undefined : registry.pair(input.format, 'pdf');
+    if (toPdf) cost += conversionCost(registry.creditWeight(toPdf), input.size);
+  }
+  return cost;
+}
