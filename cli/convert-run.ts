@@ -1,3 +1,4 @@
+import { basename, dirname, resolve } from 'node:path';
 import { conversionJson } from './conversion-json.ts';
 import { ClientError, type ConvClient, type CreateConversionRequest } from '../src/client/types.ts';
 import type { ConversionOptions, PublicConversion } from '../src/model/conversion.ts';
@@ -65,6 +66,7 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
   const progress = waitSeconds !== null ? createProgress(ctx.io.stderr, inputs.length, out.mode.quiet) : null;
   const deadline = waitSeconds === null ? null : Date.now() + waitSeconds * 1000;
   const names = new NameReservations();
+  keepInputs(inputs, destination, names, options.output);
   // Lines for people go to stderr when stdout carries the file.
   const say = (text: string) => {
     progress?.clear();
@@ -152,6 +154,18 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
   }
   const failed = outcomes.find((o) => o.exit !== EXIT.ok);
   if (failed) ctx.fail(failed.exit);
+}
+
+/**
+ * A result never replaces its own input: `-o` naming an input is refused, and in a directory that
+ * holds inputs their names are taken (a.pdf -> pdf becomes a-1.pdf beside it, not a.pdf).
+ */
+function keepInputs(inputs: readonly InputArg[], destination: Destination | null, names: NameReservations, output: string | undefined): void {
+  const files = inputs.filter((input): input is Extract<InputArg, { kind: 'file' }> => input.kind === 'file').map((input) => resolve(input.path));
+  if (destination?.kind === 'file' && files.includes(destination.path)) {
+    throw usageError(`-o ${output}: that is an input; write the result elsewhere`);
+  }
+  if (destination?.kind === 'dir') for (const file of files) if (dirname(file) === destination.path) names.reserve(basename(file));
 }
 
 function idempotencyKeys(key: string | undefined, count: number): (string | undefined)[] {

@@ -11,6 +11,7 @@ import { registerDownload } from './commands/download.ts';
 import { registerFormats } from './commands/formats.ts';
 import { registerGet } from './commands/get.ts';
 import { registerList } from './commands/list.ts';
+import { registerMerge } from './commands/merge.ts';
 import { registerSplit } from './commands/split.ts';
 import { registerWatch } from './commands/watch.ts';
 import { registerWebhook } from './commands/webhook.ts';
@@ -57,6 +58,7 @@ ${examples([
 ])}`);
 
   registerConvert(program, ctx);
+  registerMerge(program, ctx);
   registerSplit(program, ctx);
   registerGet(program, ctx);
   registerList(program, ctx);

@@ -162,13 +162,21 @@ export class HttpClient implements ConvClient {
       file = () => new StreamedFile(input.filename, Number.NaN, () => input.stream);
       retryClass = 'once';
     }
+    const more = await Promise.all((request.mergeWith ?? []).map(async (other) => {
+      const size = await stat(other.path).then((info) => info.size, (error: Error) => {
+        throw new ClientError('input_unreadable', `cannot read ${other.path}: ${error.message}`, null);
+      });
+      return () => StreamedFile.fromPath(other.path, other.filename ?? basename(other.path), size);
+    }));
     const body = (): MultipartForm => {
       const form = new MultipartForm();
       form.append('target', request.target);
       for (const [name, value] of Object.entries(this.commonFields(request))) form.append(name, value);
       for (const [name, value] of Object.entries(request.options ?? {})) form.append(`options[${name}]`, value);
-      // The file goes last, so the server has every field before it starts spooling the upload.
+      // The files go last, so the server has every field before it starts spooling the upload;
+      // a merge's in its order.
       form.append('file', file());
+      for (const other of more) form.append('file', other());
       return form;
     };
     return this.call<PublicConversion>({ method: 'POST', path: 'conversions', body, headers, retryClass, waitSeconds: request.wait });

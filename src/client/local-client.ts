@@ -202,6 +202,12 @@ class LocalClient implements ConvClient {
       } else {
         files.push(await this.spool(system, input.stream, input.filename));
       }
+      for (const other of request.mergeWith ?? []) {
+        const filename = other.filename ?? basename(other.path);
+        files.push(request.idempotencyKey
+          ? await this.spool(system, createReadStream(other.path), filename)
+          : await this.spoolCopy(system, other.path, filename));
+      }
       const outcome = await system.conversions.create(account, {
         fields, options: request.options ?? {}, files, idempotencyKey: request.idempotencyKey,
       });

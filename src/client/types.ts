@@ -16,6 +16,11 @@ export type ConversionInputSpec =
 
 export interface CreateConversionRequest {
   input: ConversionInputSpec;
+  /**
+   * More files after `input`, merged with it into one PDF in this order (target pdf; at most 49
+   * more): each is converted to PDF first where it is not one.
+   */
+  mergeWith?: { kind: 'file'; path: string; filename?: string }[];
   target: string;
   source?: string;
   variant?: string;

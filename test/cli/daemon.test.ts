@@ -119,6 +119,20 @@ describe('conv against convd', () => {
     assert.equal(usage.code, 2);
   });
 
+  it('merge uploads its files together and writes one PDF of them in order; -o naming an input is refused', async () => {
+    await writeFile(join(dir.path, 'note.txt'), 'MERGED-NOTE-MARKER\n');
+    const merged = await conv(['merge', 'five.pdf', 'red.png', 'note.txt', '-O', 'page_numbers={n}/{total}', '-o', 'merged.pdf', '--json']);
+    assert.equal(merged.code, 0, merged.stderr);
+    const conversion = json<{ inputs: { name: string; format: string }[]; path: string }>(merged);
+    assert.deepEqual(conversion.inputs.map((input) => [input.name, input.format]), [['five.pdf', 'pdf'], ['red.png', 'png'], ['note.txt', 'txt']]);
+    assert.equal(conversion.path, join(dir.path, 'merged.pdf'));
+    const doc = await PDFDocument.load(await readFile(join(dir.path, 'merged.pdf')));
+    assert.equal(doc.getPageCount(), 7);
+    const refused = await conv(['merge', 'five.pdf', 'note.txt', '-o', 'five.pdf']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /one of the files to merge/);
+  });
+
   it('pipes stdin to stdout: a PNG in, a JPEG out', async () => {
     const result = await conv(['convert', '-', '--from', 'png', '--to', 'jpg', '-O', 'quality=60', '-o', '-'], { stdin: png });
     assert.equal(result.code, 0, result.stderr);
