@@ -10,6 +10,8 @@ import { benchLargeText } from './large-text.ts';
 import { benchLoad } from './load.ts';
 import { benchMemorySoak } from './memory-soak.ts';
 import { benchOfficeCold, benchOfficeWarm } from './office.ts';
+import { benchPdfAllPages } from './pdf-all-pages.ts';
+import { benchPdfMerge } from './pdf-merge.ts';
 import { benchPdfPages } from './pdf-pages.ts';
 import { benchPostgresGetThroughput } from './postgres-get-throughput.ts';
 import { benchPostgresSubmitLatency } from './postgres-submit.ts';
@@ -51,6 +53,8 @@ export const BENCHES: readonly Bench[] = [
   { name: 'large-text', letter: 's', measures: '1 MiB of text and of Markdown to five document formats against the fastest direct tool', run: benchLargeText },
   { name: 'healthz-under-chromium', letter: 't', measures: '/healthz and a keyed GET under 16 hostile Chromium pages against an idle daemon', run: benchHealthzUnderChromium },
   { name: 'fair-share', letter: 'u', measures: 'a fourth account\'s small conversions while three keep every engine busy against an idle daemon', run: benchFairShare },
+  { name: 'pdf-all-pages', letter: 'v', measures: 'a 20-page PDF -> a zip of PNGs at 150 dpi through convd against PDFium, sharp and yazl called directly', run: benchPdfAllPages },
+  { name: 'pdf-merge', letter: 'w', measures: '50 one-page PDFs merged into one through convd against qpdf (WebAssembly) called directly', run: benchPdfMerge },
 ];
 
 /** The bench a command-line word names: its name, or its letter. */

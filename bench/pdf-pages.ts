@@ -20,6 +20,7 @@ import sharp from 'sharp';
 import { startBaseline } from './lib/baseline-process.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { ROOT, startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
+import { cpuOf, hostPids } from './lib/engine-hosts.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection } from './lib/http-wire.ts';
 import { photoPng } from './lib/images.ts';
@@ -97,23 +98,6 @@ const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[sorted.length >> 1] ?? 0;
 };
-
-/** Pids of the daemon's engine host processes (its children titled convd-engine-host). */
-async function hostPids(daemonPid: number): Promise<number[]> {
-  const children = (await readFile(`/proc/${daemonPid}/task/${daemonPid}/children`, 'utf8').catch(() => '')).split(' ').filter(Boolean).map(Number);
-  const hosts: number[] = [];
-  for (const pid of children) {
-    const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (command.startsWith('convd-engine-host')) hosts.push(pid);
-  }
-  return hosts;
-}
-
-async function cpuOf(pids: number[]): Promise<number> {
-  let total = 0;
-  for (const pid of pids) total += await cpuTimeMs(pid).catch(() => 0);
-  return total;
-}
 
 interface Run {
   ms: number;

@@ -58,3 +58,24 @@ export function multipartBody(fields: Record<string, string>, fileName: string, 
   const frame = multipartFrame(fields, fileName, fileType);
   return { contentType: frame.contentType, body: Buffer.concat([frame.head, data, frame.tail]) };
 }
+
+/** A file part of multipartFiles. */
+export interface FilePart {
+  name: string;
+  type: string;
+  data: Buffer;
+}
+
+/** multipart/form-data with the fields, then one `file` part per file in the order given (a merge's inputs). */
+export function multipartFiles(fields: Record<string, string>, files: readonly FilePart[]): { contentType: string; body: Buffer } {
+  const boundary = `----convd-bench-${randomBytes(12).toString('hex')}`;
+  const parts: Buffer[] = [];
+  for (const [name, value] of Object.entries(fields)) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  }
+  for (const file of files) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`), file.data, Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { contentType: `multipart/form-data; boundary=${boundary}`, body: Buffer.concat(parts) };
+}
