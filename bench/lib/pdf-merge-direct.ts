@@ -16,6 +16,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { finishingArguments } from '../../src/engines/pdfops/qpdf-passes.ts';
 import { runQpdf } from '../../src/engines/pdfops/qpdf.ts';
 import type { DirectRound } from './direct-rounds.ts';
 
@@ -27,9 +28,13 @@ export interface DirectPlan {
   warmup: number;
 }
 
-/** qpdf's options for merging `names`: the first is the input (`.`), the others follow it. */
+/**
+ * qpdf's options for merging `names` as convd writes a merge (its default variant, `compress`:
+ * object streams and recompressed streams; finishingArguments is convd's own), the first file the
+ * input (`.`), the others after it.
+ */
 function mergeOptions(names: readonly string[]): string[] {
-  return ['--pages', '.', '1-z', ...names.slice(1).flatMap((name) => [`/in/${name}`, '1-z']), '--'];
+  return ['--decrypt', ...finishingArguments('compress', {}), '--pages', '.', '1-z', ...names.slice(1).flatMap((name) => [`/in/${name}`, '1-z']), '--'];
 }
 
 async function merge(plan: DirectPlan, output: string): Promise<void> {

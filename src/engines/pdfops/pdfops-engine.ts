@@ -110,9 +110,19 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   let current = job.inputPath;
   if (job.inputPaths && job.inputPaths.length > 1) {
     // A merge: the files' pages in order, the first file's document information kept.
-    const merged = join(scratch, 'merged.pdf');
     const password = typeof options.password === 'string' ? options.password : undefined;
-    await qpdfPass(['--decrypt', ...pagesFromFiles(job.inputPaths, password)], job.inputPaths[0]!, merged, signal, hasPassword);
+    const merging = pagesFromFiles(job.inputPaths, password);
+    const finishing = finishingArguments(job.variant, options);
+    if (!needsOpening(options) && !drawing && level === undefined && !asksForSplit(options)) {
+      // Nothing between the merge and the last pass: one qpdf run does both (each run costs
+      // qpdf's start, about 50 ms, beside 100 ms for 50 pages).
+      job.onProgress(50);
+      const decrypt = finishing.includes('--encrypt') ? [] : ['--decrypt'];
+      await qpdfPass([...decrypt, ...finishing, ...merging], job.inputPaths[0]!, job.outputPath, signal, hasPassword);
+      return finished(job, false, []);
+    }
+    const merged = join(scratch, 'merged.pdf');
+    await qpdfPass(['--decrypt', ...merging], job.inputPaths[0]!, merged, signal, hasPassword);
     current = merged;
   }
   if (needsOpening(options) || drawing || level !== undefined) {
@@ -150,6 +160,13 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
     await writeZip(parts, job.outputPath, signal, job.maxOutputBytes);
     archive = true;
   }
+  return finished(job, archive, warnings);
+}
+
+const asksForSplit = (options: EngineJob['options']): boolean => typeof options.split_every === 'number' || typeof options.split_ranges === 'string';
+
+/** The result as written: measured, within the cap. */
+async function finished(job: EngineJob, archive: boolean, warnings: ConversionWarning[]): Promise<EngineOutput> {
   const size = await stat(job.outputPath).then((info) => info.size, () => 0);
   if (size === 0) throw new ConversionFailure('conversion_failed', 'qpdf wrote no output.');
   checkOutputSize(size, job.maxOutputBytes);
