@@ -17,6 +17,9 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { call, png, slowPng, submitFile } from '../helpers/api-support.ts';
 import { verifyWebhook } from '../../src/webhooks/index.ts';
@@ -373,6 +376,38 @@ describe('the web face in a browser', () => {
     // Without the session's token in X-CSRF-Token (or from elsewhere), nothing is submitted.
     const forged = await page.evaluate(async () => (await fetch('/web/api/conversions', { method: 'POST', body: new FormData() })).status);
     assert.equal(forged, 403);
+    await context.close();
+  });
+
+  it('the convert page merges files of different kinds into one PDF, in the order chosen, with page numbers', async () => {
+    const { context, page } = await signedIn(browser, daemon.url, 'alice', { acceptDownloads: true });
+    await page.goto(`${daemon.url}/convert`);
+    const doc = await PDFDocument.create();
+    const font = await doc.embedFont(StandardFonts.Helvetica);
+    for (const n of [1, 2]) doc.addPage([300, 300]).drawText(`WEB-MERGE-${n}`, { x: 20, y: 250, size: 16, font });
+    await page.setInputFiles('#files', [
+      { name: 'first.pdf', mimeType: 'application/pdf', buffer: Buffer.from(await doc.save()) },
+      { name: 'second.png', mimeType: 'image/png', buffer: await png(120, 80) },
+      { name: 'third.txt', mimeType: 'text/plain', buffer: Buffer.from('WEB-MERGE-TEXT\n') },
+    ]);
+    await page.locator('#convert-problem', { hasText: 'merge them into one PDF' }).waitFor();
+    await page.getByLabel('Merge the files into one PDF').check();
+    await page.locator('#target option[value=pdf]').waitFor({ state: 'attached' });
+    assert.deepEqual(await page.locator('#target option').allTextContents(), ['pdf'], 'a merge makes a PDF only');
+    await page.locator('#opt-page_numbers').fill('{n} of {total}');
+    await page.getByRole('button', { name: 'Convert', exact: true }).click();
+    const link = page.locator('#jobs li a', { hasText: 'Download' });
+    await link.waitFor({ timeout: 30_000 });
+    assert.match(await page.textContent('#jobs li .name') ?? '', /3 files merged/);
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    assert.equal(download.suggestedFilename(), 'first.pdf');
+    const path = (await download.path())!;
+    const merged = await PDFDocument.load(await readFile(path));
+    assert.equal(merged.getPageCount(), 4);
+    const text = (await promisify(execFile)('pdftotext', [path, '-'])).stdout.split('\f');
+    assert.match(text[0]!, /WEB-MERGE-1[\s\S]*1 of 4/);
+    assert.match(text[1]!, /WEB-MERGE-2/);
+    assert.match(text[3]!, /WEB-MERGE-TEXT[\s\S]*4 of 4/);
     await context.close();
   });
 

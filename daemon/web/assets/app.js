@@ -13,10 +13,16 @@ if (convertForm) {
   const fields = document.getElementById('option-fields');
   const problem = document.getElementById('convert-problem');
   const jobs = document.getElementById('jobs');
+  const merge = document.getElementById('merge');
+  const mergeRow = document.getElementById('merge-row');
   let details = null;
   const show = (message) => { problem.textContent = message || ''; problem.hidden = !message; };
   const extension = (name) => { const at = name.lastIndexOf('.'); return at > 0 ? name.slice(at + 1).toLowerCase() : ''; };
+  // Several files may be merged into one PDF: then the choice is pdf -> pdf's, whatever their kinds.
+  const merging = () => files.files.length > 1 && merge.checked;
   const sourceOf = () => {
+    mergeRow.hidden = files.files.length < 2;
+    if (merging()) return 'pdf';
     if (files.files.length > 0) {
       const kinds = [...new Set([...files.files].map((file) => extension(file.name)))];
       if (kinds.length > 1) { show(say('oneKind', { kinds: kinds.join(', ') })); return null; }
@@ -59,7 +65,7 @@ if (convertForm) {
         if (option.default === null) select.append(element('option', { value: '' }, '-'));
         for (const value of option.values) select.append(element('option', { value, selected: value === option.default }, value));
         row.append(select);
-      } else if (option.type === 'range') {
+      } else if (option.type === 'range' && option.default !== null) {
         const output = element('output', { for: id, id: id + '-value' }, String(option.default ?? option.min));
         row.append(element('label', { for: id }, option.label + ' '), output);
         const slider = element('input', { type: 'range', id, name: option.name, min: option.min, max: option.max, value: option.default ?? option.min });
@@ -67,7 +73,10 @@ if (convertForm) {
         row.append(slider);
       } else {
         row.append(element('label', { for: id }, option.label));
-        row.append(element('input', { type: option.type === 'number' ? 'number' : 'text', id, name: option.name, min: option.min, max: option.max, pattern: option.pattern, value: option.default ?? '' }));
+        // A range without a default (a split's page count) is a number field left empty: a
+        // slider always has a value, and would send one nobody chose.
+        const numeric = option.type === 'number' || option.type === 'range';
+        row.append(element('input', { type: numeric ? 'number' : 'text', id, name: option.name, min: option.min, max: option.max, step: option.type === 'range' ? 1 : numeric ? 'any' : undefined, pattern: option.pattern, value: option.default ?? '' }));
       }
       fields.append(row);
     }
@@ -85,12 +94,13 @@ if (convertForm) {
     // A kind convd does not know is named as the file has it, not as the API's identifier.
     if (answer.status === 404) { show(say('unknownKind', { kind: source })); return; }
     if (!answer.ok) { show(body.error ? body.error.message : say('unknownKind', { kind: source })); return; }
-    details = body;
-    for (const entry of body.data) target.append(element('option', { value: entry.target }, entry.target));
-    target.disabled = body.data.length === 0;
+    details = merging() ? { ...body, data: body.data.filter((entry) => entry.target === 'pdf') } : body;
+    for (const entry of details.data) target.append(element('option', { value: entry.target }, entry.target));
+    target.disabled = details.data.length === 0;
     renderOptions();
   };
   files.addEventListener('change', () => { url.value = ''; loadTargets(); });
+  merge.addEventListener('change', loadTargets);
   // Files dropped anywhere on the field: taken as chosen (browsers differ in what a drop on a file field does).
   files.addEventListener('dragover', (event) => event.preventDefault());
   files.addEventListener('drop', (event) => {
@@ -128,12 +138,15 @@ if (convertForm) {
     };
     look();
   };
-  const send = (file) => new Promise((resolve) => {
+  // `chosen`: one file, several to merge (in the order chosen), or none for the address.
+  const send = (chosen) => new Promise((resolve) => {
     const item = element('li');
-    item.append(element('span', { class: 'name' }, file ? file.name : url.value), ' ', element('span', { class: 'state' }, say('waiting')));
+    const name = chosen.length === 0 ? url.value : chosen.length === 1 ? chosen[0].name : say('mergedFiles', { n: chosen.length });
+    item.append(element('span', { class: 'name' }, name), ' ', element('span', { class: 'state' }, say('waiting')));
     jobs.append(item);
     const sent = formFields();
-    if (file) sent.set('file', file); else sent.set('url', url.value);
+    if (chosen.length === 0) sent.set('url', url.value);
+    for (const file of chosen) sent.append('file', file);
     const request = new XMLHttpRequest();
     request.open('POST', base + '/web/api/conversions');
     request.setRequestHeader('x-csrf-token', csrf);
@@ -159,8 +172,9 @@ if (convertForm) {
     event.preventDefault();
     show('');
     if (!target.value || (files.files.length === 0 && !url.value)) { show(say('chooseFirst')); return; }
-    if (files.files.length > 0) for (const file of [...files.files]) await send(file);
-    else await send(null);
+    if (merging()) await send([...files.files]);
+    else if (files.files.length > 0) for (const file of [...files.files]) await send([file]);
+    else await send([]);
   });
 }
 const live = document.querySelector('table[data-live]');
