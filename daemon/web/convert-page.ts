@@ -8,8 +8,9 @@ const SCRIPT_TEXTS: readonly TextKey[] = ['chooseFirst', 'oneKind', 'mergedFiles
 /**
  * The convert page: files dropped on (or chosen with) the file field, or a URL; the
  * targets and each target's options come from the formats listing for the files' kind
- * (/web/api/formats/<source>) and the form is built from the option descriptors (range: a slider, or an empty number field where it has no default
- * with its value shown, enum: a list, bool: a checkbox, number: a number field); each file is sent
+ * (/web/api/formats/<source>) and the form is built from the option descriptors (range: a slider
+ * with its value shown, or an empty number field where it has no default; enum: a list; bool: a
+ * checkbox; number: a number field); each file is sent
  * on its own with its upload's progress, then its conversion's, then a download link. Several
  * files may instead be merged into one PDF (files of different kinds can only be): one request
  * with every file in the order chosen, with pdf -> pdf's options. The script

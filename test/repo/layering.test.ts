@@ -23,8 +23,9 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   'src/webhooks': ['src/model', 'src/errors', 'src/store', 'src/inputs'],
   'src/service': ['src/model', 'src/errors', 'src/inputs', 'src/engines', 'src/formats', 'src/store', 'src/queue', 'src/webhooks'],
   'src/sign-in': ['src/model', 'src/errors', 'src/store', 'src/service'],
-  // The ConvClient contract: HttpClient over /v1, LocalClient over the service in-process.
-  'src/client': ['src/model', 'src/errors', 'src/inputs', 'src/engines', 'src/formats', 'src/service'],
+  // The ConvClient contract: HttpClient over /v1, LocalClient over the service in-process. The
+  // package's client (convd/client) hands on the receiver API (src/webhooks/index.ts) as is.
+  'src/client': ['src/model', 'src/errors', 'src/inputs', 'src/engines', 'src/formats', 'src/service', 'src/webhooks/index.ts'],
   // The faces. The daemon turns requests into calls on the core.
   daemon: ['src'],
   // The CLI speaks the ConvClient contract and its shapes, and verifies webhooks as any receiver
