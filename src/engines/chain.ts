@@ -14,10 +14,16 @@ export interface ChainLookup {
   pair(source: string, target: string): ConversionPair | undefined;
 }
 
-/** The options of one step: those of the conversion that the step's pair describes. */
-function optionsFor(step: ConversionPair, options: ConversionOptions): ConversionOptions {
+/**
+ * The options of one step: those of the conversion that the step's pair describes, less, for an
+ * earlier step, those the last step declares too: the conversion's option of that name is the
+ * last step's (composedPair), validated by its descriptor (`pages=all` of a document's PNGs is
+ * the pages to render, not LibreOffice's page range).
+ */
+function optionsFor(step: ConversionPair, options: ConversionOptions, lastsOwn: ReadonlySet<string>): ConversionOptions {
   const own: ConversionOptions = {};
   for (const descriptor of step.options) {
+    if (lastsOwn.has(descriptor.name)) continue;
     const value = options[descriptor.name] ?? descriptor.default;
     if (value !== undefined && value !== null) own[descriptor.name] = value;
   }
@@ -48,6 +54,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
       const warnings: NonNullable<EngineOutput['warnings']> = [];
       const made: string[] = [];
       const stem = basename(job.inputPath, extname(job.inputPath)) || 'file';
+      const lastsOwn = new Set(steps.at(-1)!.options.map((option) => option.name));
       let clockStarted = false;
       const startClock = () => {
         if (clockStarted) return;
@@ -73,7 +80,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             inputPath: input, outputPath: output, source: step.source, target: step.target,
             // The variant chosen is the last step's; the others run their default.
             variant: last ? job.variant : step.variants[0]?.key ?? null,
-            options: optionsFor(step, job.options),
+            options: optionsFor(step, job.options, last ? new Set() : lastsOwn),
             signal: job.signal,
             onProgress: (percent) => job.onProgress(index * share + (percent * share) / 100),
             maxOutputBytes: job.maxOutputBytes,

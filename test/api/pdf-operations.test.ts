@@ -98,6 +98,20 @@ describe('PDF operations over HTTP', () => {
     ];
   }
 
+  it('an office document to images, every page: one zip, each page rendered from its PDF (pages is the renderer\'s, not LibreOffice\'s)', async () => {
+    const docx = longDocx(30, 'PAGES-MARKER');
+    const got = await submitFile(daemon, { wait: '30', target: 'png', pages: 'all', dpi: '36' }, { data: docx, name: 'long.docx' });
+    assert.equal(got.body.status, 'succeeded', JSON.stringify(got.body));
+    assert.equal(got.body.result?.filename, 'long.zip');
+    const entries = await zipEntries((await download(daemon, got.body.id)).bytes);
+    assert.ok(entries.length >= 3, `${entries.length} pages`);
+    assert.deepEqual(entries.map((e) => e.name), entries.map((_, index) => `page-${index + 1}.png`));
+    for (const entry of entries) assert.equal((await sharp(entry.bytes).metadata()).format, 'png');
+    const reordered = await submitFile(daemon, { wait: '30', target: 'png', pages: '3,1', dpi: '36' }, { data: docx, name: 'long.docx' });
+    assert.equal(reordered.body.status, 'succeeded', JSON.stringify(reordered.body));
+    assert.deepEqual((await zipEntries((await download(daemon, reordered.body.id)).bytes)).map((e) => e.name), ['page-3.png', 'page-1.png']);
+  });
+
   it('a merge: a PDF, a PNG, a text file and a docx, each made a PDF, merged in the order sent, its files listed', async () => {
     const files = await mergeFixtures();
     const got = await merge(daemon, files, { page_numbers: '{n}/{total}' });
