@@ -133,7 +133,8 @@ export class ConversionService {
       if (request.merge) {
         // One stored input as any conversion's: the files in a zip, each spool file gone once in it.
         const bundle = await packMergeInputs(this.blobs, request.merge);
-        for (const file of input.files) await this.blobs.discardSpool(file.path);
+        // The files sent, and those unpacked from a zip that was sent.
+        for (const path of new Set([...input.files, ...request.merge.map((one) => one.file)].map((file) => file.path))) await this.blobs.discardSpool(path);
         await this.blobs.adoptInput(id, bundle).catch(async (error: unknown) => {
           await this.blobs.discardSpool(bundle);
           throw error;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { ApiError } from '../errors/api-error.ts';
 import type { FieldProblem } from '../formats/options.ts';
 import { splitSecretOptions, validateOptions } from '../formats/options.ts';
@@ -8,6 +9,7 @@ import type { ConversionOptions } from '../model/conversion.ts';
 import { cleanFileName, extensionOf } from '../inputs/file-name.ts';
 import { nameFromUrl } from '../inputs/url-name.ts';
 import { looksLikeTable, sniffContent } from '../inputs/sniff.ts';
+import type { ZipMergeOutcome } from '../inputs/zip-merge.ts';
 import { checkCallbackUrl } from '../webhooks/callback-url.ts';
 
 /** An upload already streamed to disk by the face that received it. */
@@ -56,6 +58,11 @@ export interface ValidCreateRequest {
 export interface RequestRules {
   /** The test-only switch that allows http (and private) callback URLs. */
   allowInsecureCallbacks: boolean;
+  /**
+   * A zip sent to target pdf: its files unpacked into the spool to be merged, or `page` (it holds
+   * an index.html: the HTML engine's). Unset: a zip is always a page.
+   */
+  unpackZip?: (path: string) => Promise<ZipMergeOutcome>;
 }
 
 /** Request fields; any other name in a request is a flat option (`quality=80`). */
@@ -63,6 +70,8 @@ export const REQUEST_FIELDS: ReadonlySet<string> = new Set(['target', 'source', 
 const MAX_IDEMPOTENCY_KEY = 64;
 /** The most files one request merges. */
 export const MAX_MERGE_INPUTS = 50;
+/** A zip sent to be merged: its files, and what they may unpack to (a zip bomb stops there). */
+export const ZIP_MERGE_LIMITS = { maxFiles: MAX_MERGE_INPUTS, maxBytes: 512 * 1024 * 1024 } as const;
 /** The target that takes several files: they are merged into one PDF. */
 const MERGE_TARGET = 'pdf';
 
@@ -164,59 +173,71 @@ export async function validateCreateRequest(
     ? cleanFileName(file.filename, 'upload')
     : cleanFileName(filenameField ?? nameFromUrl(url!.toString()), 'download');
 
-  const merge = input.files.length > 1 ? await mergeInputs(input.files, registry, input.options) : undefined;
-  const { source, named } = merge ? { source: MERGE_TARGET, named: undefined } : await resolveSource(registry, sourceField, originalName, url, file);
-  if (!source) {
-    throw validationError(
-      { source: { reason: 'required', params: {} } },
-      'The source format could not be determined from the file name, URL or content; send `source`.',
-    );
+  let merge = input.files.length > 1 ? await mergeInputs(input.files, registry, input.options) : undefined;
+  let { source, named } = merge ? { source: MERGE_TARGET as string | undefined, named: undefined as string | undefined } : await resolveSource(registry, sourceField, originalName, url, file);
+  if (!merge && file && source === 'zip' && targetKey === MERGE_TARGET && rules.unpackZip) {
+    merge = await zipMerge(file, originalName, registry, input.options, rules.unpackZip);
+    if (merge) ({ source, named } = { source: MERGE_TARGET, named: undefined });
   }
-  const pair = registry.pair(source, targetKey!);
-  if (!pair) {
-    throw new ApiError('unsupported_conversion', {
-      params: { source, target: targetKey!, ...(named ? { named } : {}) },
-      ...(named ? { details: { source, target: targetKey!, named } } : {}),
-    });
-  }
-
-  let variant: string | null = null;
-  if (variantField !== undefined) {
-    if (!pair.variants.some((v) => v.key === variantField)) {
-      const values = pair.variants.map((v) => v.key).join(', ') || '-';
-      throw validationError({ variant: { reason: 'not_allowed', params: { values } } });
+  // From here on a refusal removes what a zip unpacked: nothing else would.
+  const unpacked = merge && input.files.length === 1 ? merge.map((one) => one.file.path) : [];
+  try {
+    if (!source) {
+      throw validationError(
+        { source: { reason: 'required', params: {} } },
+        'The source format could not be determined from the file name, URL or content; send `source`.',
+      );
     }
-    variant = variantField;
-  } else if (pair.variants.length > 0) {
-    variant = pair.variants[0]!.key;
+    const pair = registry.pair(source, targetKey!);
+    if (!pair) {
+      throw new ApiError('unsupported_conversion', {
+        params: { source, target: targetKey!, ...(named ? { named } : {}) },
+        ...(named ? { details: { source, target: targetKey!, named } } : {}),
+      });
+    }
+
+    let variant: string | null = null;
+    if (variantField !== undefined) {
+      if (!pair.variants.some((v) => v.key === variantField)) {
+        const values = pair.variants.map((v) => v.key).join(', ') || '-';
+        throw validationError({ variant: { reason: 'not_allowed', params: { values } } });
+      }
+      variant = variantField;
+    } else if (pair.variants.length > 0) {
+      variant = pair.variants[0]!.key;
+    }
+
+    const outcome = validateOptions(pair, input.options);
+    if (!outcome.ok) throw validationError(outcome.problems);
+    const { shown, secret } = splitSecretOptions(pair, outcome.options);
+
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify({
+        source, target: pair.target, variant, options: outcome.options, callbackUrl,
+        input: merge
+          ? merge.map((one) => ({ sha256: one.file.sha256, name: one.name }))
+          : file ? { sha256: file.sha256, name: originalName } : { url: url!.toString(), name: originalName },
+      }))
+      .digest('hex');
+
+    return {
+      pair,
+      ...(merge ? { merge } : {}),
+      variant,
+      options: shown,
+      secretOptions: secret,
+      input: file ? { kind: 'file', file: merge?.[0]?.file ?? file } : { kind: 'url', url: url!.toString() },
+      // A zip's merge is named after the zip; several files after the first.
+      originalName: merge && input.files.length > 1 ? merge[0]!.name : originalName,
+      callbackUrl,
+      wait,
+      idempotencyKey: key ?? null,
+      fingerprint,
+    };
+  } catch (error) {
+    await Promise.all(unpacked.map((path) => rm(path, { force: true })));
+    throw error;
   }
-
-  const outcome = validateOptions(pair, input.options);
-  if (!outcome.ok) throw validationError(outcome.problems);
-  const { shown, secret } = splitSecretOptions(pair, outcome.options);
-
-  const fingerprint = createHash('sha256')
-    .update(JSON.stringify({
-      source, target: pair.target, variant, options: outcome.options, callbackUrl,
-      input: merge
-        ? merge.map((one) => ({ sha256: one.file.sha256, name: one.name }))
-        : file ? { sha256: file.sha256, name: originalName } : { url: url!.toString(), name: originalName },
-    }))
-    .digest('hex');
-
-  return {
-    pair,
-    ...(merge ? { merge } : {}),
-    variant,
-    options: shown,
-    secretOptions: secret,
-    input: file ? { kind: 'file', file: merge?.[0]?.file ?? file } : { kind: 'url', url: url!.toString() },
-    originalName: merge?.[0]?.name ?? originalName,
-    callbackUrl,
-    wait,
-    idempotencyKey: key ?? null,
-    fingerprint,
-  };
 }
 
 /** The source format, and what the file's name said where its content said otherwise. */
@@ -288,4 +309,23 @@ async function mergeInputs(files: SpooledFile[], registry: FormatRegistry, optio
   }
   if (options.merge_order === 'name') inputs.sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
   return inputs;
+}
+
+/**
+ * A zip sent to be merged: its files, each read as any merge's file is; undefined when it is a
+ * web page (an index.html) for the HTML engine. What it unpacked is removed again when the
+ * request is refused.
+ */
+async function zipMerge(zip: SpooledFile, zipName: string, registry: FormatRegistry, options: Record<string, unknown>, unpack: NonNullable<RequestRules['unpackZip']>): Promise<MergeInput[] | undefined> {
+  const outcome = await unpack(zip.path);
+  if (outcome.kind === 'page') return undefined;
+  if (outcome.kind === 'refused') throw validationError({ file: { reason: 'invalid_value', params: { text: `${zipName}: ${outcome.reason}` } } });
+  const files: SpooledFile[] = outcome.files.map((file, index) => ({ path: file.path, size: file.size, sha256: `${zip.sha256}:${index}`, filename: file.name }));
+  try {
+    // The zip's own order is its names' (unpackZipForMerge sorted them); merge_order changes nothing more.
+    return await mergeInputs(files, registry, options);
+  } catch (error) {
+    for (const file of files) await rm(file.path, { force: true });
+    throw error;
+  }
 }

@@ -7,6 +7,8 @@ import { enginesFromFindings, formatFingerprint, type FoundEngines } from '../en
 import { EngineHost } from '../engines/host/engine-host.ts';
 import type { KnownEngine } from '../engines/lazy.ts';
 import type { Engine } from '../engines/types.ts';
+import { unpackZipForMerge } from '../inputs/zip-merge.ts';
+import { ZIP_MERGE_LIMITS } from './create-request.ts';
 import { FormatRegistry } from '../formats/registry.ts';
 import { MemoryJobSource, type JobOwner, type JobSource } from '../queue/job-source.ts';
 import { WorkerPool } from '../queue/worker-pool.ts';
@@ -126,6 +128,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   const { accounts, maintenance, deliveries } = storeServices(store, config);
   const conversions = new ConversionService(store, blobs, registry, accounts, config, queue, {
     allowInsecureCallbacks: options.allowInsecureCallbacks ?? false,
+    unpackZip: (path) => unpackZipForMerge(path, () => blobs.spoolPath(), ZIP_MERGE_LIMITS),
   });
   conversions.diskRoom = options.diskRoom ?? UNLIMITED_ROOM;
   const runner = createRunner(conversions, log, quickRuns);

@@ -5,13 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
+import { ZipFile } from 'yazl';
 import {
   assertError, assertFieldErrors, call, download, getAccount, newAccount, submitFile, type Client, type FormatDetails, type PublicConversion,
 } from '../helpers/api-support.ts';
@@ -20,6 +23,14 @@ import { startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
 import { zipEntries } from '../helpers/zip-read.ts';
 
 const run = promisify(execFile);
+
+/** A zip made with yazl (stored entries), from names and contents. */
+async function zipOf(path: string, entries: [string, Buffer][]): Promise<void> {
+  const zip = new ZipFile();
+  for (const [name, data] of entries) zip.addBuffer(data, name);
+  zip.end();
+  await pipeline(zip.outputStream, createWriteStream(path));
+}
 
 async function fourPages(): Promise<Buffer> {
   const doc = await PDFDocument.create();
@@ -146,6 +157,25 @@ describe('PDF operations over HTTP', () => {
     assert.equal(error.details?.file, 'sound.wav');
     const toPng = await merge(daemon, [files[0]!, files[1]!], { target: 'png' });
     assertFieldErrors(toPng, ['file']);
+  });
+
+  it('a zip sent to pdf is merged: its files in name order, in any folder, the zip\'s name on the result; too many files are refused', async () => {
+    const files = await mergeFixtures();
+    const zipped = join(dir, 'bundle.zip');
+    await zipOf(zipped, [
+      ['scans/2-photo.png', files[1]!.data], ['scans/10-notes.txt', files[2]!.data], ['scans/1-minutes.pdf', pdf],
+      ['__MACOSX/scans/._1-minutes.pdf', Buffer.from('junk')], ['scans/.DS_Store', Buffer.from('junk')],
+    ]);
+    const got = await submitFile(daemon, { wait: '30', target: 'pdf' }, { data: await readFile(zipped), name: 'bundle.zip' });
+    assert.equal(got.body.status, 'succeeded', JSON.stringify(got.body));
+    assert.deepEqual(got.body.inputs?.map((input) => [input.name, input.format]), [['1-minutes.pdf', 'pdf'], ['2-photo.png', 'png'], ['10-notes.txt', 'txt']]);
+    assert.equal(got.body.result?.filename, 'bundle.pdf');
+    const merged = await PDFDocument.load((await download(daemon, got.body.id)).bytes);
+    assert.equal(merged.getPageCount(), 6);
+    const many = join(dir, 'many.zip');
+    await zipOf(many, Array.from({ length: 51 }, (_, i) => [`${i}.txt`, Buffer.from(`file ${i}\n`)] as [string, Buffer]));
+    const refused = await submitFile(daemon, { target: 'pdf' }, { data: await readFile(many), name: 'many.zip' });
+    assert.match(assertFieldErrors(refused, ['file']).file!.message, /51 files; at most 50/);
   });
 
   it('a merge costs the merge and each file\'s own conversion to PDF: pdf 1 + png 1 + txt 1 + docx 2', async () => {
