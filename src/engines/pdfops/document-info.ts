@@ -2,12 +2,8 @@ import { PDFDict, PDFName, type PDFDocument } from 'pdf-lib';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionOptions } from '../../model/conversion.ts';
 import type { DocumentInfo } from './pdfa.ts';
+import { asksForMetadata } from './requests.ts';
 
-const METADATA_OPTIONS = ['title', 'author', 'subject', 'keywords', 'creation_date'] as const;
-
-export function asksForMetadata(options: ConversionOptions): boolean {
-  return METADATA_OPTIONS.some((name) => typeof options[name] === 'string');
-}
 
 /** `2026-11-28` (midnight UTC) or an ISO 8601 date and time (UTC when it names no zone). */
 function parseDate(value: string): Date {

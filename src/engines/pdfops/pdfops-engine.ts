@@ -1,7 +1,7 @@
 import { access, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { PDFDocument } from 'pdf-lib';
+import type { PDFDocument } from 'pdf-lib';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionWarning } from '../../model/conversion.ts';
 import { writeZip, type ArchiveEntry } from '../archive.ts';
@@ -10,10 +10,8 @@ import type { ConversionPair } from '../pairs.ts';
 import { firstLine } from '../process/first-line.ts';
 import { isExecutableFile, searchPath } from '../process/path-search.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
-import { applyMetadata, asksForMetadata, readInfo } from './document-info.ts';
 import { operationOptions, PASSWORD_OPTION, PDF_OPERATIONS_FORMATS, PDF_VARIANTS } from './formats.ts';
-import { inspectPdf } from './inspect.ts';
-import { drawMarks, requestedMarks } from './marks.ts';
+import { asksForMetadata, requestedMarks } from './requests.ts';
 import { makePdfa } from './pdfa.ts';
 import { finishingArguments, needsOpening, openingArguments, pageCount, qpdfPass } from './qpdf-passes.ts';
 import { pagesFromFiles, qpdfModulePath } from './qpdf.ts';
@@ -96,7 +94,8 @@ export function createPdfOperationsEngine(settings: PdfOperationsOptions = {}): 
   };
 }
 
-const loadPdf = async (path: string): Promise<PDFDocument> => PDFDocument.load(await readFile(path), { updateMetadata: false });
+/** pdf-lib, loaded with the first conversion that draws or reads (a merge or a compression never does). */
+const loadPdf = async (path: string): Promise<PDFDocument> => (await import('pdf-lib')).PDFDocument.load(await readFile(path), { updateMetadata: false });
 
 /** pdf -> pdf: each step the options ask for, in the fixed order formats.ts documents. */
 async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccProfile: string } | undefined, memoryLimitMb: number | undefined): Promise<EngineOutput> {
@@ -133,7 +132,7 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   job.onProgress(20);
   let warnings: ConversionWarning[] = [];
   if (drawing || level !== undefined) {
-    const doc = await loadPdf(current);
+    const [doc, { drawMarks }, { applyMetadata, readInfo }] = await Promise.all([loadPdf(current), import('./marks.ts'), import('./document-info.ts')]);
     await drawMarks(doc, marks, signal, (done, total) => job.onProgress(20 + Math.floor((50 * done) / total)));
     applyMetadata(doc, options);
     if (drawing) {
@@ -213,7 +212,7 @@ async function describe(job: EngineJob, scratch: string): Promise<EngineOutput> 
   job.onProgress(0);
   let doc: PDFDocument;
   try {
-    doc = await PDFDocument.load(await readFile(job.inputPath), { updateMetadata: false, ignoreEncryption: true });
+    doc = await (await import('pdf-lib')).PDFDocument.load(await readFile(job.inputPath), { updateMetadata: false, ignoreEncryption: true });
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The input is not a readable PDF: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -224,7 +223,7 @@ async function describe(job: EngineJob, scratch: string): Promise<EngineOutput> 
     await qpdfPass(openingArguments({ ...(typeof job.options.password === 'string' ? { password: job.options.password } : {}) }), job.inputPath, opened, job.signal, typeof job.options.password === 'string');
     doc = await loadPdf(opened);
   }
-  const facts = await inspectPdf(doc, job.inputPath, encrypted);
+  const facts = await (await import('./inspect.ts')).inspectPdf(doc, job.inputPath, encrypted);
   const body = `${JSON.stringify(facts, null, 2)}\n`;
   checkOutputSize(Buffer.byteLength(body), job.maxOutputBytes);
   await writeFile(job.outputPath, body);
