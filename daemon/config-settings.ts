@@ -175,6 +175,8 @@ const PLAN_FIELDS: Record<PlanField, Kind<string | number>> = {
   requests_per_minute: integer(1),
   result_ttl_hours: integer(1),
   max_output_mb: integer(1),
+  max_inputs: integer(1, 50),
+  max_pages: integer(1, 1_000_000),
   engine_seconds_per_hour: integer(0),
 };
 

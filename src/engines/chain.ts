@@ -84,6 +84,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             signal: job.signal,
             onProgress: (percent) => job.onProgress(index * share + (percent * share) / 100),
             maxOutputBytes: job.maxOutputBytes,
+            ...(job.maxPages !== undefined ? { maxPages: job.maxPages } : {}),
             timeLimitMs: job.timeLimitMs,
             startClock,
             ...(job.tenant !== undefined ? { tenant: job.tenant } : {}),

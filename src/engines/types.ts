@@ -28,6 +28,8 @@ export interface EngineJob {
    * checks the size of every result as well.
    */
   maxOutputBytes?: number;
+  /** The most pages the job may render (the plan's max_pages); undefined: the engine's own limit. */
+  maxPages?: number;
   /**
    * Given to an engine that `startsClock`: it calls this when its work begins (its helper
    * process is up and its own), and the time limit runs from then.

@@ -17,6 +17,10 @@ export interface Plan {
   result_ttl_hours: number;
   /** The largest result a conversion may write, whatever its input (MiB); not part of the account object. */
   max_output_mb: number;
+  /** The most files one request merges into a PDF (at most the service's 50); not part of the account object. */
+  max_inputs: number;
+  /** The most pages one conversion renders (every page of a PDF as images); not part of the account object. */
+  max_pages: number;
   /**
    * Seconds a conversion may run on each kind of engine (by engine name; a chain has its steps'
    * together). The daemon's `engine_timeout_ms` stays the ceiling over every plan.
@@ -54,31 +58,31 @@ export const DEFAULT_PLANS: Readonly<Record<PlanId, Plan>> = {
   free: {
     id: 'free', name: 'Free', credits_type: 'free_api_credits', monthly_allowance: 100, max_upload_mb: 100,
     conversions_per_window: 20, window_seconds: WINDOW_SECONDS, concurrent_conversions: 2, requests_per_minute: 30,
-    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 1000,
+    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 1000, max_inputs: 10, max_pages: 100,
     time_limits: { ...FREE_LIMITS }, engine_seconds_per_hour: 600,
   },
   lite: {
     id: 'lite', name: 'Lite', credits_type: 'plan_credits', monthly_allowance: 1000, max_upload_mb: 1000,
     conversions_per_window: 100, window_seconds: WINDOW_SECONDS, concurrent_conversions: 5, requests_per_minute: 120,
-    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 10000,
+    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 10000, max_inputs: 20, max_pages: 300,
     time_limits: { ...LITE_LIMITS }, engine_seconds_per_hour: 3600,
   },
   standard: {
     id: 'standard', name: 'Standard', credits_type: 'plan_credits', monthly_allowance: 2500, max_upload_mb: 2000,
     conversions_per_window: 250, window_seconds: WINDOW_SECONDS, concurrent_conversions: 10, requests_per_minute: 300,
-    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 20000,
+    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 20000, max_inputs: 50, max_pages: 1000,
     time_limits: { ...FULL_LIMITS }, engine_seconds_per_hour: 7200,
   },
   pro: {
     id: 'pro', name: 'Pro', credits_type: 'plan_credits', monthly_allowance: 5000, max_upload_mb: 5000,
     conversions_per_window: 500, window_seconds: WINDOW_SECONDS, concurrent_conversions: 20, requests_per_minute: 600,
-    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 50000,
+    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 50000, max_inputs: 50, max_pages: 1000,
     time_limits: { ...FULL_LIMITS }, engine_seconds_per_hour: 14400,
   },
   unmetered: {
     id: 'unmetered', name: 'Unmetered', credits_type: 'unmetered', monthly_allowance: 0, max_upload_mb: 10000,
     conversions_per_window: 100000, window_seconds: WINDOW_SECONDS, concurrent_conversions: 1000,
-    requests_per_minute: 60000, result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 100000,
+    requests_per_minute: 60000, result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 100000, max_inputs: 50, max_pages: 1000,
     time_limits: { ...FULL_LIMITS }, engine_seconds_per_hour: 0,
   },
 };

@@ -122,9 +122,15 @@ export class ConversionService {
   async create(account: AccountRecord, input: CreateRequestInput, hold?: UploadHold): Promise<CreateOutcome> {
     let adopted: string | null = null;
     let kept = false;
+    // A merge's files unpacked from a zip: spool files the request did not send, removed on a refusal too.
+    let unpacked: string[] = [];
     try {
       const request = await validateCreateRequest(input, this.registry, this.rules);
+      unpacked = (request.merge ?? []).map((one) => one.file.path).filter((path) => !input.files.some((file) => file.path === path));
       const plan = this.config.plans[account.plan];
+      if (request.merge && request.merge.length > plan.max_inputs) {
+        throw validationError({ file: { reason: 'invalid_value', params: { text: `${request.merge.length} files; at most ${plan.max_inputs} are merged on the ${plan.name} plan` } } });
+      }
       const inputs = request.merge ? mergeInputFiles(request.merge) : undefined;
       const inputSize = inputs ? inputs.reduce((sum, one) => sum + one.size, 0) : request.input.kind === 'file' ? request.input.file.size : null;
       const cost = plan.credits_type === 'unmetered' ? 0 : creditCost(this.registry, request.pair, inputSize, inputs);
@@ -199,7 +205,7 @@ export class ConversionService {
       return outcome;
     } finally {
       hold?.release();
-      if (adopted === null) for (const file of input.files) await this.blobs.discardSpool(file.path);
+      if (adopted === null) for (const path of [...input.files.map((file) => file.path), ...unpacked]) await this.blobs.discardSpool(path);
       else if (!kept) await this.blobs.delete('inputs', adopted).catch(() => undefined);
     }
   }

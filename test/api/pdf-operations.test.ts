@@ -178,6 +178,15 @@ describe('PDF operations over HTTP', () => {
     assert.match(assertFieldErrors(refused, ['file']).file!.message, /51 files; at most 50/);
   });
 
+  it('a plan caps the files of a merge: eleven on the free plan (ten) are refused naming the cap', async () => {
+    const client = await newAccount(daemon, 'free');
+    const notes = Array.from({ length: 11 }, (_, i) => ({ name: `note-${i}.txt`, data: Buffer.from(`note ${i}\n`) }));
+    const refused = await merge(client, notes);
+    assert.match(assertFieldErrors(refused, ['file']).file!.message, /11 files; at most 10 are merged on the Free plan/);
+    const fine = await merge(client, notes.slice(0, 10));
+    assert.equal(fine.body.status, 'succeeded', JSON.stringify(fine.body));
+  });
+
   it('a merge costs the merge and each file\'s own conversion to PDF: pdf 1 + png 1 + txt 1 + docx 2', async () => {
     const client = await newAccount(daemon, 'lite');
     const before = (await getAccount(client)).body.credits.remaining!;

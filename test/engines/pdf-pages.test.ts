@@ -252,6 +252,8 @@ describe('rendering', () => {
     assert.equal((await engine.convert(one))?.archive, undefined);
     await assertColour(one.outputPath, 150, 10, BANDS[1]!, 40);
     await fails(engine.convert(job('png', files.pages, { pages: '2-4' })), 'input_invalid', /has 3 pages; page 4 does not exist/);
+    // The plan's max_pages: three pages asked for where two may be rendered.
+    await fails(engine.convert(job('png', files.pages, { pages: 'all' }, { maxPages: 2 })), 'input_invalid', /3 pages asked for; at most 2 are rendered in one conversion on this plan/);
   });
 
   it('a page turned by /Rotate 90 renders landscape', async () => {

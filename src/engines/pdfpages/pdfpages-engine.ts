@@ -101,8 +101,9 @@ export function pixelSize(points: { width: number; height: number }, options: { 
  */
 async function renderPages(document: PdfDocument, job: EngineJob, target: ImageTarget, maxPixels: number, list: string): Promise<EngineOutput> {
   const numbers = pageNumbers(list, document.pageCount, 'pages');
-  if (numbers.length > MAX_ARCHIVE_PAGES) {
-    throw new ConversionFailure('input_invalid', `pages: ${grouped(numbers.length)} pages asked for; at most ${grouped(MAX_ARCHIVE_PAGES)} are rendered in one conversion.`);
+  const most = Math.min(job.maxPages ?? MAX_ARCHIVE_PAGES, MAX_ARCHIVE_PAGES);
+  if (numbers.length > most) {
+    throw new ConversionFailure('input_invalid', `pages: ${grouped(numbers.length)} pages asked for; at most ${grouped(most)} are rendered in one conversion${most < MAX_ARCHIVE_PAGES ? ' on this plan' : ''}.`, { pages: numbers.length, limit: most });
   }
   // One page is the image itself, not a zip of one.
   if (numbers.length === 1) return renderPage(document, job, target, maxPixels, numbers[0]!, job.outputPath);

@@ -89,7 +89,7 @@ export class ConversionRun {
     let produced: EngineOutput | void;
     try {
       const call: EngineCall = {
-        record, inputPath, outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf,
+        record, inputPath, outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf, maxPages: plan.max_pages,
         onProgress: progressWriter(service.store, this.id),
         onEngineTime: (ms) => {
           this.engineMs += ms;

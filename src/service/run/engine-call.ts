@@ -20,6 +20,8 @@ export interface EngineCall {
   signal: AbortSignal;
   lane: Lane;
   maxOutput: OutputLimit;
+  /** The plan's max_pages (EngineJob.maxPages). */
+  maxPages?: number;
   /** The time limit of a pair on the account's plan. */
   timeLimitOf: (pair: ConversionPair) => number;
   onProgress: (percent: number) => void;
@@ -57,6 +59,7 @@ async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engi
     return await engine.convert({
       inputPath: call.inputPath, outputPath: call.outputPath, source: record.source, target: record.target,
       ...(call.inputPaths ? { inputPaths: call.inputPaths } : {}),
+      ...(call.maxPages !== undefined ? { maxPages: call.maxPages } : {}),
       variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress: call.onProgress, maxOutputBytes: maxOutput.bytes,
       startClock,
       timeLimitMs: timeoutMs,
