@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,9 +76,35 @@ function job(inputPath: string, options: ConversionOptions = {}, extra: Partial<
   };
 }
 
+/** Debian's qpdf command line, a reader independent of the WebAssembly qpdf convd runs (installed by .ci/run). */
+const QPDF_CLI = existsSync('/usr/bin/qpdf') ? '/usr/bin/qpdf' : undefined;
+const checked: string[] = [];
+
+/**
+ * `qpdf --check` on a PDF result: its structure and every stream decode without error (exit 0,
+ * or 3 for warnings only, which are shown). Encrypted results are checked with their password.
+ */
+async function qpdfCheck(path: string, password?: string): Promise<void> {
+  if (!QPDF_CLI) {
+    assert.notEqual(process.env.CI, 'true', 'CI installs qpdf (.ci/run): the PDF operations are checked with it there');
+    return;
+  }
+  const args = [...(password ? [`--password=${password}`] : []), '--check', path];
+  const result = await run(QPDF_CLI, args).catch((error: { code: number; stdout: string; stderr: string }) => error);
+  const said = `${result.stdout}${result.stderr}`;
+  assert.ok(!('code' in result) || result.code === 3, `qpdf --check ${path}: ${said}`);
+  assert.match(said, /No syntax or stream encoding errors found/, said);
+  checked.push(path);
+}
+
 async function convert(inputPath: string, options: ConversionOptions = {}, extra: Partial<EngineJob> = {}): Promise<{ path: string; output: EngineOutput | void }> {
   const j = job(inputPath, options, extra);
   const output = await engine.convert(j);
+  // Every PDF an operation writes passes qpdf's own check (a zip's parts are checked where they are read).
+  if ((extra.target ?? 'pdf') === 'pdf' && !output?.archive) {
+    const password = typeof options.encrypt_user_password === 'string' ? options.encrypt_user_password : undefined;
+    await qpdfCheck(j.outputPath, password);
+  }
   return { path: j.outputPath, output };
 }
 
@@ -131,6 +158,7 @@ before(async () => {
 });
 
 after(async () => {
+  if (QPDF_CLI) console.log(`pdf operations: ${checked.length} results passed qpdf --check`);
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -299,6 +327,12 @@ describe('pdf -> pdf', () => {
     assert.equal(qpdf.code, 2, 'qpdf cannot open it without the password');
     const opened = await runQpdf(['--password=p4ss word', '--decrypt'], path, join(dir, 'yes.pdf'), new AbortController().signal);
     assert.equal(opened.code, 0, opened.messages.join('\n'));
+    if (QPDF_CLI) {
+      // --requires-password: exit 0 when a password is needed to open it, 2 when it is not encrypted.
+      const asked = await run(QPDF_CLI, ['--requires-password', path]).then(() => 0, (error: { code: number }) => error.code);
+      assert.equal(asked, 0, 'Debian\'s qpdf finds a password needed');
+      await assert.rejects(run(QPDF_CLI, ['--check', path]), /invalid password/);
+    }
   });
 
   it('decrypt: the password opens an encrypted input; none or a wrong one is input_invalid saying so', async () => {
@@ -356,6 +390,7 @@ describe('pdf -> pdf', () => {
     const headings: string[][] = [];
     for (const [index, entry] of entries.entries()) {
       const part = await write(`part-${index}.pdf`, entry.bytes);
+      await qpdfCheck(part, 'pw');
       assert.match((await pdfinfo(part, 'pw')).Encrypted ?? '', /AES-256/, 'each part is encrypted as the whole would be');
       headings.push((await pageTexts(part, 'pw')).map((t) => /Page (\d) heading/.exec(t)?.[1] ?? '?'));
     }
