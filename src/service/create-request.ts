@@ -175,7 +175,8 @@ export async function validateCreateRequest(
 
   let merge = input.files.length > 1 ? await mergeInputs(input.files, registry, input.options) : undefined;
   let { source, named } = merge ? { source: MERGE_TARGET as string | undefined, named: undefined as string | undefined } : await resolveSource(registry, sourceField, originalName, url, file);
-  if (!merge && file && source === 'zip' && targetKey === MERGE_TARGET && rules.unpackZip) {
+  // A zip named as a zip: one whose name says a document (a damaged docx) is that document's failure, not files to merge.
+  if (!merge && file && source === 'zip' && named === undefined && targetKey === MERGE_TARGET && rules.unpackZip) {
     merge = await zipMerge(file, originalName, registry, input.options, rules.unpackZip);
     if (merge) ({ source, named } = { source: MERGE_TARGET, named: undefined });
   }

@@ -178,9 +178,9 @@ describe('pdfpages engine', () => {
       assert.equal(pair.kind, 'document');
       assert.deepEqual(pair.variants, []);
     }
-    assert.deepEqual(pairTo('png').options.map((o) => o.name), ['page', 'dpi', 'width']);
-    assert.deepEqual(pairTo('jpg').options.map((o) => o.name), ['page', 'dpi', 'width', 'quality']);
-    assert.deepEqual(pairTo('webp').options.map((o) => o.name), ['page', 'dpi', 'width', 'quality']);
+    assert.deepEqual(pairTo('png').options.map((o) => o.name), ['page', 'pages', 'dpi', 'width']);
+    assert.deepEqual(pairTo('jpg').options.map((o) => o.name), ['page', 'pages', 'dpi', 'width', 'quality']);
+    assert.deepEqual(pairTo('webp').options.map((o) => o.name), ['page', 'pages', 'dpi', 'width', 'quality']);
     assert.deepEqual(pairTo('txt').options, []);
   });
 });
