@@ -1,3 +1,4 @@
+import { basename, dirname } from 'node:path';
 import { ClientError } from '../src/client/types.ts';
 import type { Context } from './context.ts';
 import { conversionJson } from './conversion-json.ts';
@@ -8,7 +9,7 @@ import { checkOptions } from './option-check.ts';
 import { createProgress } from './progress.ts';
 import { formatBytes } from './render.ts';
 import { describeError } from './report.ts';
-import { resolveDestination, saveDownload } from './save.ts';
+import { NameReservations, resolveDestination, saveDownload } from './save.ts';
 import { MAX_API_WAIT_SECONDS, waitForEnd } from './wait.ts';
 
 export interface MergeOptions {
@@ -73,7 +74,10 @@ export async function runMerge(ctx: Context, inputArgs: string[], options: Merge
       return ctx.fail(exit);
     }
     const download = await client.download(conversion.id);
-    const path = await saveDownload(download, destination, ctx.io.stdout, destination.kind === 'dir' ? 'merged.pdf' : download.filename);
+    // In a directory the result is merged.pdf, or merged-1.pdf where an input has that name there.
+    const names = new NameReservations();
+    if (destination.kind === 'dir') for (const file of files) if (dirname(file.path) === destination.path) names.reserve(basename(file.path));
+    const path = await saveDownload(download, destination, ctx.io.stdout, destination.kind === 'dir' ? names.reserve('merged.pdf') : download.filename);
     if (out.mode.json) return out.json(conversionJson(conversion, { local: ctx.isLocal(), savedTo: path }));
     for (const warning of conversion.warnings ?? []) out.warn(warning.message);
     if (!out.mode.quiet && path) out.line(`${name} → ${path} (${formatBytes(conversion.result?.size)}) ${out.out.dim(conversion.id)}`);

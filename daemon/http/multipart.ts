@@ -43,6 +43,8 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
   return new Promise((resolve, reject) => {
     const fields: Record<string, string> = {};
     const files: SpooledFile[] = [];
+    let filesBytes = 0;
+    const tooLarge = () => new ApiError('file_too_large', { details: { max_upload_mb: limits.maxFileMb }, params: { max_upload_mb: limits.maxFileMb } });
     const spooled: string[] = [];
     const writes: Promise<void>[] = [];
     // File parts still being written: a failure (an aborted request above all, which never ends
@@ -96,23 +98,24 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       streams.push(stream);
       const hash = limits.hashFiles ? createHash('sha256') : null;
       const { onFileBytes } = limits;
-      const inspect = hash || onFileBytes
-        ? [new Transform({
-          transform(chunk: Buffer, _encoding, callback) {
-            // Before the write: the chunk that would cross the disk floor is never written.
-            const refused = onFileBytes?.(chunk.length);
-            if (refused) {
-              fail(refused);
-              callback(refused);
-              return;
-            }
-            hash?.update(chunk);
-            callback(null, chunk);
-          },
-        })]
-        : [];
+      const inspect = [new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          // The files of a request together (a merge's) are what max_upload_mb allows: busboy
+          // caps each alone, and a chunked body announces no length to refuse up front.
+          filesBytes += chunk.length;
+          const refused = filesBytes > limits.maxFileBytes ? tooLarge() : onFileBytes?.(chunk.length);
+          // Before the write: the chunk that would cross the limit or the disk floor is never written.
+          if (refused) {
+            fail(refused);
+            callback(refused);
+            return;
+          }
+          hash?.update(chunk);
+          callback(null, chunk);
+        },
+      })];
       stream.on('limit', () => {
-        fail(new ApiError('file_too_large', { details: { max_upload_mb: limits.maxFileMb }, params: { max_upload_mb: limits.maxFileMb } }));
+        fail(tooLarge());
         stream.destroy();
       });
       const spool = createWriteStream(path, { mode: 0o600 });

@@ -46,7 +46,8 @@ function coerce(descriptor: OptionDescriptor, raw: unknown): { value: OptionValu
     case 'text': {
       if (typeof raw !== 'string') return { problem: { reason: 'invalid_type', params: { expected: 'string' } } };
       if (descriptor.max !== undefined && raw.length > descriptor.max) return { problem: { reason: 'too_long', params: { max: descriptor.max } } };
-      if (descriptor.pattern !== undefined && !new RegExp(descriptor.pattern).test(raw)) {
+      // The whole value, as the descriptor says (and as an HTML form's pattern attribute checks it).
+      if (descriptor.pattern !== undefined && !new RegExp(`^(?:${descriptor.pattern})$`, 'u').test(raw)) {
         return { problem: { reason: 'pattern_mismatch', params: { pattern: descriptor.pattern } } };
       }
       return { value: raw };

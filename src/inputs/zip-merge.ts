@@ -25,6 +25,9 @@ export interface ZipMergeLimits {
   maxBytes: number;
 }
 
+/** Entries of any kind (folders, hidden files) a zip to merge may hold: its central directory is read no further. */
+const MAX_LISTED = 2_000;
+
 const openZip = promisify(yauzl.open) as (path: string, options: yauzl.Options) => Promise<ZipFile>;
 
 /** What a zip holds beside the files: folders, macOS's resource forks, hidden files. */
@@ -45,17 +48,26 @@ export async function unpackZipForMerge(path: string, spoolPath: () => string, l
   }
   const entries: Entry[] = [];
   try {
+    if (zip.entryCount > MAX_LISTED) return { kind: 'refused', reason: `the zip holds ${zip.entryCount} entries; at most ${MAX_LISTED} are read` };
     for (let entry = await nextEntry(zip); entry; entry = await nextEntry(zip)) {
       if (posix.basename(entry.fileName).toLowerCase() === 'index.html') return { kind: 'page' };
-      if (!skipped(entry.fileName)) entries.push(entry);
+      if (skipped(entry.fileName)) continue;
+      entries.push(entry);
+      // Listing stops at the first file too many: a zip of 200,000 entries is not read through.
+      if (entries.length > limits.maxFiles) break;
     }
   } catch (error) {
-    zip.close();
     return { kind: 'refused', reason: `the zip cannot be read: ${error instanceof Error ? error.message : String(error)}` };
+  } finally {
+    zip.close();
   }
-  zip.close();
   if (entries.length === 0) return { kind: 'refused', reason: 'the zip holds no files' };
-  if (entries.length > limits.maxFiles) return { kind: 'refused', reason: `the zip holds ${entries.length} files; at most ${limits.maxFiles} are merged` };
+  if (entries.length > limits.maxFiles) return { kind: 'refused', reason: `the zip holds more than ${limits.maxFiles} files; at most ${limits.maxFiles} are merged` };
+  const names = new Set<string>();
+  for (const entry of entries) {
+    if (names.has(entry.fileName)) return { kind: 'refused', reason: `the zip holds ${entry.fileName} twice` };
+    names.add(entry.fileName);
+  }
   const declared = entries.reduce((sum, entry) => sum + entry.uncompressedSize, 0);
   if (declared > limits.maxBytes) return { kind: 'refused', reason: `the zip unpacks to more than ${Math.floor(limits.maxBytes / 1024 / 1024)} MiB` };
   entries.sort((a, b) => a.fileName.localeCompare(b.fileName, 'en', { numeric: true }));

@@ -54,8 +54,9 @@ export interface ConversionRecord {
   input_size: number | null;
   input: ConversionInput;
   /**
-   * The files of a merge, in the order they are merged (absent for one input): the stored input
-   * is then a zip of them (entries 1.docx, 2.png, ...), `input_size` their sum.
+   * The files of a merge, in the order they are merged (absent for one input sent as itself; a
+   * zip of one file sent to be merged has one): the stored input is then a zip of them (entries
+   * 1.docx, 2.png, ...), `input_size` their sum.
    */
   inputs?: ConversionInputFile[];
   progress: number | null;
@@ -123,7 +124,7 @@ export function toPublicConversion(record: ConversionRecord, baseUrl: string): P
     options: record.options,
     original_name: record.original_name,
     input_size: record.input_size,
-    ...(record.inputs && record.inputs.length > 1 ? { inputs: record.inputs } : {}),
+    ...(record.inputs ? { inputs: record.inputs } : {}),
     progress: record.progress,
     credits: record.credits,
     created_at: record.created_at,

@@ -292,7 +292,7 @@ async function resolveSource(
  * The files of a merge, each read as its name and content say, each a format that converts to
  * PDF (or a PDF), in the order sent, or by name when `merge_order` says so.
  */
-async function mergeInputs(files: SpooledFile[], registry: FormatRegistry, options: Record<string, unknown>): Promise<MergeInput[]> {
+async function mergeInputs(files: SpooledFile[], registry: FormatRegistry, options: Record<string, unknown>, ordered = false): Promise<MergeInput[]> {
   const inputs: MergeInput[] = [];
   for (const [index, file] of files.entries()) {
     const name = cleanFileName(file.filename, `upload-${index + 1}`);
@@ -308,7 +308,7 @@ async function mergeInputs(files: SpooledFile[], registry: FormatRegistry, optio
     }
     inputs.push({ file, name, source });
   }
-  if (options.merge_order === 'name') inputs.sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
+  if (options.merge_order === 'name' && !ordered) inputs.sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
   return inputs;
 }
 
@@ -323,8 +323,8 @@ async function zipMerge(zip: SpooledFile, zipName: string, registry: FormatRegis
   if (outcome.kind === 'refused') throw validationError({ file: { reason: 'invalid_value', params: { text: `${zipName}: ${outcome.reason}` } } });
   const files: SpooledFile[] = outcome.files.map((file, index) => ({ path: file.path, size: file.size, sha256: `${zip.sha256}:${index}`, filename: file.name }));
   try {
-    // The zip's own order is its names' (unpackZipForMerge sorted them); merge_order changes nothing more.
-    return await mergeInputs(files, registry, options);
+    // In the order of the names with their folders (unpackZipForMerge sorted them), whatever merge_order says.
+    return await mergeInputs(files, registry, options, true);
   } catch (error) {
     for (const file of files) await rm(file.path, { force: true });
     throw error;

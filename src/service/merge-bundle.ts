@@ -9,7 +9,12 @@ import type { MergeInput } from './create-request.ts';
 /** A merge's files in one zip in the spool: the stored input, one blob as any conversion's. */
 export async function packMergeInputs(blobs: BlobStore, inputs: readonly MergeInput[]): Promise<string> {
   const path = blobs.spoolPath();
-  await writeZip(inputs.map((input, index) => ({ path: input.file.path, name: bundleEntryName(index, input.source) })), path, AbortSignal.timeout(600_000));
+  try {
+    await writeZip(inputs.map((input, index) => ({ path: input.file.path, name: bundleEntryName(index, input.source) })), path, AbortSignal.timeout(600_000));
+  } catch (error) {
+    await blobs.discardSpool(path);
+    throw error;
+  }
   return path;
 }
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
@@ -172,10 +173,21 @@ describe('PDF operations over HTTP', () => {
     assert.equal(got.body.result?.filename, 'bundle.pdf');
     const merged = await PDFDocument.load((await download(daemon, got.body.id)).bytes);
     assert.equal(merged.getPageCount(), 6);
+    // One file in a zip is merged as well (one PDF of it); the same name twice is refused.
+    const single = join(dir, 'single.zip');
+    await zipOf(single, [['only.txt', Buffer.from('ONLY-FILE\n')]]);
+    const one = await submitFile(daemon, { wait: '30', target: 'pdf' }, { data: await readFile(single), name: 'single.zip' });
+    assert.equal(one.body.status, 'succeeded', JSON.stringify(one.body));
+    assert.deepEqual(one.body.inputs?.map((input) => input.name), ['only.txt']);
+    assert.equal((await PDFDocument.load((await download(daemon, one.body.id)).bytes)).getPageCount(), 1);
+    const twice = join(dir, 'twice.zip');
+    await zipOf(twice, [['a.txt', Buffer.from('first\n')], ['a.txt', Buffer.from('second\n')]]);
+    const refusedTwice = await submitFile(daemon, { target: 'pdf' }, { data: await readFile(twice), name: 'twice.zip' });
+    assert.match(assertFieldErrors(refusedTwice, ['file']).file!.message, /holds a\.txt twice/);
     const many = join(dir, 'many.zip');
     await zipOf(many, Array.from({ length: 51 }, (_, i) => [`${i}.txt`, Buffer.from(`file ${i}\n`)] as [string, Buffer]));
     const refused = await submitFile(daemon, { target: 'pdf' }, { data: await readFile(many), name: 'many.zip' });
-    assert.match(assertFieldErrors(refused, ['file']).file!.message, /51 files; at most 50/);
+    assert.match(assertFieldErrors(refused, ['file']).file!.message, /more than 50 files; at most 50 are merged/);
   });
 
   it('a plan caps the files of a merge: eleven on the free plan (ten) are refused naming the cap', async () => {
@@ -185,6 +197,32 @@ describe('PDF operations over HTTP', () => {
     assert.match(assertFieldErrors(refused, ['file']).file!.message, /11 files; at most 10 are merged on the Free plan/);
     const fine = await merge(client, notes.slice(0, 10));
     assert.equal(fine.body.status, 'succeeded', JSON.stringify(fine.body));
+  });
+
+  it('the files of one request together are what max_upload_mb allows, chunked or not', async () => {
+    const client = await newAccount(daemon, 'free');
+    const boundary = 'convd-test-boundary';
+    const part = (name: string) => Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="${name}"\r\ncontent-type: text/plain\r\n\r\n`);
+    const sixty = Buffer.alloc(60 * 1024 * 1024, 0x61);
+    const status = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`${daemon.baseUrl}/conversions`);
+      const request = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: {
+        authorization: `Bearer ${client.apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked',
+      } }, (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      request.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
+      request.write(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="target"\r\n\r\npdf\r\n`));
+      // Two files of 60 MB each: each under the free plan's 100, together over it.
+      for (const name of ['a.txt', 'b.txt']) {
+        request.write(part(name));
+        request.write(sixty);
+        request.write('\r\n');
+      }
+      request.end(`--${boundary}--\r\n`);
+    });
+    assert.equal(status, 413);
   });
 
   it('a merge costs the merge and each file\'s own conversion to PDF: pdf 1 + png 1 + txt 1 + docx 2', async () => {

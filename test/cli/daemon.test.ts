@@ -131,6 +131,12 @@ describe('conv against convd', () => {
     const refused = await conv(['merge', 'five.pdf', 'note.txt', '-o', 'five.pdf']);
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /one of the files to merge/);
+    // Into a directory it is merged.pdf, or merged-1.pdf beside an input of that name.
+    const before = await readFile(join(dir.path, 'merged.pdf'));
+    const again = await conv(['merge', 'merged.pdf', 'note.txt', '-o', '.', '--json']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(json<{ path: string }>(again).path, join(dir.path, 'merged-1.pdf'));
+    assert.deepEqual(await readFile(join(dir.path, 'merged.pdf')), before, 'the input is untouched');
   });
 
   it('pipes stdin to stdout: a PNG in, a JPEG out', async () => {

@@ -187,6 +187,11 @@ describe('pdf operations engine', () => {
     assert.equal(bad.ok, false);
     if (bad.ok) return;
     assert.deepEqual(Object.keys(bad.problems).sort(), ['options.page_numbers', 'options.pages', 'options.watermark_color']);
+    // A pattern holds for the whole value.
+    for (const [name, value] of [['pages', '1-2-3'], ['pages', '1e3'], ['split_ranges', '1,Infinity'], ['creation_date', '2024-01-01junk']] as const) {
+      const partial = validateOptions(operations, { [name]: value, ...(name === 'split_ranges' ? {} : {}) });
+      assert.equal(partial.ok, false, `${name}=${value}`);
+    }
     const fine = validateOptions(operations, { pages: '3,1-2', rotate: '90', watermark_text: 'DRAFT', watermark_opacity: '0.3' });
     assert.ok(fine.ok);
     if (fine.ok) assert.deepEqual(fine.options, { pages: '3,1-2', rotate: '90', watermark_text: 'DRAFT', watermark_opacity: 0.3 }, 'no defaults added for what was not asked');
@@ -409,6 +414,13 @@ describe('pdf -> pdf', () => {
     for (const [index, entry] of entries.entries()) headings.push((await pageTexts(await write(`range-${index}.pdf`, entry.bytes))).map((t) => /Page (\d) heading/.exec(t)?.[1]));
     assert.deepEqual(headings, [['4', '5'], ['1'], ['2', '3']]);
     await fails(engine.convert(job(fixtures.get('pdf')!, { split_ranges: '1,3-4' })), 'input_invalid', /not in this PDF/);
+  });
+
+  it('a merge opens each encrypted file with the password, the first as well; a split past the output cap stops', async () => {
+    const { path } = await convert(fixtures.get('encrypted')!, { password: 'open sesame', title: 'Merged' }, { inputPaths: [fixtures.get('encrypted')!, fixtures.get('five')!] });
+    assert.equal((await pdfinfo(path)).Pages, '8');
+    const size = (await stat(fixtures.get('five')!)).size;
+    await fails(engine.convert(job(fixtures.get('five')!, { split_ranges: '1-5,1-5,1-5,1-5' }, { maxOutputBytes: size * 2 })), 'conversion_failed', /larger than its limit/);
   });
 
   it('a PDF with a broken xref, a truncated PDF and a PNG named .pdf are input_invalid', async () => {

@@ -69,7 +69,9 @@ if (convertForm) {
         const output = element('output', { for: id, id: id + '-value' }, String(option.default ?? option.min));
         row.append(element('label', { for: id }, option.label + ' '), output);
         const slider = element('input', { type: 'range', id, name: option.name, min: option.min, max: option.max, value: option.default ?? option.min });
-        slider.addEventListener('input', () => { output.textContent = slider.value; });
+        // Sent only once moved: the server applies the default itself, and a slider left alone
+        // must not send a value the user did not choose (page=1 beside pages is refused).
+        slider.addEventListener('input', () => { output.textContent = slider.value; slider.setAttribute('data-moved', ''); });
         row.append(slider);
       } else {
         row.append(element('label', { for: id }, option.label));
@@ -115,6 +117,7 @@ if (convertForm) {
     const sent = new FormData();
     sent.set('target', target.value);
     for (const input of fields.querySelectorAll('input, select')) {
+      if (input.type === 'range' && !input.hasAttribute('data-moved')) continue;
       if (input.getAttribute('data-kind') === 'bool') sent.set(input.name, input.checked ? 'true' : 'false');
       else if (input.value !== '') sent.set(input.name, input.value);
     }

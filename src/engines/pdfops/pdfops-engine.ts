@@ -110,7 +110,8 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   if (job.inputPaths && job.inputPaths.length > 1) {
     // A merge: the files' pages in order, the first file's document information kept.
     const password = typeof options.password === 'string' ? options.password : undefined;
-    const merging = pagesFromFiles(job.inputPaths, password);
+    // The first file is qpdf's primary input, opened with the top-level password; the others with theirs.
+    const merging = [...(password === undefined ? [] : [`--password=${password}`]), ...pagesFromFiles(job.inputPaths, password)];
     const finishing = finishingArguments(job.variant, options);
     if (!needsOpening(options) && !drawing && level === undefined && !asksForSplit(options)) {
       // Nothing between the merge and the last pass: one qpdf run does both (each run costs
@@ -195,6 +196,7 @@ async function splitParts(job: EngineJob, scratch: string, current: string, fini
     });
   } else ranges = (listed as string).split(',');
   const entries: ArchiveEntry[] = [];
+  let written = 0;
   for (const [index, range] of ranges.entries()) {
     job.signal.throwIfAborted();
     // Zero-padded for the names (pages-01-05.pdf sorts before pages-06-10.pdf); qpdf reads the numbers.
@@ -202,6 +204,9 @@ async function splitParts(job: EngineJob, scratch: string, current: string, fini
     const path = join(directory, `${index}-${name}`);
     const pages = range.replace(/\b0+(\d)/g, '$1');
     await qpdfPass([...finishing, '--pages', '.', pages, '--'], current, path, job.signal, hasPassword);
+    // The parts together are the zip: past the cap the split stops, before the next part is written.
+    written += (await stat(path)).size;
+    checkOutputSize(written, job.maxOutputBytes);
     entries.push({ path, name: entries.some((entry) => entry.name === name) ? `${index + 1}-${name}` : name });
     job.onProgress(90 + Math.floor((9 * (index + 1)) / ranges.length));
   }

@@ -57,7 +57,9 @@ export function finishingArguments(variant: string | null, options: ConversionOp
   if (user !== undefined || owner !== undefined) {
     // Without an owner password of its own, anyone with the user password could lift the permissions.
     const ownerPassword = owner ?? randomBytes(24).toString('base64url');
-    args.push('--encrypt', user ?? '', ownerPassword, '256', ...PERMISSION_FLAGS[text(options, 'permissions') ?? 'all']!, '--');
+    // The passwords as `--user-password=...`: given bare, one starting with - or @ would be read
+    // as an option or as a file of arguments.
+    args.push('--encrypt', `--user-password=${user ?? ''}`, `--owner-password=${ownerPassword}`, '--bits=256', ...PERMISSION_FLAGS[text(options, 'permissions') ?? 'all']!, '--');
   }
   return args;
 }

@@ -95,7 +95,7 @@ export class ConversionRun {
           this.engineMs += ms;
         },
       };
-      if (record.inputs && record.inputs.length > 1) {
+      if (record.inputs !== undefined && record.inputs.length > 0) {
         // A merge: its files as PDFs first, then the one pdf -> pdf with all of them.
         const inputPaths = await mergeSources(call, record.inputs, registry, gates);
         const files = record.inputs.length;
