@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, PDFName, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
-import { ConversionFailure } from '../../src/errors/api-error.ts';
+import { rejectsWith } from '../helpers/failure.ts';
 import { pdfPageTexts } from '../helpers/pdf-text.ts';
 import { zipEntries } from '../helpers/zip-read.ts';
 import { createPdfOperationsEngine } from '../../src/engines/pdfops/pdfops-engine.ts';
@@ -109,11 +109,8 @@ async function convert(inputPath: string, options: ConversionOptions = {}, extra
 }
 
 async function fails(promise: Promise<unknown>, code: string, pattern?: RegExp): Promise<void> {
-  let caught: unknown;
-  await promise.catch((error: unknown) => (caught = error));
-  assert.ok(caught instanceof ConversionFailure, `expected ConversionFailure, got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message);
-  if (pattern) assert.match(caught.message, pattern);
+  const failure = await rejectsWith(promise, code);
+  if (pattern) assert.match(failure.message, pattern);
 }
 
 async function write(name: string, content: string | Uint8Array): Promise<string> {
