@@ -395,6 +395,8 @@ describe('the web face in a browser', () => {
     await page.locator('#target option[value=pdf]').waitFor({ state: 'attached' });
     assert.deepEqual(await page.locator('#target option').allTextContents(), ['pdf'], 'a merge makes a PDF only');
     await page.locator('#opt-page_numbers').fill('{n} of {total}');
+    // Every operation's field labelled, nothing wider than a phone's screen.
+    await shoot(page, 'convert-merge');
     await page.getByRole('button', { name: 'Convert', exact: true }).click();
     const link = page.locator('#jobs li a', { hasText: 'Download' });
     await link.waitFor({ timeout: 30_000 });
