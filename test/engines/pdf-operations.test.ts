@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import { PDFDocument, PDFName, rgb, StandardFonts } from 'pdf-lib';
+import { PDFArray, PDFDocument, PDFName, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { rejectsWith } from '../helpers/failure.ts';
 import { pdfPageTexts } from '../helpers/pdf-text.ts';
@@ -277,6 +277,14 @@ describe('pdf -> pdf', () => {
     const texts = await pdfPageTexts(path);
     assert.equal(texts.length, 3);
     for (const [index, text] of texts.entries()) assert.match(text.replace(/\s+/g, ' '), new RegExp(`^CONFIDENTIAL DRAFT ?Page ${index + 1} heading`));
+    // /Contents as a reference to a list of streams (valid, and written by some tools): kept a list of streams.
+    const indirect = await PDFDocument.load(await readFile(fixtures.get('pdf')!));
+    for (const page of indirect.getPages()) {
+      const contents = page.node.get(PDFName.of('Contents'));
+      page.node.set(PDFName.of('Contents'), indirect.context.register(contents instanceof PDFArray ? contents : indirect.context.obj([contents!])));
+    }
+    const listed = await convert(await write('indirect-contents.pdf', await indirect.save()), { watermark_text: 'LISTED', stamp_text: 'OVER' });
+    for (const text of await pdfPageTexts(listed.path)) assert.match(text.replace(/\s+/g, ' '), /^LISTED ?Page \d heading[\s\S]*OVER$/);
     const stamped = await pdfPageTexts((await convert(fixtures.get('pdf')!, { stamp_text: 'APPROVED' })).path);
     for (const text of stamped) assert.match(text.replace(/\s+/g, ' '), /again ?APPROVED$/, 'a stamp is drawn after the page');
     // Red marks on a page an opaque white rectangle covers: under it nothing shows, over it the mark does.

@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import fontkit from '@pdf-lib/fontkit';
 import {
-  degrees, drawText, PDFArray, PDFDocument, PDFName, PDFStream, pushGraphicsState, popGraphicsState, rgb,
-  type PDFFont, type PDFOperator, type PDFPage, type PDFRef,
+  degrees, drawText, PDFArray, PDFDocument, PDFName, PDFRef, pushGraphicsState, popGraphicsState, rgb,
+  type PDFFont, type PDFOperator, type PDFPage,
 } from 'pdf-lib';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { TextMark } from './requests.ts';
@@ -65,13 +65,16 @@ function markOperators(doc: PDFDocument, page: PDFPage, font: PDFFont, fontKey: 
   ];
 }
 
-/** The page's content streams as a list (a page may hold one stream, a list, or none). */
-function contentRefs(page: PDFPage): PDFRef[] | undefined {
-  const contents = page.node.get(PDFName.of('Contents'));
-  if (contents === undefined) return [];
-  if (contents instanceof PDFArray) return contents.asArray() as PDFRef[];
-  // A direct stream (not a reference) cannot be listed beside others: such pages are rare; keep it and add references around it.
-  return contents instanceof PDFStream ? undefined : [contents as PDFRef];
+/**
+ * The page's content streams as references: /Contents is one stream, a list of them, or a
+ * reference to such a list, or absent; a direct object is registered so that it can stand in a list.
+ */
+function contentRefs(doc: PDFDocument, page: PDFPage): PDFRef[] {
+  const raw = page.node.get(PDFName.of('Contents'));
+  if (raw === undefined) return [];
+  const resolved = raw instanceof PDFRef ? doc.context.lookup(raw) : raw;
+  const items = resolved instanceof PDFArray ? resolved.asArray() : [raw];
+  return items.map((item) => (item instanceof PDFRef ? item : doc.context.register(item)));
 }
 
 /**
@@ -92,11 +95,7 @@ export async function drawMarks(doc: PDFDocument, marks: TextMark[], signal: Abo
     const stream = (operators: PDFOperator[]): PDFRef => doc.context.register(doc.context.contentStream(operators));
     const under = marks.filter((m) => m.under).flatMap((m) => markOperators(doc, page, font, fontKey, m, index, pages.length));
     const over = marks.filter((m) => !m.under).flatMap((m) => markOperators(doc, page, font, fontKey, m, index, pages.length));
-    let refs = contentRefs(page);
-    if (refs === undefined) {
-      const direct = page.node.get(PDFName.of('Contents'))!;
-      refs = [doc.context.register(direct)];
-    }
+    const refs = contentRefs(doc, page);
     const wrapped = over.length > 0 && refs.length > 0 ? [stream([pushGraphicsState()]), ...refs, stream([popGraphicsState()])] : refs;
     const list = [...(under.length > 0 ? [stream(under)] : []), ...wrapped, ...(over.length > 0 ? [stream(over)] : [])];
     page.node.set(PDFName.of('Contents'), doc.context.obj(list));

@@ -106,24 +106,29 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   const level = typeof options.pdfa === 'string' ? (options.pdfa as '1b' | '2b' | '3b') : undefined;
   if (level !== undefined && pdfa === undefined) throw new ConversionFailure('conversion_failed', 'PDF/A needs Ghostscript, which this server does not have.');
   const drawing = marks.length > 0 || asksForMetadata(options);
+  const finishing = finishingArguments(job.variant, options);
+  // Nothing between the first qpdf run and the last (no drawing, no PDF/A, no split): one run
+  // does both. Each run costs qpdf's start, about 50 ms, beside 100 ms for 50 pages.
+  const oneRun = !drawing && level === undefined && !asksForSplit(options);
   let current = job.inputPath;
   if (job.inputPaths && job.inputPaths.length > 1) {
-    // A merge: the files' pages in order, the first file's document information kept.
-    const password = typeof options.password === 'string' ? options.password : undefined;
-    // The first file is qpdf's primary input, opened with the top-level password; the others with theirs.
-    const merging = [...(password === undefined ? [] : [`--password=${password}`]), ...pagesFromFiles(job.inputPaths, password)];
-    const finishing = finishingArguments(job.variant, options);
-    if (!needsOpening(options) && !drawing && level === undefined && !asksForSplit(options)) {
-      // Nothing between the merge and the last pass: one qpdf run does both (each run costs
-      // qpdf's start, about 50 ms, beside 100 ms for 50 pages).
+    // A merge: the files' pages in order, the first file's document information kept. The first
+    // file is qpdf's primary input, opened with the top-level password; the others with theirs.
+    const password = hasPassword ? String(options.password) : undefined;
+    const merging = ['--decrypt', ...(password === undefined ? [] : [`--password=${password}`]), ...pagesFromFiles(job.inputPaths, password)];
+    if (oneRun && !needsOpening(options)) {
       job.onProgress(50);
-      const decrypt = finishing.includes('--encrypt') ? [] : ['--decrypt'];
-      await qpdfPass([...decrypt, ...finishing, ...merging], job.inputPaths[0]!, job.outputPath, signal, hasPassword);
+      await qpdfPass(withFinishing(merging, finishing), job.inputPaths[0]!, job.outputPath, signal, hasPassword);
       return finished(job, false, []);
     }
     const merged = join(scratch, 'merged.pdf');
-    await qpdfPass(['--decrypt', ...merging], job.inputPaths[0]!, merged, signal, hasPassword);
+    await qpdfPass(merging, job.inputPaths[0]!, merged, signal, hasPassword);
     current = merged;
+  }
+  if (needsOpening(options) && oneRun) {
+    job.onProgress(50);
+    await qpdfPass(withFinishing(openingArguments(options), finishing), current, job.outputPath, signal, hasPassword);
+    return finished(job, false, []);
   }
   if (needsOpening(options) || drawing || level !== undefined) {
     const opened = join(scratch, 'opened.pdf');
@@ -151,7 +156,6 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
     }
   }
   job.onProgress(90);
-  const finishing = finishingArguments(job.variant, options);
   const parts = await splitParts(job, scratch, current, finishing, hasPassword);
   let archive = false;
   if (parts === undefined) await qpdfPass(finishing, current, job.outputPath, signal, hasPassword);
@@ -161,6 +165,11 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
     archive = true;
   }
   return finished(job, archive, warnings);
+}
+
+/** A first run's arguments with the last run's: decrypted as it opens, unless the result is encrypted again. */
+function withFinishing(opening: string[], finishing: string[]): string[] {
+  return [...(finishing.includes('--encrypt') ? opening.filter((arg) => arg !== '--decrypt') : opening), ...finishing];
 }
 
 const asksForSplit = (options: EngineJob['options']): boolean => typeof options.split_every === 'number' || typeof options.split_ranges === 'string';
