@@ -177,6 +177,7 @@ const PLAN_FIELDS: Record<PlanField, Kind<string | number>> = {
   max_output_mb: integer(1),
   max_inputs: integer(1, 50),
   max_pages: integer(1, 1_000_000),
+  max_ocr_pages: integer(1, 1_000_000),
   engine_seconds_per_hour: integer(0),
 };
 

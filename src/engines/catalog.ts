@@ -7,6 +7,7 @@ import { html } from './html/descriptor.ts';
 import { image } from './image/descriptor.ts';
 import { markup } from './markup/descriptor.ts';
 import { media } from './media/descriptor.ts';
+import { ocr } from './ocr/descriptor.ts';
 import { office } from './office/descriptor.ts';
 import { pdf } from './pdf/descriptor.ts';
 import { pdfops } from './pdfops/descriptor.ts';
@@ -25,7 +26,7 @@ import { raster } from './raster/descriptor.ts';
  * threads), ffmpeg, LibreOffice and pandoc (processes of their own) keep the event loop free by
  * themselves.
  */
-export const ENGINES: readonly EngineDescriptor[] = [image, raster, media, html, pdf, pdfops, pdfpages, data, office, postscript, markup];
+export const ENGINES: readonly EngineDescriptor[] = [image, raster, media, html, pdf, pdfops, pdfpages, data, office, postscript, markup, ocr];
 
 /** How to make each engine of the catalog with `settings`, without importing its module. */
 export function engineLoaders(settings: EngineSettings): EngineLoader[] {

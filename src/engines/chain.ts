@@ -2,7 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import type { ConversionOptions } from '../model/conversion.ts';
 import type { ConversionPair, FormatInfo } from './pairs.ts';
-import { handedOver } from './hand-over.ts';
+import { convertOrHandOver } from './hand-over.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from './types.ts';
 
 /** The engine name of composed pairs (ConversionPair.steps). */
@@ -11,7 +11,8 @@ export const CHAIN_ENGINE = 'chain';
 /** Finds the engine of a step and the steps of a composed pair. */
 export interface ChainLookup {
   engine(name: string): Engine | undefined;
-  pair(source: string, target: string): ConversionPair | undefined;
+  /** The pair a conversion with these options runs (FormatRegistry.pairFor). */
+  pair(source: string, target: string, options: ConversionOptions): ConversionPair | undefined;
 }
 
 /**
@@ -46,7 +47,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
     pairs: (): ConversionPair[] => [],
     formats: (): FormatInfo[] => [],
     async convert(job: EngineJob): Promise<EngineOutput | void> {
-      const steps = lookup.pair(job.source, job.target)?.steps;
+      const steps = lookup.pair(job.source, job.target, job.options)?.steps;
       if (!steps || steps.length === 0) throw new Error(`no chain for ${job.source} -> ${job.target}`);
       let input = job.inputPath;
       let produced: EngineOutput | void = undefined;
@@ -55,6 +56,8 @@ export function createChainEngine(lookup: ChainLookup): Engine {
       const made: string[] = [];
       const stem = basename(job.inputPath, extname(job.inputPath)) || 'file';
       const lastsOwn = new Set(steps.at(-1)!.options.map((option) => option.name));
+      // The variant chosen is the last step's that has it (an image's page size, where OCR follows it).
+      const variantStep = steps.findLastIndex((step) => step.variants.some((variant) => variant.key === job.variant));
       let clockStarted = false;
       const startClock = () => {
         if (clockStarted) return;
@@ -78,13 +81,14 @@ export function createChainEngine(lookup: ChainLookup): Engine {
           const share = 100 / steps.length;
           const stepJob: EngineJob = {
             inputPath: input, outputPath: output, source: step.source, target: step.target,
-            // The variant chosen is the last step's; the others run their default.
-            variant: last ? job.variant : step.variants[0]?.key ?? null,
+            // The others run their default.
+            variant: index === variantStep ? job.variant : step.variants[0]?.key ?? null,
             options: optionsFor(step, job.options, last ? new Set() : lastsOwn),
             signal: job.signal,
             onProgress: (percent) => job.onProgress(index * share + (percent * share) / 100),
             maxOutputBytes: job.maxOutputBytes,
             ...(job.maxPages !== undefined ? { maxPages: job.maxPages } : {}),
+            ...(job.maxOcrPages !== undefined ? { maxOcrPages: job.maxOcrPages } : {}),
             timeLimitMs: job.timeLimitMs,
             startClock,
             ...(job.tenant !== undefined ? { tenant: job.tenant } : {}),
@@ -93,7 +97,7 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             ...(index > 0 ? { origin: job.origin ?? job.source } : {}),
           };
           // A step's engine may hand its file to the step's fallback, as the runner does for a pair.
-          produced = await engine.convert(stepJob).catch((error: unknown) => handedOver(error, step, (name) => lookup.engine(name)).engine.convert(stepJob));
+          produced = await convertOrHandOver(engine, step, stepJob, (name) => lookup.engine(name));
           warnings.push(...(produced?.warnings ?? []));
           input = output;
         }

@@ -136,6 +136,11 @@ export function engineBinaries(): EngineBinary[] {
   return ENGINES.flatMap((engine) => engine.binaries ?? []);
 }
 
+/** Folders whose contents the engines' probes read (Tesseract's languages): a change there is a new probe. */
+export function engineDataDirs(env: NodeJS.ProcessEnv): string[] {
+  return ENGINES.flatMap((engine) => engine.dataDirs?.(env) ?? []);
+}
+
 /** The variables the engines read where they find their programs: names of the engines', not settings of the daemon. */
 export function engineVariables(): Set<string> {
   return new Set(ENGINES.flatMap((engine) => [...(engine.binaries ?? []).map((binary) => binary.env), ...(engine.variables ?? [])]));

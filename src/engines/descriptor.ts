@@ -100,6 +100,11 @@ export interface EngineDescriptor<S extends object = EngineOwnSettings, F = unkn
   loader(settings: EngineSettings, own: S | undefined): Omit<EngineLoader, 'name'>;
   doctor?: EngineDoctor<F>;
   binaries?: readonly EngineBinary[];
+  /**
+   * Folders whose contents its probe reads (the languages Tesseract has data for): the probe
+   * findings cache is valid for one state of each (a language installed changes the folder).
+   */
+  dataDirs?(env: NodeJS.ProcessEnv): string[];
   /** Other `CONVD_` variables it reads (where its helpers are): no settings of the daemon, which leaves them alone. */
   variables?: readonly string[];
 }

@@ -4,7 +4,7 @@ import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { engineBinaries } from './configuration.ts';
+import { engineBinaries, engineDataDirs } from './configuration.ts';
 import type { KnownEngine, LazyEngine } from './lazy.ts';
 
 /**
@@ -123,6 +123,7 @@ export function formatFingerprint(env: NodeJS.ProcessEnv, settings = ''): string
     statLine(join(modules, '.package-lock.json')),
     statLine(join(modules, 'sharp', 'package.json')),
     ...binaryLines(env, modules),
+    ...engineDataDirs(env).map(statLine),
     ...CODE_DIRS.flatMap(treeLines),
     `settings ${settings}`,
   ];

@@ -77,20 +77,25 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
     pairs: () => (known ? known.pairs : loaded?.pairs() ?? []),
     formats: () => (known ? known.formats : loaded?.formats() ?? []),
     convert(job: EngineJob): Promise<EngineOutput | void> {
-      // Known from a cache: the engine is loaded and probed now (probing sets up its state, e.g.
-      // which ffmpeg it runs), once, by the first conversion that needs it.
-      if (!ready) {
-        const attempt = load().then(async (engine) => {
-          await engine.probe();
-          return engine;
-        });
-        ready = attempt;
-        attempt.catch(() => {
-          if (ready === attempt) ready = null;
-        });
-      }
-      return ready.then((engine) => engine.convert(job));
+      return probed().then((engine) => engine.convert(job));
     },
+    pagesOf: (path: string, source: string) => probed().then((engine) => engine.pagesOf?.(path, source)),
     known: () => found,
   };
+
+  function probed(): Promise<Engine> {
+    // Known from a cache: the engine is loaded and probed now (probing sets up its state, e.g.
+    // which ffmpeg it runs), once, by the first conversion that needs it.
+    if (!ready) {
+      const attempt = load().then(async (engine) => {
+        await engine.probe();
+        return engine;
+      });
+      ready = attempt;
+      attempt.catch(() => {
+        if (ready === attempt) ready = null;
+      });
+    }
+    return ready;
+  }
 }

@@ -11,9 +11,12 @@ export type { OptionDescriptor, OptionType, VariantDescriptor } from '../model/f
 
 /**
  * Kinds of conversion; each has a credit weight (by default: image 1, pdf 1, data 1, audio 2,
- * document 2 (office, markup, PDF pages), video 4).
+ * document 2 (office, markup, PDF pages), video 4, ocr 3).
  */
-export type ConversionKind = 'image' | 'pdf' | 'data' | 'audio' | 'document' | 'video';
+export type ConversionKind = 'image' | 'pdf' | 'data' | 'audio' | 'document' | 'video' | 'ocr';
+
+/** Where a step declared `onOption` runs beside the pair it joins. */
+export type OptionalStepPlace = 'before' | 'after' | 'instead';
 
 /** One supported (source, target) pair, and what it takes. */
 export interface ConversionPair {
@@ -52,6 +55,21 @@ export interface ConversionPair {
   fallbackOnly?: boolean;
   /** Set by the registry: the pair that converts a file this pair's engine hands over (HandOver). */
   fallback?: ConversionPair;
+  /**
+   * Declared by an engine: not offered on its own, a step of the pair another engine serves for the
+   * same source and target, run when the conversion sets the boolean option `option` (OCR before a
+   * PDF's operations, after an image's PDF, instead of reading a PDF's text layer). The pair it
+   * joins offers its options beside its own. `before` and `instead` take the pair's source;
+   * `after` takes the PDF the pair makes, whatever the pair's source (the step's engine reads it as
+   * `pdf`).
+   */
+  onOption?: { option: string; place: OptionalStepPlace };
+  /**
+   * Set by the registry: the pair that runs instead of this one when the conversion sets `option`
+   * (a chain of this pair and an `onOption` step, or that step alone), as FormatRegistry.pairFor
+   * picks it.
+   */
+  withOption?: { option: string; pair: ConversionPair };
 }
 
 /** What is known of one format: its file extensions (first is canonical) and MIME type. */

@@ -30,6 +30,8 @@ export interface EngineJob {
   maxOutputBytes?: number;
   /** The most pages the job may render (the plan's max_pages); undefined: the engine's own limit. */
   maxPages?: number;
+  /** The most pages the job may read by OCR (the plan's max_ocr_pages); undefined: no cap. */
+  maxOcrPages?: number;
   /**
    * Given to an engine that `startsClock`: it calls this when its work begins (its helper
    * process is up and its own), and the time limit runs from then.
@@ -98,6 +100,12 @@ export interface Engine {
   /** Formats this engine introduces (extensions and MIME types). */
   formats(): FormatInfo[];
   convert(job: EngineJob): Promise<EngineOutput | void>;
+  /**
+   * The pages of an input (of format `source`) the engine would read by OCR, counted before any
+   * work: a file over the plan's max_ocr_pages is refused at submission. Undefined where it cannot
+   * tell (the run checks again).
+   */
+  pagesOf?(path: string, source: string): Promise<number | undefined>;
   /**
    * At most this many of this engine's conversions run at once, whatever the workers; the others
    * wait their turn (in `processing`, at progress 0) before their time limit starts. Unset: no

@@ -31,10 +31,12 @@ export class ApiError extends Error {
 /**
  * An engine cannot make this file faithfully, and says so before it writes anything: where another
  * engine serves the pair as its fallback (ConversionPair.fallback), that one converts it; where
- * none does, the conversion fails `input_invalid` with this message.
+ * none does, the conversion fails `input_invalid` with this message. An engine whose own result
+ * stands where no fallback is there (PDF text where no OCR engine reads the scans) writes it first
+ * and names its size in `kept`.
  */
 export class HandOver extends Error {
-  constructor(message: string) {
+  constructor(message: string, readonly kept?: { size: number }) {
     super(message);
     this.name = 'HandOver';
   }

@@ -1,12 +1,13 @@
 import { CHAIN_ENGINE, composedPair, createChainEngine } from '../engines/chain.ts';
 import type { Engine, EngineStatus } from '../engines/types.ts';
 import type { ConversionKind, ConversionPair, FormatInfo } from '../engines/pairs.ts';
+import type { ConversionOptions } from '../model/conversion.ts';
 
 export type CreditWeights = Record<ConversionKind, number>;
 
 /** The results a chain may pass through, in order of preference. */
 const CHAIN_VIA = ['pdf', 'html', 'docx', 'odt', 'csv', 'png'];
-export const DEFAULT_CREDIT_WEIGHTS: CreditWeights = { image: 1, pdf: 1, data: 1, audio: 2, document: 2, video: 4 };
+export const DEFAULT_CREDIT_WEIGHTS: CreditWeights = { image: 1, pdf: 1, data: 1, audio: 2, document: 2, video: 4, ocr: 3 };
 
 /**
  * Source -> target pairs of every available engine. Built once at start-up from the engines'
@@ -39,17 +40,20 @@ export class FormatRegistry {
     );
     const registry = new FormatRegistry(statuses, weights, engines);
     const fallbacks: ConversionPair[] = [];
+    const optionalSteps: ConversionPair[] = [];
     engines.forEach((engine, index) => {
       for (const info of engine.formats()) registry.addFormat(info);
       if (!statuses[index]?.available) return;
       registry.engines.set(engine.name, engine);
       for (const pair of engine.pairs()) {
         if (pair.fallbackOnly) fallbacks.push(pair);
-        else registry.addPair(pair);
+        if (pair.onOption) optionalSteps.push(pair);
+        if (!pair.fallbackOnly && !pair.onOption) registry.addPair(pair);
       }
     });
     registry.attachFallbacks(fallbacks);
     registry.composeChains();
+    registry.attachOptionalSteps(optionalSteps);
     return registry;
   }
 
@@ -75,9 +79,40 @@ export class FormatRegistry {
       }
     }
     for (const pair of composed) this.addPair(pair, pair.steps?.[0]?.preferredFor?.includes(pair.target) === true);
-    if (composed.length > 0) {
-      this.engines.set(CHAIN_ENGINE, createChainEngine({ engine: (name) => this.engines.get(name), pair: (source, target) => this.pair(source, target) }));
+    if (composed.length > 0) this.engines.set(CHAIN_ENGINE, this.chainEngine());
+  }
+
+  /**
+   * Each step declared `onOption` joins the pair another engine serves for its source and target:
+   * that pair offers the step's options beside its own, and runs as a chain with the step (or as
+   * the step alone, `instead`) when the conversion sets the option (pairFor). A step with no such
+   * pair is not offered.
+   */
+  private attachOptionalSteps(steps: readonly ConversionPair[]): void {
+    for (const { onOption, fallbackOnly: _, ...own } of steps) {
+      const served = this.pair(own.source, own.target);
+      if (!served || served.engine === own.engine || !onOption) continue;
+      const { option, place } = onOption;
+      const names = new Set(served.options.map((descriptor) => descriptor.name));
+      const options = [...served.options, ...own.options.filter((descriptor) => !names.has(descriptor.name))];
+      const servedSteps = served.steps ?? [served];
+      const chainSteps = place === 'before' ? [own, ...servedSteps] : [...servedSteps, { ...own, source: 'pdf' }];
+      const kinds = chainSteps.map((one) => one.kind);
+      const pair: ConversionPair = place === 'instead'
+        ? own
+        : {
+          source: served.source, target: served.target, engine: CHAIN_ENGINE,
+          kind: kinds.reduce((heaviest, kind) => (this.weights[kind] > this.weights[heaviest] ? kind : heaviest)),
+          options, variants: served.variants, steps: chainSteps,
+        };
+      this.pairsBySource.get(served.source)!.set(served.target, { ...served, options, withOption: { option, pair } });
+      this.kinds.add(own.kind);
+      if (place !== 'instead' && !this.engines.has(CHAIN_ENGINE)) this.engines.set(CHAIN_ENGINE, this.chainEngine());
     }
+  }
+
+  private chainEngine() {
+    return createChainEngine({ engine: (name) => this.engines.get(name), pair: (source, target, options) => this.pairFor(source, target, options) });
   }
 
   /** Each fallback serves the pair another engine declares for its source and target; alone, none is offered. */
@@ -123,6 +158,15 @@ export class FormatRegistry {
 
   pair(source: string, target: string): ConversionPair | undefined {
     return this.pairsBySource.get(source)?.get(target);
+  }
+
+  /**
+   * The pair a conversion with these options runs: the pair's `withOption` where the conversion
+   * sets that option (OCR), else the pair itself. Its kind is what the conversion is charged as.
+   */
+  pairFor(source: string, target: string, options: ConversionOptions): ConversionPair | undefined {
+    const pair = this.pair(source, target);
+    return pair?.withOption && options[pair.withOption.option] === true ? pair.withOption.pair : pair;
   }
 
   allPairs(): ConversionPair[] {

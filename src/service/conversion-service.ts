@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
 import { ApiError } from '../errors/api-error.ts';
 import type { FormatRegistry } from '../formats/registry.ts';
-import type { FormatDetails, FormatListing } from '../model/formats.ts';
+import type { FormatDetails, FormatListing, OptionDescriptor } from '../model/formats.ts';
+import type { ConversionPair } from '../engines/pairs.ts';
 import type { ListPage } from '../model/list-page.ts';
 import type { AccountRecord } from '../model/account.ts';
 import { toPublicConversion, type ConversionRecord, type PublicConversion } from '../model/conversion.ts';
@@ -20,6 +21,7 @@ import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from '../model/ids.ts';
 import { PublicJsonCache } from './public-json-cache.ts';
 import { checkSubmissionLimits } from './submission-limits.ts';
+import { checkPageCap } from './page-cap.ts';
 import { UploadHolds, type UploadHold } from './upload-holds.ts';
 
 const DEFAULT_PAGE = 20;
@@ -131,6 +133,7 @@ export class ConversionService {
       if (request.merge && request.merge.length > plan.max_inputs) {
         throw validationError({ file: { reason: 'invalid_value', params: { text: `${request.merge.length} files; at most ${plan.max_inputs} are merged on the ${plan.name} plan` } } });
       }
+      if (request.input.kind === 'file' && !request.merge) await checkPageCap(this.registry, request.pair, request.input.file.path, plan);
       const inputs = request.merge ? mergeInputFiles(request.merge) : undefined;
       const inputSize = inputs ? inputs.reduce((sum, one) => sum + one.size, 0) : request.input.kind === 'file' ? request.input.file.size : null;
       const cost = plan.credits_type === 'unmetered' ? 0 : creditCost(this.registry, request.pair, inputSize, inputs);
@@ -312,6 +315,13 @@ export class ConversionService {
     };
   }
 
+  /** The option that adds a step (OCR) says what the conversion then costs: its weight is the step's. */
+  private chargedLabel(option: OptionDescriptor, pair: ConversionPair): OptionDescriptor {
+    if (option.name !== pair.withOption?.option) return option;
+    const weight = this.registry.creditWeight(pair.withOption.pair);
+    return { ...option, label: `${option.label} (credit weight ${weight} instead of ${this.registry.creditWeight(pair)})` };
+  }
+
   formatDetails(account: AccountRecord, rawSource: string): FormatDetails {
     const source = this.registry.normalize(rawSource);
     const pairs = source ? this.registry.targetsOf(source) : [];
@@ -323,7 +333,7 @@ export class ConversionService {
         target: pair.target,
         max_upload_mb: plan.max_upload_mb,
         credit_weight: this.registry.creditWeight(pair),
-        options: pair.options,
+        options: pair.withOption ? pair.options.map((option) => this.chargedLabel(option, pair)) : pair.options,
         variants: pair.variants,
       })),
     };

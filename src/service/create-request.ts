@@ -210,6 +210,10 @@ export async function validateCreateRequest(
 
     const outcome = validateOptions(pair, input.options);
     if (!outcome.ok) throw validationError(outcome.problems);
+    // A step an option adds (OCR) reads one file: a merge's files are joined after their own conversions.
+    if (merge && pair.withOption && outcome.options[pair.withOption.option] === true) {
+      throw fieldError(`options.${pair.withOption.option}`, `it reads one file, not ${merge.length} merged: merge them first, then convert the merged PDF with ${pair.withOption.option}=true`);
+    }
     const { shown, secret } = splitSecretOptions(pair, outcome.options);
 
     const fingerprint = createHash('sha256')
@@ -222,7 +226,8 @@ export async function validateCreateRequest(
       .digest('hex');
 
     return {
-      pair,
+      // With an option that adds a step (OCR), the chain that runs: its kind is what is charged.
+      pair: registry.pairFor(source, pair.target, outcome.options) ?? pair,
       ...(merge ? { merge } : {}),
       variant,
       options: shown,

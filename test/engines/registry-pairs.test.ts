@@ -19,6 +19,7 @@ import { createDataEngine } from '../../src/engines/data/data-engine.ts';
 import { createMarkupEngine } from '../../src/engines/markup/markup-engine.ts';
 import { createMediaEngine } from '../../src/engines/media/media-engine.ts';
 import { CHAIN_ENGINE } from '../../src/engines/chain.ts';
+import { createOcrEngine } from '../../src/engines/ocr/ocr-engine.ts';
 import { createOfficeEngine } from '../../src/engines/office/office-engine.ts';
 import { createPdfEngine } from '../../src/engines/pdf/pdf-engine.ts';
 import { createPdfOperationsEngine } from '../../src/engines/pdfops/pdfops-engine.ts';
@@ -50,7 +51,10 @@ const tools = await mediaTools();
 const key = (pair: Pick<ConversionPair, 'source' | 'target'>) => `${pair.source}->${pair.target}`;
 
 /** The default credit weights, written out here rather than read from the code under test. */
-const WEIGHTS: Record<ConversionKind, number> = { image: 1, pdf: 1, data: 1, audio: 2, document: 2, video: 4 };
+const WEIGHTS: Record<ConversionKind, number> = { image: 1, pdf: 1, data: 1, audio: 2, document: 2, video: 4, ocr: 3 };
+
+/** The kind of the heaviest step, by the weights above: what a chain is charged as. */
+const heaviest = (steps: readonly ConversionPair[]): ConversionKind => steps.map((step) => step.kind).reduce((a, b) => (WEIGHTS[b] > WEIGHTS[a] ? b : a));
 
 let dir: string;
 let counter = 0;
@@ -302,13 +306,14 @@ const SUITES: Record<string, { file: string; factory: string; create: () => Engi
   data: { file: 'test/engines/data.test.ts', factory: 'createDataEngine', create: () => createDataEngine() },
   office: { file: 'test/engines/office.test.ts', factory: 'createOfficeEngine', create: () => createOfficeEngine() },
   markup: { file: 'test/engines/markup.test.ts', factory: 'createMarkupEngine', create: () => createMarkupEngine() },
+  ocr: { file: 'test/engines/ocr.test.ts', factory: 'createOcrEngine', create: () => createOcrEngine() },
 };
 
 /**
  * Engines that need a system package (LibreOffice, pandoc, Ghostscript, Chromium): where it is missing they offer no pairs
  * and their suite skips, except under CI (CI=true), which installs them and must prove them.
  */
-const SYSTEM_ENGINES = new Set(['office', 'markup', 'postscript', 'html']);
+const SYSTEM_ENGINES = new Set(['office', 'markup', 'postscript', 'html', 'ocr']);
 const mayBeMissing = (engine: string) => SYSTEM_ENGINES.has(engine) && process.env.CI !== 'true';
 
 describe('(b) the registry offers exactly the pairs the generated suites prove', () => {
@@ -409,13 +414,17 @@ describe('(c) through a real daemon: listing, credit weights, one conversion per
         kinds.add(pair.kind);
         listed++;
         assert.equal(target.credit_weight, WEIGHTS[pair.kind], `${key(pair)} (${pair.kind})`);
-        assert.deepEqual(target.options, pair.options);
+        // The option that adds a step (OCR) says what the conversion costs with it.
+        const added = pair.withOption;
+        const charged = added ? target.options.find((option) => option.name === added.option) : undefined;
+        if (added) assert.ok(charged?.label.endsWith(`(credit weight ${WEIGHTS[added.pair.steps ? heaviest(added.pair.steps) : added.pair.kind]} instead of ${WEIGHTS[pair.kind]})`), `${key(pair)}: ${charged?.label}`);
+        assert.deepEqual(target.options.map((option) => (option === charged ? { ...option, label: pair.options.find((own) => own.name === option.name)!.label } : option)), pair.options);
         assert.deepEqual(target.variants, pair.variants);
         assert.equal(target.max_upload_mb, 5000, 'the pro plan limit');
       }
     }
     assert.equal(listed, pairs.length);
-    assert.deepEqual([...kinds].sort(), ['audio', 'data', 'document', 'image', 'pdf', 'video']);
+    assert.deepEqual([...kinds].sort(), ['audio', 'data', 'document', 'image', 'ocr', 'pdf', 'video']);
   });
 
   /** Every kind the registry offers a pair of. */

@@ -408,6 +408,9 @@ export async function assertOutput(pair: Pick<ConversionPair, 'source' | 'target
     }
     case CHAIN_ENGINE:
       return assertChainOutput(pair, outputPath, fixture, tools);
+    case 'ocr':
+      assert.equal(target, 'txt', `no expectation for ocr target ${target}: add one`);
+      return assertOcrText(outputPath, fixture.pages ?? 1);
     default:
       assert.fail(`no decoder for outputs of engine ${pair.engine}: add one`);
   }
@@ -485,11 +488,25 @@ export async function assertHtmlOutput(target: string, output: string): Promise<
  * page of the picture's size (at 72 dpi, a pixel a point).
  */
 async function assertImageChainOutput(pair: Pick<ConversionPair, 'source' | 'target'>, output: string, fixture: Fixture, tools: MediaTools): Promise<void> {
+  if (pair.target === 'txt') return assertOcrText(output, 1);
   if (pair.target !== 'pdf') return assertAnyImage(tools, output, pair.target, fixture.width!, fixture.height!);
   const pdf = await PDFDocument.load(await readFile(output));
   assert.equal(pdf.getPageCount(), 1);
   const { width, height } = pdf.getPage(0).getSize();
   assert.deepEqual([Math.round(width), Math.round(height)], [fixture.width, fixture.height], 'a page the size of the picture');
+}
+
+/**
+ * What OCR makes of a fixture picture (shapes, no words; test/engines/ocr.test.ts measures
+ * reading): text as the service writes it, UTF-8 with a page for each of the picture's, no
+ * control characters but the pages' form feeds, one newline at the end.
+ */
+async function assertOcrText(output: string, pages: number): Promise<void> {
+  const bytes = await readFile(output);
+  const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  assert.ok(text.endsWith('\n'), 'one newline at the end');
+  assert.doesNotMatch(text, /[\u0000-\u0008\u000B\u000D-\u001F\u007F]/, 'no control characters');
+  assert.equal(text.split('\f').length, pages, 'a page of text for each page');
 }
 
 // ------------------------------------------------------------------------- hostile inputs

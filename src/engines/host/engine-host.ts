@@ -122,7 +122,7 @@ export class EngineHost {
   private failureOf(error: unknown, { HelperDied, HelperTaskError }: Machinery): Error {
     if (error instanceof HelperTaskError) {
       const failure = error.error as HostFailure;
-      if (failure.kind === 'hand_over') return new HandOver(failure.message);
+      if (failure.kind === 'hand_over') return new HandOver(failure.message, failure.kept);
       if (failure.kind === 'conversion' && (CONVERSION_ERROR_CODES as readonly string[]).includes(failure.code)) {
         return new ConversionFailure(failure.code as ConversionErrorCode, failure.message, failure.details);
       }

@@ -55,7 +55,7 @@ async function handle(request: HostRequest): Promise<HostDone> {
 }
 
 function describe(error: unknown): HostFailure {
-  if (error instanceof HandOver) return { kind: 'hand_over', message: error.message };
+  if (error instanceof HandOver) return { kind: 'hand_over', message: error.message, ...(error.kept ? { kept: error.kept } : {}) };
   if (error instanceof ConversionFailure) return { kind: 'conversion', code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) };
   return { kind: 'internal', message: error instanceof Error ? (error.stack ?? error.message) : String(error) };
 }

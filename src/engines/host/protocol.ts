@@ -24,5 +24,5 @@ export interface HostDone {
 /** How a job failed: a failure of the input or the conversion (its code stands), or a bug. */
 export type HostFailure =
   | { kind: 'conversion'; code: ConversionErrorCode; message: string; details?: Record<string, number | string> }
-  | { kind: 'hand_over'; message: string }
+  | { kind: 'hand_over'; message: string; kept?: { size: number } }
   | { kind: 'internal'; message: string };

@@ -1,6 +1,6 @@
 import { access, mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { ConversionFailure } from '../../errors/api-error.ts';
+import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../pairs.ts';
 import { numberedName, writeZip, type ArchiveEntry } from '../archive.ts';
 import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
@@ -179,14 +179,25 @@ export function cleanText(text: string): string {
   return text.replace(/\r\n?/g, '\n').replace(CONTROL, '');
 }
 
-/** Every page's text in order, pages separated by a form feed, a newline at the end; UTF-8. */
+/** Anything but white space: a page with none has no text layer. */
+const VISIBLE = /\S/;
+
+/**
+ * Every page's text in order, pages separated by a form feed, a newline at the end; UTF-8. A PDF
+ * whose pages have no text at all (a scan) is handed over to OCR, where an OCR engine serves
+ * pdf -> txt as its fallback; where none does, the empty text written stands.
+ */
 async function extractText(document: PdfDocument, job: EngineJob): Promise<EngineOutput> {
   const sink = await TextFile.create(job.outputPath, job.maxOutputBytes);
+  let size: number;
+  let seen = false;
+  const count = document.pageCount;
   try {
-    const count = document.pageCount;
     const step = Math.max(1, Math.floor(count / 100));
     for (let index = 0; index < count; index++) {
-      await sink.write((index > 0 ? '\f' : '') + cleanText(document.text(index)));
+      const text = cleanText(document.text(index));
+      seen ||= VISIBLE.test(text);
+      await sink.write((index > 0 ? '\f' : '') + text);
       if (index % step === step - 1) {
         job.onProgress(Math.floor(((index + 1) / count) * 99));
         // Lets an abort land between pages when the engine runs in this process.
@@ -195,11 +206,13 @@ async function extractText(document: PdfDocument, job: EngineJob): Promise<Engin
       }
     }
     await sink.write('\n');
-    return { size: await sink.close() };
+    size = await sink.close();
   } catch (error) {
     await sink.discard();
     throw error;
   }
+  if (!seen) throw new HandOver(`The PDF has no text layer: none of its ${grouped(count)} page${count === 1 ? '' : 's'} holds text (a scan).`, { size });
+  return { size };
 }
 
 /** A UTF-8 file written in chunks that stops at the output cap, and leaves nothing behind when discarded. */

@@ -76,7 +76,7 @@ export class ConversionRun {
   private async convert(record: ConversionRecord): Promise<void> {
     const { service, moves, gates } = this.parts;
     const { registry, config, blobs } = service;
-    const pair = registry.pair(record.source, record.target);
+    const pair = registry.pairFor(record.source, record.target, record.options);
     const engine = pair ? registry.engine(pair.engine) : undefined;
     if (!pair || !engine) throw new ConversionFailure('internal_error', `No engine for ${record.source} -> ${record.target} is available.`);
     const extension = registry.format(record.target)?.extensions[0] ?? record.target;
@@ -89,7 +89,7 @@ export class ConversionRun {
     let produced: EngineOutput | void;
     try {
       const call: EngineCall = {
-        record, inputPath, outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf, maxPages: plan.max_pages,
+        record, inputPath, outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf, maxPages: plan.max_pages, maxOcrPages: plan.max_ocr_pages,
         onProgress: progressWriter(service.store, this.id),
         onEngineTime: (ms) => {
           this.engineMs += ms;

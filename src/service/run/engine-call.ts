@@ -22,6 +22,8 @@ export interface EngineCall {
   maxOutput: OutputLimit;
   /** The plan's max_pages (EngineJob.maxPages). */
   maxPages?: number;
+  /** The plan's max_ocr_pages (EngineJob.maxOcrPages). */
+  maxOcrPages?: number;
   /** The time limit of a pair on the account's plan. */
   timeLimitOf: (pair: ConversionPair) => number;
   onProgress: (percent: number) => void;
@@ -40,7 +42,7 @@ export function convertOnEngines(call: EngineCall, pair: ConversionPair, engine:
   };
   return convertOn(pair, engine).catch((error: unknown) => {
     const handedTo = handedOver(error, pair, (name) => registry.engine(name));
-    return convertOn(handedTo.pair, handedTo.engine);
+    return 'kept' in handedTo ? handedTo.kept : convertOn(handedTo.pair, handedTo.engine);
   });
 }
 
@@ -60,6 +62,7 @@ async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engi
       inputPath: call.inputPath, outputPath: call.outputPath, source: record.source, target: record.target,
       ...(call.inputPaths ? { inputPaths: call.inputPaths } : {}),
       ...(call.maxPages !== undefined ? { maxPages: call.maxPages } : {}),
+      ...(call.maxOcrPages !== undefined ? { maxOcrPages: call.maxOcrPages } : {}),
       variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress: call.onProgress, maxOutputBytes: maxOutput.bytes,
       startClock,
       timeLimitMs: timeoutMs,

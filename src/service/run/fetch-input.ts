@@ -39,7 +39,7 @@ export async function fetchInput(service: ConversionService, moves: RunTransitio
       throw error;
     });
     await blobs.adoptInput(record.id, spool);
-    const pair = registry.pair(record.source, record.target)!;
+    const pair = registry.pairFor(record.source, record.target, record.options)!;
     const cost = plan.credits_type === 'unmetered' ? 0 : conversionCost(registry.creditWeight(pair), fetched.bytes);
     const moved = await moves.fetched(record.id, fetched.bytes, cost, account);
     if (!moved) throw signal.reason ?? new JobCancelled(record.id, 'cancelled');

@@ -1,0 +1,31 @@
+import { defineEngine } from '../descriptor.ts';
+
+export interface OcrSettings {
+  /**
+   * Pages OCRmyPDF reads at once, each with one Tesseract thread (OMP_THREAD_LIMIT=1): OCR takes at
+   * most this many cores, whatever the length of the document, and leaves the rest to the daemon
+   * and the other engines.
+   */
+  jobs: number;
+}
+
+/** OCRmyPDF and Tesseract from the system: text from scans, as a PDF's text layer or as text. */
+export const ocr = defineEngine<OcrSettings>({
+  name: 'ocr',
+  defaults: () => ({ jobs: 1 }),
+  settings: [
+    { key: 'ocr_jobs', field: 'jobs', kind: { type: 'integer', min: 1, max: 64 }, arg: 'n', help: 'pages one OCR conversion reads at once, one core each (default 1)' },
+  ],
+  limits: { timeLimitMs: 600_000 },
+  loader: (settings, own) => ({
+    load: async () => (await import('./ocr-engine.ts')).createOcrEngine({
+      jobs: own?.jobs ?? 1, maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb,
+    }),
+  }),
+  // Debian's Tesseract 5 keeps its languages here; TESSDATA_PREFIX names another place.
+  dataDirs: (env) => [env.TESSDATA_PREFIX ?? '/usr/share/tesseract-ocr/5/tessdata', '/usr/share/tesseract-ocr/4.00/tessdata'],
+  binaries: [
+    { name: 'ocrmypdf', env: 'CONVD_OCRMYPDF_PATH' },
+    { name: 'tesseract', env: 'CONVD_TESSERACT_PATH' },
+  ],
+});
