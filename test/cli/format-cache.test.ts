@@ -36,7 +36,7 @@ describe('format cache', () => {
     const cold = await spawnConv(['formats', '--json'], { env: env(home) });
     assert.equal(cold.code, 0, cold.stderr);
     const file = JSON.parse(await readFile(join(home, 'cache', 'conv', 'formats.json'), 'utf8')) as { fingerprint: string; engines: KnownEngine[] };
-    assert.deepEqual(file.engines.map((e) => e.name), ['image', 'raster', 'media', 'html', 'pdf', 'pdfops', 'pdfpages', 'data', 'office', 'postscript', 'markup']);
+    assert.deepEqual(file.engines.map((e) => e.name), ['image', 'raster', 'media', 'html', 'pdf', 'pdfops', 'pdfpages', 'data', 'office', 'postscript', 'markup', 'ocr']);
     assert.ok(loaded(cold.stderr).some((path) => HEAVY.test(path)), 'the cold run probed the engines');
 
     const warm = await spawnConv(['formats', '--json'], { env: env(home) });
