@@ -15,7 +15,8 @@ import { after, before, describe, it } from 'node:test';
 import { degrees, PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { zipEntries } from '../helpers/zip-read.ts';
-import { ConversionFailure } from '../../src/errors/api-error.ts';
+import { ConversionFailure, HandOver } from '../../src/errors/api-error.ts';
+import { handedOver } from '../../src/engines/hand-over.ts';
 import { EngineHost } from '../../src/engines/host/engine-host.ts';
 import { runQpdf } from '../../src/engines/pdfops/qpdf.ts';
 import { manyPagesPdf } from '../helpers/hostile-files.ts';
@@ -394,6 +395,36 @@ describe('a PDFium trap', () => {
     assert.notEqual(fresh, pdfium);
     await assertImage(await converted('png', files.pages, { dpi: 36 }), 'png', 306, 396);
     assert.equal(await loadPdfium(), fresh);
+  });
+});
+
+describe('a PDF whose pages hold no text (a scan)', () => {
+  it('txt hands the file over to OCR, keeping the empty text it wrote for where no OCR is installed', async () => {
+    const scan = job('txt', files.image);
+    const handed = await engine.convert(scan).then(() => undefined, (error: unknown) => error);
+    assert.ok(handed instanceof HandOver, String(handed));
+    assert.match(handed.message, /no text layer: none of its 1 page holds text/);
+    assert.deepEqual(handed.kept, { size: (await stat(scan.outputPath)).size });
+    assert.equal((await readFile(scan.outputPath, 'utf8')).trim(), '');
+    // No fallback in the registry: the kept text stands; with one, the file goes there.
+    assert.deepEqual(handedOver(handed, pairTo('txt'), () => undefined), { kept: handed.kept });
+    const ocrPair: ConversionPair = { source: 'pdf', target: 'txt', engine: 'ocr', kind: 'ocr', options: [], variants: [] };
+    const ocrEngine = { ...engine, name: 'ocr' };
+    assert.equal((handedOver(handed, { ...pairTo('txt'), fallback: ocrPair }, (name) => (name === 'ocr' ? ocrEngine : undefined)) as { engine: unknown }).engine, ocrEngine);
+    // A PDF with text is read as it is.
+    assert.match(await readFile(await converted('txt', files.pages), 'utf8'), /PAGE-1-MARKER/);
+  });
+
+  it('the hand-over and what it kept cross the engine host', async () => {
+    const host = new EngineHost({ processes: 1, memoryLimitMb: 1024 });
+    try {
+      const scan = job('txt', files.image);
+      const handed = await host.convert('pdfpages', { maxInputPixels: 100_000_000 }, scan).then(() => undefined, (error: unknown) => error);
+      assert.ok(handed instanceof HandOver, String(handed));
+      assert.deepEqual(handed.kept, { size: (await stat(scan.outputPath)).size });
+    } finally {
+      await host.close();
+    }
   });
 });
 
