@@ -351,7 +351,10 @@ describe('(b) the registry offers exactly the pairs the generated suites prove',
         const offeredPair = registry.pair(source, target);
         const by = offeredPair?.engine;
         const preferredChain = by === CHAIN_ENGINE && offeredPair?.steps?.[0]?.preferredFor?.includes(target) === true;
-        assert.ok(preferredChain || (by && by !== CHAIN_ENGINE && by in SUITES), `${pair} of ${engineName} is offered by another engine with a suite of its own (${by ?? 'none'})`);
+        // Or it joins the pair another engine (or chain) serves: as its fallback, or as a step an option adds (OCR).
+        const added = offeredPair?.withOption?.pair;
+        const joined = offeredPair?.fallback?.engine === engineName || added?.engine === engineName || added?.steps?.some((step) => step.engine === engineName) === true;
+        assert.ok(preferredChain || joined || (by && by !== CHAIN_ENGINE && by in SUITES), `${pair} of ${engineName} is offered by another engine with a suite of its own (${by ?? 'none'})`);
       }
       assert.deepEqual([...offered].sort(), [...suitePairs].filter((pair) => offered.has(pair)).sort());
       covered.set(engineName, offered);

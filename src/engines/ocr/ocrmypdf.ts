@@ -19,10 +19,26 @@ const INPUT_FAULTS: Record<number, string> = {
   8: 'The PDF is encrypted: OCR reads only PDFs without a password',
 };
 
-/** The last line of OCRmyPDF's own that says what went wrong: not the commands it ran nor their output. */
+/** OCRmyPDF's exceptions that end a run, in words. */
+const EXCEPTIONS: Record<string, string> = {
+  UnsupportedImageFormatError: 'it is neither a PDF nor an image OCRmyPDF reads',
+  InputFileError: 'it is not a PDF or is damaged',
+  EncryptedPdfError: 'it is encrypted',
+  DpiError: 'its page images have no usable resolution',
+  PriorOcrFoundError: 'its pages already hold text',
+  DigitalSignatureError: 'it is digitally signed (OCR would break the signature)',
+  TaggedPDFError: 'it is a tagged PDF made by a program, not a scan',
+};
+
+/**
+ * What went wrong, from OCRmyPDF's own lines: an exception it names, in words, or its last line
+ * that is not a command it ran, a command's output or a Python traceback.
+ */
 function reason(stderr: string): string {
-  const lines = stderr.split('\n').map((line) => line.trim()).filter((line) => line && !/^\d*\s*Running:|^stdout\/stderr|^Found |^os\.symlink|^\d+\s/.test(line));
-  return lines.slice(-2).join(' ');
+  const lines = stderr.split('\n').map((line) => line.trim()).filter(Boolean);
+  for (const [name, words] of Object.entries(EXCEPTIONS)) if (lines.some((line) => line.includes(name))) return words;
+  const own = lines.filter((line) => !/^\d*\s*Running:|^stdout\/stderr|^Found |^os\.symlink|^\d+\s|^Traceback|^File "|^raise |^\^|^[\w.]+(Error|Exception)\b|^During handling|^The above exception/.test(line));
+  return own.slice(-2).join(' ');
 }
 
 /**
@@ -71,14 +87,15 @@ export async function ocrPdf(tools: OcrTools, settings: OcrEngineOptions, job: E
         if (pages) job.onProgress(Math.min(99, Math.floor((done / pages) * 100)));
       },
     });
-    const said = reason(result.stderrTail.split(job.inputPath).join('the input').split(job.outputPath).join('the output').split(work).join('.'));
+    const stderr = result.stderrTail.split(job.inputPath).join('the input').split(job.outputPath).join('the output').split(work).join('.');
+    const said = reason(stderr);
     if (result.code !== 0) {
       const fault = result.code === null ? undefined : INPUT_FAULTS[result.code];
       if (fault) throw new ConversionFailure('input_invalid', `${fault}${said ? `: ${said}` : '.'}`);
-      if (/decompression bomb|max-image-mpixels/i.test(said)) {
-        throw new ConversionFailure('input_invalid', `A page image of the PDF is larger than ${settings.maxInputPixels.toLocaleString('en-US')} pixels: ${said}`);
+      if (/DecompressionBomb|decompression bomb|max-image-mpixels/i.test(stderr)) {
+        throw new ConversionFailure('input_invalid', `A page image of the PDF is larger than the limit of ${settings.maxInputPixels.toLocaleString('en-US')} pixels.`, { limit: settings.maxInputPixels });
       }
-      if (/MemoryError|Cannot allocate|out of memory/i.test(said)) throw new ConversionFailure('memory_limit', `OCR needed more memory than its limit of ${settings.processMemoryMb} MB.`);
+      if (/MemoryError|Cannot allocate|out of memory/i.test(stderr)) throw new ConversionFailure('memory_limit', `OCR needed more memory than its limit of ${settings.processMemoryMb} MB.`);
       throw new ConversionFailure('conversion_failed', `OCRmyPDF failed (${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`})${said ? `: ${said}` : '.'}`);
     }
     if (toText) {

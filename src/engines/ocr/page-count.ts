@@ -1,3 +1,4 @@
+import { open } from 'node:fs/promises';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { engineEnvironment } from '../process/group.ts';
 import { runProcess } from '../subprocess.ts';
@@ -37,16 +38,39 @@ export async function pdfPages(gs: string, path: string, signal?: AbortSignal): 
  * `maxPixels` a page (a decompression bomb) is refused here, before Tesseract decodes it.
  */
 export async function imagePages(path: string, maxPixels: number): Promise<{ pages: number; width: number; height: number }> {
+  const { pages, width, height } = (await bmpHeader(path)) ?? (await sharpHeader(path));
+  if (width < 1 || height < 1) throw new ConversionFailure('input_invalid', 'The image has no pixels.');
+  if (width * height > maxPixels) throw pixelLimitFailure({ width, height }, maxPixels, false);
+  return { pages, width, height };
+}
+
+async function sharpHeader(path: string): Promise<{ pages: number; width: number; height: number }> {
   const { default: sharp } = await import('../image/sharp-module.ts');
-  let metadata: Awaited<ReturnType<ReturnType<typeof sharp>['metadata']>>;
   try {
-    metadata = await sharp(path, { limitInputPixels: false }).metadata();
+    const metadata = await sharp(path, { limitInputPixels: false }).metadata();
+    return { pages: metadata.pages ?? 1, width: metadata.width ?? 0, height: metadata.height ?? 0 };
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The image could not be read: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const width = metadata.width ?? 0;
-  const height = metadata.height ?? 0;
-  if (width < 1 || height < 1) throw new ConversionFailure('input_invalid', 'The image has no pixels.');
-  if (width * height > maxPixels) throw pixelLimitFailure({ width, height }, maxPixels, false);
-  return { pages: metadata.pages ?? 1, width, height };
+}
+
+/**
+ * A BMP's size from its header (libvips as npm ships it reads no BMP; Tesseract does): `BM`, then
+ * the DIB header, whose size says its kind: 12 bytes (OS/2: 16-bit width and height at 18 and
+ * 20), or 40 and more (32-bit at 18 and 22, the height negative for a top-down picture).
+ * Undefined when the file is no BMP.
+ */
+async function bmpHeader(path: string): Promise<{ pages: number; width: number; height: number } | undefined> {
+  const file = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(26);
+    const { bytesRead } = await file.read(head, 0, head.length, 0);
+    if (bytesRead < 26 || head.toString('latin1', 0, 2) !== 'BM') return undefined;
+    const dib = head.readUInt32LE(14);
+    if (dib === 12) return { pages: 1, width: head.readUInt16LE(18), height: head.readUInt16LE(20) };
+    if (dib >= 40) return { pages: 1, width: Math.abs(head.readInt32LE(18)), height: Math.abs(head.readInt32LE(22)) };
+    throw new ConversionFailure('input_invalid', `The BMP file's header is of an unknown kind (${dib} bytes).`);
+  } finally {
+    await file.close();
+  }
 }
