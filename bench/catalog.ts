@@ -9,6 +9,7 @@ import { benchHtml } from './html.ts';
 import { benchLargeText } from './large-text.ts';
 import { benchLoad } from './load.ts';
 import { benchMemorySoak } from './memory-soak.ts';
+import { benchOcrPdf } from './ocr-pdf.ts';
 import { benchOfficeCold, benchOfficeWarm } from './office.ts';
 import { benchPdfAllPages } from './pdf-all-pages.ts';
 import { benchPdfMerge } from './pdf-merge.ts';
@@ -55,6 +56,7 @@ export const BENCHES: readonly Bench[] = [
   { name: 'fair-share', letter: 'u', measures: 'a fourth account\'s small conversions while three keep every engine busy against an idle daemon', run: benchFairShare },
   { name: 'pdf-all-pages', letter: 'v', measures: 'a 20-page PDF -> a zip of PNGs at 150 dpi through convd against PDFium, sharp and yazl called directly', run: benchPdfAllPages },
   { name: 'pdf-merge', letter: 'w', measures: '50 one-page PDFs merged into one through convd against qpdf (WebAssembly) called directly', run: benchPdfMerge },
+  { name: 'ocr-pdf', letter: 'x', measures: 'a 10-page scanned PDF -> searchable PDF (ocr=true) through convd against OCRmyPDF run directly with the engine\'s arguments', run: benchOcrPdf },
 ];
 
 /** The bench a command-line word names: its name, or its letter. */

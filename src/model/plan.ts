@@ -43,14 +43,14 @@ export type EngineTimeLimits = Record<EngineKind, number>;
 
 /** Today's limits of the engines, seconds: the paying plans' and the ceiling's defaults. */
 const FULL_LIMITS: EngineTimeLimits = {
-  image: 120, raster: 120, pdf: 300, pdfops: 300, pdfpages: 120, data: 120, media: 1800, office: 300, markup: 120, postscript: 120, html: 120, ocr: 600,
+  image: 120, raster: 120, pdf: 300, pdfops: 300, pdfpages: 120, data: 120, media: 1800, office: 300, markup: 120, postscript: 120, html: 120, ocr: 7200,
 };
 /** A free plan's: enough for any ordinary file (a 100-page document, a few minutes of audio), far short of stuck work. */
 const FREE_LIMITS: EngineTimeLimits = {
-  image: 20, raster: 20, pdf: 30, pdfops: 30, pdfpages: 30, data: 20, media: 120, office: 60, markup: 30, postscript: 30, html: 30, ocr: 120,
+  image: 20, raster: 20, pdf: 30, pdfops: 30, pdfpages: 30, data: 20, media: 120, office: 60, markup: 30, postscript: 30, html: 30, ocr: 300,
 };
 const LITE_LIMITS: EngineTimeLimits = {
-  image: 60, raster: 60, pdf: 120, pdfops: 120, pdfpages: 60, data: 60, media: 600, office: 180, markup: 60, postscript: 60, html: 60, ocr: 300,
+  image: 60, raster: 60, pdf: 120, pdfops: 120, pdfpages: 60, data: 60, media: 600, office: 180, markup: 60, postscript: 60, html: 60, ocr: 1200,
 };
 
 const WINDOW_SECONDS = 600;
@@ -72,19 +72,19 @@ export const DEFAULT_PLANS: Readonly<Record<PlanId, Plan>> = {
   standard: {
     id: 'standard', name: 'Standard', credits_type: 'plan_credits', monthly_allowance: 2500, max_upload_mb: 2000,
     conversions_per_window: 250, window_seconds: WINDOW_SECONDS, concurrent_conversions: 10, requests_per_minute: 300,
-    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 20000, max_inputs: 50, max_pages: 1000, max_ocr_pages: 1000,
+    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 20000, max_inputs: 50, max_pages: 1000, max_ocr_pages: 500,
     time_limits: { ...FULL_LIMITS }, engine_seconds_per_hour: 7200,
   },
   pro: {
     id: 'pro', name: 'Pro', credits_type: 'plan_credits', monthly_allowance: 5000, max_upload_mb: 5000,
     conversions_per_window: 500, window_seconds: WINDOW_SECONDS, concurrent_conversions: 20, requests_per_minute: 600,
-    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 50000, max_inputs: 50, max_pages: 1000, max_ocr_pages: 1000,
+    result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 50000, max_inputs: 50, max_pages: 1000, max_ocr_pages: 500,
     time_limits: { ...FULL_LIMITS }, engine_seconds_per_hour: 14400,
   },
   unmetered: {
     id: 'unmetered', name: 'Unmetered', credits_type: 'unmetered', monthly_allowance: 0, max_upload_mb: 10000,
     conversions_per_window: 100000, window_seconds: WINDOW_SECONDS, concurrent_conversions: 1000,
-    requests_per_minute: 60000, result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 100000, max_inputs: 50, max_pages: 1000, max_ocr_pages: 1000,
+    requests_per_minute: 60000, result_ttl_hours: RESULT_TTL_HOURS, max_output_mb: 100000, max_inputs: 50, max_pages: 1000, max_ocr_pages: 500,
     time_limits: { ...FULL_LIMITS }, engine_seconds_per_hour: 0,
   },
 };

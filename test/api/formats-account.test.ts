@@ -24,7 +24,7 @@ const PLANS = {
   pro: { name: 'Pro', type: 'plan_credits', allowance: 5000, upload: 5000, window: 500, concurrent: 20, rpm: 600, enginePerHour: 14400, officeLimit: 300 },
 } as const;
 
-const ENGINE_KINDS = ['data', 'html', 'image', 'markup', 'media', 'office', 'pdf', 'pdfops', 'pdfpages', 'postscript', 'raster'];
+const ENGINE_KINDS = ['data', 'html', 'image', 'markup', 'media', 'ocr', 'office', 'pdf', 'pdfops', 'pdfpages', 'postscript', 'raster'];
 
 function nextHourStart(now = Date.now()): string {
   return new Date(Math.ceil((now + 1) / 3_600_000) * 3_600_000).toISOString();
@@ -110,8 +110,10 @@ describe('formats and account over HTTP', () => {
           assert.equal(typeof variant.label, 'string');
         }
         for (const option of entry.options) {
-          for (const key of Object.keys(option)) assert.ok(['name', 'type', 'values', 'min', 'max', 'default', 'label'].includes(key), key);
-          assert.ok(['range', 'number', 'enum', 'bool'].includes(option.type));
+          // The spec's keys, and the documented extensions (docs/api.md, the OpenAPI document): a
+          // text option's pattern (OCR's language), what an option needs or excludes.
+          for (const key of Object.keys(option)) assert.ok(['name', 'type', 'values', 'min', 'max', 'default', 'label', 'pattern', 'requires', 'excludes'].includes(key), key);
+          assert.ok(['range', 'number', 'enum', 'bool', 'text'].includes(option.type));
           assert.ok(Array.isArray(option.values));
           assert.equal(typeof option.label, 'string');
           assert.ok('default' in option);

@@ -16,7 +16,9 @@ export const ocr = defineEngine<OcrSettings>({
   settings: [
     { key: 'ocr_jobs', field: 'jobs', kind: { type: 'integer', min: 1, max: 64 }, arg: 'n', help: 'pages one OCR conversion reads at once, one core each (default 1)' },
   ],
-  limits: { timeLimitMs: 600_000 },
+  // A scanned page takes OCRmyPDF 2-8 s of one core (a noisy 300-dpi page 8 s: drawing it, its
+  // image work, Tesseract, the PDF): 7,200 s holds the largest plan's 500 pages a page at a time.
+  limits: { timeLimitMs: 7_200_000 },
   loader: (settings, own) => ({
     load: async () => (await import('./ocr-engine.ts')).createOcrEngine({
       jobs: own?.jobs ?? 1, maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb,
