@@ -106,6 +106,13 @@ describe('OCR over HTTP', { skip }, () => {
     assert.deepEqual(sizes, [`${source.width}x${source.height}`, `${source.width}x${source.height}`], 'each page keeps its image');
   });
 
+  it('pdf -> pdf with ocr=true and pdfa=2b: the searchable PDF made PDF/A afterwards', async () => {
+    const client = await newAccount(daemon, 'free');
+    const { path } = await converted(client, { target: 'pdf', ocr: 'true', pdfa: '2b' }, { data: scan, name: 'scan.pdf' });
+    assertReads(await pdfText(path), ENGLISH);
+    assert.match((await readFile(path)).toString('latin1'), /pdfaid:part(="|>|=')2/, 'the XMP claims PDF/A-2');
+  });
+
   it('png -> pdf with ocr=true (and a page size): the image engine makes the page, OCR reads it', async () => {
     const client = await newAccount(daemon, 'free');
     const { done, path } = await converted(client, { target: 'pdf', variant: 'a4', ocr: 'true' }, { data: english, name: 'note.jpg' });
