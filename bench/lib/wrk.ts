@@ -31,13 +31,17 @@ export interface WrkPlan {
   durationMs: number;
 }
 
-const lua = (targets: readonly LoadTarget[]): string => `
+/**
+ * The requests, made once, taken in turn. Host is written out: wrk.format adds it from wrk.host,
+ * which is not yet set where a script's top level runs (without it every answer was a 400).
+ */
+const lua = (targets: readonly LoadTarget[], host: string): string => `
 local targets = {}
-${targets.map((target) => `table.insert(targets, wrk.format("GET", ${JSON.stringify(target.path)}, { ${Object.entries(target.headers).map(([name, value]) => `[${JSON.stringify(name)}] = ${JSON.stringify(value)}`).join(', ')} }))`).join('\n')}
-local next = 0
+${targets.map((target) => `table.insert(targets, wrk.format("GET", ${JSON.stringify(target.path)}, { ["Host"] = ${JSON.stringify(host)}, ${Object.entries(target.headers).map(([name, value]) => `[${JSON.stringify(name)}] = ${JSON.stringify(value)}`).join(', ')} }))`).join('\n')}
+local cursor = 0
 request = function()
-  next = next % #targets + 1
-  return targets[next]
+  cursor = cursor % #targets + 1
+  return targets[cursor]
 end
 done = function(summary, latency, requests)
   local e = summary.errors
@@ -49,7 +53,7 @@ end
 /** A warm-up run, then the measured one; statuses other than 2xx and 3xx are counted as `other`. */
 export async function runWrk(wrk: string, plan: WrkPlan, dir: string): Promise<LoadResult & { p99Us: number }> {
   const script = join(dir, 'targets.lua');
-  await writeFile(script, lua(plan.targets));
+  await writeFile(script, lua(plan.targets, `${plan.host}:${plan.port}`));
   const url = `http://${plan.host}:${plan.port}`;
   const once = async (ms: number) => {
     const { stdout } = await run(wrk, ['-t', String(plan.threads), '-c', String(plan.connections), '-d', `${Math.max(1, Math.round(ms / 1000))}s`, '-s', script, url], { maxBuffer: 1 << 20 });
