@@ -265,7 +265,8 @@ async function direct(ocrmypdf: string, input: string, dir: string, name: string
   const started = performance.now();
   const result = await runProcess(ocrmypdf, ocrmypdfArgs(input, output), {
     cwd: work,
-    env: ocrEnvironment(work),
+    // The engine's own environment, with the Tesseract and Ghostscript its probe finds first on PATH.
+    env: ocrEnvironment(work, await ocrTools()),
     dieWithParent: true,
     niceness: ENGINE_NICENESS,
     memoryLimitMb: ENGINE_MEMORY_MB,
@@ -327,6 +328,15 @@ async function readBack(path: string, side: string, texts: PageText[]): Promise<
   }
   const problems = read < drawn * MIN_RECALL ? [`INVALID: ${side}'s text layer gives back ${read} of ${drawn} drawn words, under ${MIN_RECALL * 100} %`] : [];
   return { pages: pageTexts, read, drawn, problems };
+}
+
+/** The Tesseract and Ghostscript the ocr engine's probe finds (the configured ones, else PATH's). */
+async function ocrTools(): Promise<{ tesseract: string; gs: string }> {
+  const path = process.env.PATH ?? '';
+  const tesseract = process.env.CONVD_TESSERACT_PATH ?? (await searchPath('tesseract', path));
+  const gs = process.env.CONVD_GHOSTSCRIPT_PATH ?? (await searchPath('gs', path));
+  if (!tesseract || !gs) throw new Error('tesseract or gs not found: apt-get install ocrmypdf tesseract-ocr-eng');
+  return { tesseract, gs };
 }
 
 export async function benchOcrPdf(): Promise<BenchResult> {

@@ -6,7 +6,7 @@ import type { Logger } from '../log.ts';
 import type { DaemonMetrics } from './metrics.ts';
 
 /** The engine a conversion runs on, as the logs and metrics name it. */
-export type EngineOf = (record: { source: string; target: string }) => string;
+export type EngineOf = (record: { source: string; target: string; options?: Readonly<Record<string, unknown>> }) => string;
 
 /**
  * What the daemon does with every conversion state change and webhook attempt: a `conversion`

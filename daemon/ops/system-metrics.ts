@@ -13,7 +13,8 @@ const RESULTS_RECOUNT_MS = 5 * 60_000;
 
 /** The engine of a conversion's pair in the system's registry (`none` when it has none). */
 export function engineOfSystem(system: ConversionSystem): EngineOf {
-  return (record) => system.registry.pair(record.source, record.target)?.engine ?? 'none';
+  // A chain an option adds (OCR) is the chain's: the engine label says which pair ran.
+  return (record) => system.registry.pairFor(record.source, record.target, record.options ?? {})?.engine ?? 'none';
 }
 
 /** The daemon's metrics, their gauges read from the running system and the disk. */

@@ -17,6 +17,8 @@ export interface EngineLoader {
   maxConcurrentRuns?: number;
   /** Its work runs in the engine host, not on the caller's event loop (catalog.ts). */
   isolated?: boolean;
+  /** The created engine counts an input's pages at submission (Engine.pagesOf: OCR); known before it loads. */
+  countsPages?: boolean;
   /** Its work runs in the engine host when this says so for the job, else in the caller's process. */
   isolateWhen?: (job: EngineJob) => Promise<boolean>;
   /** The created engine's `startsClock`, known before it loads (the runner asks first). */
@@ -79,7 +81,8 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
     convert(job: EngineJob): Promise<EngineOutput | void> {
       return probed().then((engine) => engine.convert(job));
     },
-    pagesOf: (path: string, source: string) => probed().then((engine) => engine.pagesOf?.(path, source)),
+    // Only an engine that counts pages has the method: the others are not loaded to say nothing.
+    ...(loader.countsPages ? { pagesOf: (path: string, source: string) => probed().then((engine) => engine.pagesOf?.(path, source)) } : {}),
     known: () => found,
   };
 

@@ -1,7 +1,6 @@
 import { CHAIN_ENGINE, composedPair, createChainEngine } from '../engines/chain.ts';
 import type { Engine, EngineStatus } from '../engines/types.ts';
 import type { ConversionKind, ConversionPair, FormatInfo } from '../engines/pairs.ts';
-import type { ConversionOptions } from '../model/conversion.ts';
 
 export type CreditWeights = Record<ConversionKind, number>;
 
@@ -164,7 +163,7 @@ export class FormatRegistry {
    * The pair a conversion with these options runs: the pair's `withOption` where the conversion
    * sets that option (OCR), else the pair itself. Its kind is what the conversion is charged as.
    */
-  pairFor(source: string, target: string, options: ConversionOptions): ConversionPair | undefined {
+  pairFor(source: string, target: string, options: Readonly<Record<string, unknown>>): ConversionPair | undefined {
     const pair = this.pair(source, target);
     return pair?.withOption && options[pair.withOption.option] === true ? pair.withOption.pair : pair;
   }

@@ -214,6 +214,10 @@ export async function validateCreateRequest(
     if (merge && pair.withOption && outcome.options[pair.withOption.option] === true) {
       throw fieldError(`options.${pair.withOption.option}`, `it reads one file, not ${merge.length} merged: merge them first, then convert the merged PDF with ${pair.withOption.option}=true`);
     }
+    // The step runs first, before the password opens the file: OCR reads no encrypted PDF.
+    if (pair.withOption && outcome.options[pair.withOption.option] === true && outcome.options.password !== undefined && pair.withOption.pair.steps?.[0]?.options.every((option) => option.name !== 'password')) {
+      throw fieldError('options.password', `${pair.withOption.option}=true reads PDFs without a password: remove the password first (pdf -> pdf with password), then convert that PDF with ${pair.withOption.option}=true`);
+    }
     const { shown, secret } = splitSecretOptions(pair, outcome.options);
 
     const fingerprint = createHash('sha256')

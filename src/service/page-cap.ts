@@ -14,7 +14,8 @@ export async function checkPageCap(registry: FormatRegistry, pair: ConversionPai
   for (const name of names) {
     const engine = registry.engine(name);
     if (!engine?.pagesOf) continue;
-    const pages = await engine.pagesOf(path, pair.source);
+    // A count that fails is no count: the run checks again.
+    const pages = await engine.pagesOf(path, pair.source).catch(() => undefined);
     if (pages !== undefined && pages > plan.max_ocr_pages) {
       throw fieldError('file', `${pages} pages; OCR reads at most ${plan.max_ocr_pages} pages in one conversion on the ${plan.name} plan`);
     }

@@ -4,7 +4,9 @@
  * a PDF with no text layer), `ocr=true` on pdf -> pdf and png -> pdf (a searchable PDF, read back
  * with pdftotext, the page image kept) and its OCR weight charged, German read with `language=deu`,
  * and the refusals at submission: a language not installed, `ocr_mode` without `ocr`, OCR of a
- * merge, and a 50-page scan over the free plan's OCR pages.
+ * merge or with a password (OCR runs before the password opens the file), and a 50-page scan over
+ * the free plan's OCR pages; a conversion accepted with `ocr=true` run where OCR is not installed
+ * fails in words rather than making a PDF without its text.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -14,6 +16,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { createOcrEngine } from '../../src/engines/ocr/ocr-engine.ts';
+import { createPdfOperationsEngine } from '../../src/engines/pdfops/pdfops-engine.ts';
+import { ConversionFailure } from '../../src/errors/api-error.ts';
+import { FormatRegistry } from '../../src/formats/registry.ts';
+import { refuseOptionsNotOffered } from '../../src/service/run/options-offered.ts';
 import {
   assertFieldErrors, call, download, newAccount, submitFile, type Client, type FormatDetails, type PublicConversion,
 } from '../helpers/api-support.ts';
@@ -132,6 +138,8 @@ describe('OCR over HTTP', { skip }, () => {
   it('refused at submission: a language not installed, ocr_mode without ocr, OCR of a merge', async () => {
     const language = await submitFile(daemon, { target: 'pdf', ocr: 'true', language: 'klingon' }, { data: scan, name: 'scan.pdf' });
     assertFieldErrors(language, ['options.language']);
+    const encrypted = await submitFile(daemon, { target: 'pdf', ocr: 'true', password: 'secret' }, { data: scan, name: 'scan.pdf' });
+    assert.match(assertFieldErrors(encrypted, ['options.password'])['options.password']!.message, /remove the password first/);
     const mode = await submitFile(daemon, { target: 'pdf', ocr_mode: 'force' }, { data: scan, name: 'scan.pdf' });
     assert.equal(assertFieldErrors(mode, ['options.ocr_mode'])['options.ocr_mode']!.reason, 'requires_other');
     const body = new FormData();
@@ -151,6 +159,33 @@ describe('OCR over HTTP', { skip }, () => {
     const accepted = await submitFile(client, { target: 'pdf', ocr: 'true' }, { data: await scannedPdf(small, 20), name: 'twenty.pdf' });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     await call(client, `/conversions/${accepted.body.id}`, { method: 'DELETE' });
+  });
+});
+
+describe('OCR accepted, then run where it is not installed', { skip }, () => {
+  it('fails in words, rather than making a PDF without its text or charging less', async () => {
+    // The registry of a node without OCRmyPDF: pdf -> pdf offers no `ocr` there.
+    const without = await FormatRegistry.create([createPdfOperationsEngine(), createOcrEngine({ env: { ...process.env, CONVD_OCRMYPDF_PATH: '/nonexistent/ocrmypdf' } })]);
+    const withOcr = await FormatRegistry.create([createPdfOperationsEngine(), createOcrEngine()]);
+    try {
+      const record = { source: 'pdf', target: 'pdf', options: { ocr: true, page_numbers: '{n}' } };
+      const failure = (() => {
+        try {
+          refuseOptionsNotOffered(without, record);
+        } catch (error) {
+          return error;
+        }
+        return undefined;
+      })();
+      assert.ok(failure instanceof ConversionFailure, String(failure));
+      assert.equal(failure.code, 'conversion_failed');
+      assert.match(failure.message, /^ocr: not offered for pdf -> pdf on this server now/);
+      assert.equal(without.pairFor('pdf', 'pdf', record.options)?.engine, 'pdfops', 'without OCR the plain pair would have run');
+      refuseOptionsNotOffered(withOcr, record);
+      assert.deepEqual(withOcr.pairFor('pdf', 'pdf', record.options)?.steps?.map((step) => step.engine), ['ocr', 'pdfops']);
+    } finally {
+      await Promise.all([without.close(), withOcr.close()]);
+    }
   });
 });
 

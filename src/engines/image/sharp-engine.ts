@@ -27,6 +27,9 @@ const WRITE_ERROR = /No space left|ENOSPC|Disk quota|write error|unable to write
 /** Messages libvips gives for input it cannot decode (as opposed to failures of the engine itself). */
 const INPUT_ERROR = /unsupported image format|corrupt|premature end|bad seek|improper image header|not a known file format|pixel limit|Input file|VipsJpeg|VipsPng|gifload|webpload|heifload|tiff|svgload|Invalid|truncated|decode/i;
 
+/** The longest timeout sharp takes, in seconds. */
+const SHARP_MAX_TIMEOUT_S = 3600;
+
 export function createImageEngine(options: ImageEngineOptions): Engine {
   let sources: string[] = [];
 
@@ -129,7 +132,8 @@ async function convertWithSharp(job: EngineJob, settings: ImageEngineOptions, in
   pipeline = encode(pipeline, target, job.options.quality);
   // An abort only stops waiting: libvips would go on holding a thread of libuv's pool (shared with
   // the daemon's file I/O). Its own timeout stops the work itself, at the job's limit.
-  if (job.timeLimitMs !== undefined) pipeline = pipeline.timeout({ seconds: Math.max(1, Math.ceil(job.timeLimitMs / 1000)) });
+  // libvips takes at most an hour (sharp refuses more); a chain's limit is its steps' together (an image's, then OCR's).
+  if (job.timeLimitMs !== undefined) pipeline = pipeline.timeout({ seconds: Math.min(SHARP_MAX_TIMEOUT_S, Math.max(1, Math.ceil(job.timeLimitMs / 1000))) });
   let size: number;
   try {
     size = (await pipeline.toFile(job.outputPath)).size;

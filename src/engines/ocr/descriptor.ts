@@ -20,6 +20,7 @@ export const ocr = defineEngine<OcrSettings>({
   // image work, Tesseract, the PDF): 7,200 s holds the largest plan's 500 pages a page at a time.
   limits: { timeLimitMs: 7_200_000 },
   loader: (settings, own) => ({
+    countsPages: true,
     load: async () => (await import('./ocr-engine.ts')).createOcrEngine({
       jobs: own?.jobs ?? 1, maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb,
     }),

@@ -7,28 +7,12 @@ import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts'
 import { OCR_FORMATS, OCR_IMAGE_SOURCES, ocrPairs } from './formats.ts';
 import { ocrPdf } from './ocrmypdf.ts';
 import { imagePages, pdfPages } from './page-count.ts';
+import type { OcrEngineOptions, OcrTools } from './tools.ts';
 import { readImage } from './tesseract.ts';
 
+export type { OcrEngineOptions, OcrTools } from './tools.ts';
+
 export const OCR_INSTALL_HINT = 'install OCRmyPDF and Tesseract with a language (Debian and Ubuntu: `apt-get install ocrmypdf tesseract-ocr-eng tesseract-ocr-deu`) and restart convd, or set CONVD_OCRMYPDF_PATH and CONVD_TESSERACT_PATH';
-
-export interface OcrEngineOptions {
-  /** Pages read at once (ocr_jobs). */
-  jobs: number;
-  /** The most pixels a page image may have (max_input_pixels): past it the file is refused before any work. */
-  maxInputPixels: number;
-  /** Address space of each process, MiB (engine_memory_mb); none when unset. */
-  processMemoryMb?: number;
-  env?: NodeJS.ProcessEnv;
-}
-
-/** What the probe found: the programs, and the languages Tesseract has data for. */
-export interface OcrTools {
-  ocrmypdf: string;
-  tesseract: string;
-  /** Ghostscript, which OCRmyPDF draws pages with: here it counts a PDF's pages before any work. */
-  gs: string;
-  languages: string[];
-}
 
 /** The image engine's decompression-bomb limit where none is configured (max_input_pixels). */
 const DEFAULT_MAX_PIXELS = 100_000_000;

@@ -6,9 +6,9 @@ import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { EngineJob, EngineOutput } from '../types.ts';
 import type { OcrMode } from './formats.ts';
-import type { OcrEngineOptions, OcrTools } from './ocr-engine.ts';
+import type { OcrEngineOptions, OcrTools } from './tools.ts';
 import { pdfPages } from './page-count.ts';
-import { checkPageCap, languagesOf, ocrEnvironment, pagedText } from './run-parts.ts';
+import { checkPageCap, languagesOf, memoryWords, ocrEnvironment, pagedText } from './run-parts.ts';
 
 const MODE_FLAGS: Record<OcrMode, string> = { skip: '--skip-text', redo: '--redo-ocr', force: '--force-ocr' };
 
@@ -74,7 +74,7 @@ export async function ocrPdf(tools: OcrTools, settings: OcrEngineOptions, job: E
   try {
     const result = await runProcess(tools.ocrmypdf, args, {
       cwd: work,
-      env: ocrEnvironment(work),
+      env: ocrEnvironment(work, tools),
       signal: capped ? AbortSignal.any([job.signal, capped.signal]) : job.signal,
       timeoutMs: job.timeLimitMs,
       dieWithParent: true,
@@ -95,7 +95,7 @@ export async function ocrPdf(tools: OcrTools, settings: OcrEngineOptions, job: E
       if (/DecompressionBomb|decompression bomb|max-image-mpixels/i.test(stderr)) {
         throw new ConversionFailure('input_invalid', `A page image of the PDF is larger than the limit of ${settings.maxInputPixels.toLocaleString('en-US')} pixels.`, { limit: settings.maxInputPixels });
       }
-      if (/MemoryError|Cannot allocate|out of memory/i.test(stderr)) throw new ConversionFailure('memory_limit', `OCR needed more memory than its limit of ${settings.processMemoryMb} MB.`);
+      if (/MemoryError|Cannot allocate|out of memory/i.test(stderr)) throw new ConversionFailure('memory_limit', `OCR needed more memory than ${memoryWords(settings.processMemoryMb)}.`);
       throw new ConversionFailure('conversion_failed', `OCRmyPDF failed (${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`})${said ? `: ${said}` : '.'}`);
     }
     if (toText) {

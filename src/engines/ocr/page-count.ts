@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import { engineEnvironment } from '../process/group.ts';
+import { engineEnvironment, ENGINE_NICENESS } from '../process/group.ts';
 import { runProcess } from '../subprocess.ts';
 import { pixelLimitFailure } from '../image/pixel-limit.ts';
 
@@ -24,9 +24,12 @@ export async function pdfPages(gs: string, path: string, signal?: AbortSignal): 
   ], {
     timeoutMs: COUNT_TIME_LIMIT_MS,
     env: engineEnvironment(),
+    dieWithParent: true,
+    niceness: ENGINE_NICENESS,
     ...(signal ? { signal } : {}),
+    // The count is the last line: a damaged file's repair warnings may come before it.
     onStdoutLine: (line) => {
-      said ||= line.trim();
+      if (/^\d+$/.test(line.trim())) said = line.trim();
     },
   }).catch(() => undefined);
   if (!result || result.code !== 0 || !/^\d+$/.test(said)) return undefined;
@@ -39,15 +42,23 @@ export async function pdfPages(gs: string, path: string, signal?: AbortSignal): 
  */
 export async function imagePages(path: string, maxPixels: number): Promise<{ pages: number; width: number; height: number }> {
   const { pages, width, height } = (await bmpHeader(path)) ?? (await sharpHeader(path));
+  // Each page of a TIFF has a size of its own: a small first page must not let a huge second one by.
+  for (let page = 1; page < Math.min(pages, MAX_PAGES_CHECKED); page++) {
+    const other = await sharpHeader(path, page);
+    if (other.width * other.height > maxPixels) throw pixelLimitFailure(other, maxPixels, false);
+  }
   if (width < 1 || height < 1) throw new ConversionFailure('input_invalid', 'The image has no pixels.');
   if (width * height > maxPixels) throw pixelLimitFailure({ width, height }, maxPixels, false);
   return { pages, width, height };
 }
 
-async function sharpHeader(path: string): Promise<{ pages: number; width: number; height: number }> {
+/** Pages of a TIFF whose sizes are read before any work; past it the cap on pages refuses the file. */
+const MAX_PAGES_CHECKED = 10_000;
+
+async function sharpHeader(path: string, page = 0): Promise<{ pages: number; width: number; height: number }> {
   const { default: sharp } = await import('../image/sharp-module.ts');
   try {
-    const metadata = await sharp(path, { limitInputPixels: false }).metadata();
+    const metadata = await sharp(path, { limitInputPixels: false, page }).metadata();
     return { pages: metadata.pages ?? 1, width: metadata.width ?? 0, height: metadata.height ?? 0 };
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The image could not be read: ${error instanceof Error ? error.message : String(error)}`);

@@ -1,3 +1,4 @@
+import { delimiter, dirname } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { engineEnvironment } from '../process/group.ts';
 import type { EngineJob } from '../types.ts';
@@ -11,14 +12,23 @@ export function languagesOf(job: EngineJob, installed: readonly string[]): strin
 
 /**
  * What OCRmyPDF and Tesseract run with: temp files in the job's own folder, one Tesseract thread
- * (OpenMP would take every core for one page), Tesseract's data where the daemon was told it is.
+ * (OpenMP would take every core for one page), Tesseract's data where the daemon was told it is,
+ * and the Tesseract and Ghostscript the probe found first on PATH (OCRmyPDF looks them up there:
+ * a configured CONVD_TESSERACT_PATH must be the one that reads).
  */
-export function ocrEnvironment(work: string): NodeJS.ProcessEnv {
+export function ocrEnvironment(work: string, tools: { tesseract: string; gs: string }): NodeJS.ProcessEnv {
+  const path = [...new Set([dirname(tools.tesseract), dirname(tools.gs)]), process.env.PATH ?? ''].filter(Boolean).join(delimiter);
   return engineEnvironment({
     TMPDIR: work,
     OMP_THREAD_LIMIT: '1',
+    PATH: path,
     ...(process.env.TESSDATA_PREFIX ? { TESSDATA_PREFIX: process.env.TESSDATA_PREFIX } : {}),
   });
+}
+
+/** The memory limit in words, for a failure past it. */
+export function memoryWords(limitMb: number | undefined): string {
+  return limitMb === undefined ? 'the memory it could get' : `its limit of ${limitMb} MB`;
 }
 
 /** Refuses a file over the plan's OCR pages (max_ocr_pages), with the cap in the words. */

@@ -5,9 +5,9 @@ import { checkOutputSize } from '../output-cap.ts';
 import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { EngineJob, EngineOutput } from '../types.ts';
-import type { OcrEngineOptions, OcrTools } from './ocr-engine.ts';
+import type { OcrEngineOptions, OcrTools } from './tools.ts';
 import { imagePages } from './page-count.ts';
-import { checkPageCap, languagesOf, ocrEnvironment, pagedText } from './run-parts.ts';
+import { checkPageCap, languagesOf, memoryWords, ocrEnvironment, pagedText } from './run-parts.ts';
 
 /**
  * An image's text (every page of a TIFF), read by Tesseract itself: no PDF is made on the way. The
@@ -22,7 +22,7 @@ export async function readImage(tools: OcrTools, settings: OcrEngineOptions, job
     const base = join(work, 'text');
     const result = await runProcess(tools.tesseract, [job.inputPath, base, '-l', languagesOf(job, tools.languages), 'txt'], {
       cwd: work,
-      env: ocrEnvironment(work),
+      env: ocrEnvironment(work, tools),
       signal: job.signal,
       timeoutMs: job.timeLimitMs,
       dieWithParent: true,
@@ -37,7 +37,7 @@ export async function readImage(tools: OcrTools, settings: OcrEngineOptions, job
     const said = lastLines(result.stderrTail.split(job.inputPath).join('the image').split(work).join('.'), 2);
     if (result.code !== 0) {
       if (/pixRead|Unsupported|image file|read_image|Error during processing/i.test(said)) throw new ConversionFailure('input_invalid', `Tesseract could not read the image: ${said}`);
-      if (/alloc|memory/i.test(said)) throw new ConversionFailure('memory_limit', `Tesseract needed more memory than its limit of ${settings.processMemoryMb} MB.`);
+      if (/alloc|memory/i.test(said)) throw new ConversionFailure('memory_limit', `Tesseract needed more memory than ${memoryWords(settings.processMemoryMb)}.`);
       throw new ConversionFailure('conversion_failed', `Tesseract failed (${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`})${said ? `: ${said}` : '.'}`);
     }
     const text = pagedText(await readFile(`${base}.txt`, 'utf8'));

@@ -13,6 +13,7 @@ import { outputLimit, outputLimitFailure, withinRoom } from '../output-limit.ts'
 import { planTimeLimitMs } from '../time-limit.ts';
 import { convertOnEngines, type EngineCall } from './engine-call.ts';
 import { mergeSources } from './merge-sources.ts';
+import { refuseOptionsNotOffered } from './options-offered.ts';
 import type { EngineGates } from './engine-gates.ts';
 import { fetchInput } from './fetch-input.ts';
 import { progressWriter } from './progress.ts';
@@ -79,6 +80,7 @@ export class ConversionRun {
     const pair = registry.pairFor(record.source, record.target, record.options);
     const engine = pair ? registry.engine(pair.engine) : undefined;
     if (!pair || !engine) throw new ConversionFailure('internal_error', `No engine for ${record.source} -> ${record.target} is available.`);
+    refuseOptionsNotOffered(registry, record);
     const extension = registry.format(record.target)?.extensions[0] ?? record.target;
     const { inputPath, outputPath } = await this.files.prepare(record, registry.format(record.source)?.extensions[0] ?? record.source, extension);
     const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
