@@ -22,6 +22,7 @@ import { promisify } from 'node:util';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { call, png, slowPng, submitFile } from '../helpers/api-support.ts';
+import { scannedLines, scannedPdf } from '../helpers/scan-pages.ts';
 import { verifyWebhook } from '../../src/webhooks/index.ts';
 import { waitUntil } from '../helpers/ops-support.ts';
 import { accessibilityViolations, launchBrowser } from '../helpers/browser.ts';
@@ -410,6 +411,26 @@ describe('the web face in a browser', () => {
     assert.match(text[0]!, /WEB-MERGE-1[\s\S]*1 of 4/);
     assert.match(text[1]!, /WEB-MERGE-2/);
     assert.match(text[3]!, /WEB-MERGE-TEXT[\s\S]*4 of 4/);
+    await context.close();
+  });
+
+  it('the convert page offers OCR for a scanned PDF: ocr ticked, German chosen, a searchable PDF downloaded', async () => {
+    const { context, page } = await signedIn(browser, daemon.url, 'alice', { acceptDownloads: true });
+    await page.goto(`${daemon.url}/convert`);
+    const scan = await scannedPdf(await scannedLines(['Größere Übungen für Straßenbahnfahrer']));
+    await page.setInputFiles('#files', [{ name: 'brief.pdf', mimeType: 'application/pdf', buffer: scan }]);
+    await page.locator('#target option[value=pdf]').waitFor({ state: 'attached' });
+    await page.getByLabel('Convert to').selectOption('pdf');
+    await page.getByLabel(/Read the text of scanned pages by OCR/).check();
+    await page.getByLabel(/Languages of the text/).fill('deu');
+    // The OCR fields labelled, nothing wider than a phone's screen.
+    await shoot(page, 'convert-ocr');
+    await page.getByRole('button', { name: 'Convert', exact: true }).click();
+    const link = page.locator('#jobs li a', { hasText: 'Download' });
+    await link.waitFor({ timeout: 60_000 });
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    const text = (await promisify(execFile)('pdftotext', [(await download.path())!, '-'])).stdout;
+    assert.match(text, /Größere Übungen für Straßenbahnfahrer/);
     await context.close();
   });
 
