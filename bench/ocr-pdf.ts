@@ -33,10 +33,14 @@ import { searchPath } from '../src/engines/process/path-search.ts';
 import { runProcess } from '../src/engines/subprocess.ts';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { median } from './lib/direct-rounds.ts';
+import { cpuTimesMs } from './lib/cpu.ts';
 import { hostPids } from './lib/engine-hosts.ts';
 import { json, multipartBody, send } from './lib/http.ts';
 import { removeDir, tempDir } from './lib/processes.ts';
 import type { BenchResult } from './types.ts';
+import type { PublicConversion } from '../src/model/conversion.ts';
+import { seededRandom } from '../test/helpers/seeded-random.ts';
+import { wordRecall } from '../test/helpers/ocr-words.ts';
 
 const PAGES = 10;
 const WORDS_PER_PAGE = 150;
@@ -72,17 +76,6 @@ const WORDS = (
   'evening weather letter answer question number measure record storage network printer scanner paper'
 ).split(' ');
 
-/** A small deterministic generator (mulberry32): the same scan on every run and machine. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface PageText {
   heading: string;
@@ -93,7 +86,7 @@ interface PageText {
 
 /** A page's text: a heading, then ~150 words in sentences, broken into lines of at most 60 characters. */
 function pageText(number: number): PageText {
-  const next = random(number * 7919);
+  const next = seededRandom(number * 7919);
   const heading = `Page ${number} of ${PAGES}: minutes of the board meeting`;
   const words: string[] = [];
   let prose = '';
@@ -135,7 +128,7 @@ async function scannedPage(number: number, text: PageText): Promise<Buffer> {
     + '</svg>';
   const drawn = await sharp(Buffer.from(svg)).flatten({ background: '#ffffff' }).blur(0.7).toColourspace('b-w').raw().toBuffer({ resolveWithObject: true });
   const pixels = drawn.data;
-  const next = random(number * 104729);
+  const next = seededRandom(number * 104729);
   for (let i = 0; i < pixels.length; i++) {
     let value = pixels[i]! * 0.9 + 12 + (next() - 0.5) * 36;
     if (next() < 0.0004) value -= 150;
@@ -167,29 +160,14 @@ async function scannedPdf(texts: PageText[]): Promise<Buffer> {
   return Buffer.from(await doc.save());
 }
 
-/** CPU (ms) of a process so far: its own (utime + stime) and that of the children it has reaped (cutime + cstime). */
-async function cpuOfProcess(pid: number): Promise<{ own: number; children: number }> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  if (!stat) return { own: 0, children: 0 };
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // Clock ticks of 10 ms (USER_HZ 100, as in lib/cpu.ts).
-  return { own: (Number(fields[11]) + Number(fields[12])) * 10, children: (Number(fields[13]) + Number(fields[14])) * 10 };
-}
+/** CPU (ms) of a process so far, its own and its reaped children's; a process that has gone counts 0. */
+const cpuOfProcess = (pid: number) => cpuTimesMs(pid).catch(() => ({ own: 0, children: 0 }));
 
 /** The CPU of the daemon, of its engine hosts, and of the processes they have reaped (OCRmyPDF, Tesseract, Ghostscript), by pid. */
 async function cpuSnapshot(daemonPid: number): Promise<Map<number, { own: number; children: number }>> {
   const snapshot = new Map<number, { own: number; children: number }>();
   for (const pid of [daemonPid, ...(await hostPids(daemonPid))]) snapshot.set(pid, await cpuOfProcess(pid));
   return snapshot;
-}
-
-interface Conversion {
-  id: string;
-  status: string;
-  error: unknown;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
 }
 
 interface DaemonRun {
@@ -216,14 +194,14 @@ async function throughDaemon(daemon: BenchDaemon, scan: Buffer): Promise<DaemonR
   const sent = performance.now();
   const created = await send(daemon, 'POST', '/v1/conversions', { ...auth, 'content-type': contentType }, body);
   if (created.status !== 200 && created.status !== 202) throw new Error(`convd answered ${created.status}: ${created.body.toString('utf8').slice(0, 500)}`);
-  let conversion = json<Conversion>(created);
+  let conversion = json<PublicConversion>(created);
   while (conversion.status !== 'succeeded') {
     if (conversion.status === 'failed' || conversion.status === 'cancelled' || conversion.status === 'expired') {
       throw new Error(`convd's OCR ended ${conversion.status}: ${JSON.stringify(conversion.error)}`);
     }
     const polled = await send(daemon, 'GET', `/v1/conversions/${conversion.id}?wait=30`, auth);
     if (polled.status !== 200) throw new Error(`GET answered ${polled.status}: ${polled.body.toString('utf8').slice(0, 500)}`);
-    conversion = json<Conversion>(polled);
+    conversion = json<PublicConversion>(polled);
   }
   const ended = performance.now();
   const download = await send(daemon, 'GET', `/v1/conversions/${conversion.id}/download`, auth);
@@ -258,7 +236,7 @@ interface DirectRun {
 }
 
 /** OCRmyPDF as the engine runs it: in a folder of its own (its cwd and TMPDIR), at the engine's priority and memory limit. */
-async function direct(ocrmypdf: string, input: string, dir: string, name: string): Promise<DirectRun> {
+async function direct(ocrmypdf: string, tools: { tesseract: string; gs: string }, input: string, dir: string, name: string): Promise<DirectRun> {
   const work = await mkdtemp(join(dir, 'ocr-'));
   const output = join(dir, `${name}.pdf`);
   const cpuBefore = (await cpuOfProcess(process.pid)).children;
@@ -266,7 +244,7 @@ async function direct(ocrmypdf: string, input: string, dir: string, name: string
   const result = await runProcess(ocrmypdf, ocrmypdfArgs(input, output), {
     cwd: work,
     // The engine's own environment, with the Tesseract and Ghostscript its probe finds first on PATH.
-    env: ocrEnvironment(work, await ocrTools()),
+    env: ocrEnvironment(work, tools),
     dieWithParent: true,
     niceness: ENGINE_NICENESS,
     memoryLimitMb: ENGINE_MEMORY_MB,
@@ -285,8 +263,6 @@ async function qpdfPassMs(input: string, output: string): Promise<number> {
   if (result.code !== 0 && result.code !== 3) throw new Error(`qpdf exited with ${result.code}: ${result.messages.join(' / ')}`);
   return performance.now() - started;
 }
-
-const normalWords = (text: string): string[] => text.toLowerCase().replace(/[^a-z0-9\s]/g, ' ').split(/\s+/).filter(Boolean);
 
 interface Readback {
   /** Each page's text as pdftotext reads it, or undefined without pdftotext. */
@@ -315,16 +291,9 @@ async function readBack(path: string, side: string, texts: PageText[]): Promise<
   let read = 0;
   let drawn = 0;
   for (let index = 0; index < PAGES; index++) {
-    const found = new Map<string, number>();
-    for (const word of normalWords(pageTexts[index] ?? '')) found.set(word, (found.get(word) ?? 0) + 1);
-    for (const word of texts[index]!.words) {
-      drawn += 1;
-      const left = found.get(word) ?? 0;
-      if (left > 0) {
-        read += 1;
-        found.set(word, left - 1);
-      }
-    }
+    const recall = wordRecall(texts[index]!.words.join(' '), pageTexts[index] ?? '');
+    read += recall.found;
+    drawn += recall.total;
   }
   const problems = read < drawn * MIN_RECALL ? [`INVALID: ${side}'s text layer gives back ${read} of ${drawn} drawn words, under ${MIN_RECALL * 100} %`] : [];
   return { pages: pageTexts, read, drawn, problems };
@@ -342,6 +311,7 @@ async function ocrTools(): Promise<{ tesseract: string; gs: string }> {
 export async function benchOcrPdf(): Promise<BenchResult> {
   const ocrmypdf = process.env.CONVD_OCRMYPDF_PATH ?? (await searchPath('ocrmypdf', process.env.PATH ?? ''));
   if (!ocrmypdf) throw new Error('ocrmypdf not found: apt-get install ocrmypdf tesseract-ocr-eng (the ocr engine needs them too)');
+  const tools = await ocrTools();
   const dir = await tempDir('ocr-pdf');
   try {
     const texts = Array.from({ length: PAGES }, (_, index) => pageText(index + 1));
@@ -364,12 +334,12 @@ export async function benchOcrPdf(): Promise<BenchResult> {
       for (let i = 0; i < WARMUP; i++) {
         const cold = await throughDaemon(daemon, scan);
         if (i === 0) coldMs = cold.ms;
-        const warm = await direct(ocrmypdf, input, directDir, `warmup-${i}`);
+        const warm = await direct(ocrmypdf, tools, input, directDir, `warmup-${i}`);
         if (i === 0) directColdMs = warm.ms;
       }
       for (let round = 0; round < ROUNDS; round++) {
         daemonRuns.push(await throughDaemon(daemon, scan));
-        const run = await direct(ocrmypdf, input, directDir, String(round));
+        const run = await direct(ocrmypdf, tools, input, directDir, String(round));
         directRuns.push(run);
         qpdfMs.push(await qpdfPassMs(run.output, join(directDir, `${round}-qpdf.pdf`)));
       }

@@ -8,6 +8,8 @@
  * has a marker word of its own (`Zq<n>x`) that a result must still hold.
  */
 
+import { seededRandom } from '../../test/helpers/seeded-random.ts';
+
 const WORDS = (
   'the a of to and in that is for it as with be on not this by are or from at which but have an they ' +
   'you were their one all we can her has there been if more when will would who so no other out some ' +
@@ -19,22 +21,11 @@ const WORDS = (
   'provided without limitation merchantability fitness particular purpose liability damages contract'
 ).split(' ');
 
-/** A small deterministic generator (mulberry32): the same fixture on every run and machine. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Prose {
   private readonly next: () => number;
   constructor(seed: number) {
-    this.next = random(seed);
+    this.next = seededRandom(seed);
   }
 
   int(max: number): number {

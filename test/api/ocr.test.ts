@@ -26,6 +26,7 @@ import {
 import { cleanEnv, spawnConv } from '../helpers/cli-helpers.ts';
 import { startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
 import { scannedLines, scannedPdf } from '../helpers/scan-pages.ts';
+import { wordRecall } from '../helpers/ocr-words.ts';
 
 const run = promisify(execFile);
 const status = await createOcrEngine().probe();
@@ -35,13 +36,9 @@ const skip = !status.available && process.env.CI !== 'true' ? `OCR is not instal
 const ENGLISH = ['The quick brown fox jumps over the lazy dog', 'Invoice number 4711 was paid on Monday'];
 const GERMAN = ['Größere Übungen für Straßenbahnfahrer', 'Die Bürgerinitiative grüßt äußerst höflich'];
 
-const words = (text: string) => text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
-
-/** Every word of `lines` is in `text`. */
+/** Every word of `lines` is in `text`, as often as `lines` has it. */
 function assertReads(text: string, lines: readonly string[]): void {
-  const found = new Set(words(text));
-  const missing = lines.flatMap(words).filter((word) => !found.has(word));
-  assert.deepEqual(missing, [], `read: ${JSON.stringify(text)}`);
+  assert.deepEqual(wordRecall(lines.join(' '), text).missing, [], `read: ${JSON.stringify(text)}`);
 }
 
 async function pdfText(path: string): Promise<string> {

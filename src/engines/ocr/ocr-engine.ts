@@ -1,12 +1,12 @@
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair, FormatInfo } from '../pairs.ts';
 import { firstLine } from '../process/first-line.ts';
-import { isExecutableFile, searchPath } from '../process/path-search.ts';
+import { findProgram } from '../process/path-search.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { OCR_FORMATS, OCR_IMAGE_SOURCES, ocrPairs } from './formats.ts';
 import { ocrPdf } from './ocrmypdf.ts';
-import { imagePages, pdfPages } from './page-count.ts';
+import { imageHeader, pdfPages } from './page-count.ts';
 import type { OcrEngineOptions, OcrTools } from './tools.ts';
 import { readImage } from './tesseract.ts';
 
@@ -20,17 +20,11 @@ const DEFAULT_MAX_PIXELS = 100_000_000;
 /** Tesseract's data that reads no language: orientation and script detection, equations. */
 const NOT_LANGUAGES = new Set(['osd', 'equ']);
 
-async function find(name: string, variable: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  const configured = env[variable];
-  if (configured) return (await isExecutableFile(configured)) ? configured : undefined;
-  return searchPath(name, env.PATH ?? '');
-}
-
 async function installedLanguages(tesseract: string, env: NodeJS.ProcessEnv): Promise<string[]> {
   const lines: string[] = [];
   const result = await runProcess(tesseract, ['--list-langs'], {
     timeoutMs: 15_000,
-    env: { ...env, ...(env.TESSDATA_PREFIX ? { TESSDATA_PREFIX: env.TESSDATA_PREFIX } : {}) },
+    env,
     onStdoutLine: (line) => lines.push(line.trim()),
   });
   if (result.code !== 0) throw new Error(`tesseract --list-langs exited with ${result.code}: ${lastLines(result.stderrTail)}`);
@@ -54,9 +48,9 @@ export function createOcrEngine(given: Partial<OcrEngineOptions> = {}): Engine &
     name: 'ocr',
     async probe(): Promise<EngineStatus> {
       tools = undefined;
-      const ocrmypdf = await find('ocrmypdf', 'CONVD_OCRMYPDF_PATH', env);
-      const tesseract = await find('tesseract', 'CONVD_TESSERACT_PATH', env);
-      const gs = await find('gs', 'CONVD_GHOSTSCRIPT_PATH', env);
+      const ocrmypdf = await findProgram('ocrmypdf', 'CONVD_OCRMYPDF_PATH', env);
+      const tesseract = await findProgram('tesseract', 'CONVD_TESSERACT_PATH', env);
+      const gs = await findProgram('gs', 'CONVD_GHOSTSCRIPT_PATH', env);
       const missing = [!ocrmypdf && 'OCRmyPDF', !tesseract && 'Tesseract', !gs && 'Ghostscript'].filter(Boolean);
       if (!ocrmypdf || !tesseract || !gs) return { name: 'ocr', available: false, detail: `${missing.join(' and ')} not found: ${OCR_INSTALL_HINT}` };
       try {
@@ -79,8 +73,8 @@ export function createOcrEngine(given: Partial<OcrEngineOptions> = {}): Engine &
     formats: (): FormatInfo[] => OCR_FORMATS,
     async pagesOf(path: string, source: string): Promise<number | undefined> {
       if (!tools) return undefined;
-      if (source === 'pdf') return pdfPages(tools.gs, path);
-      if ((OCR_IMAGE_SOURCES as readonly string[]).includes(source)) return imagePages(path, settings.maxInputPixels).then((found) => found.pages, () => undefined);
+      if (source === 'pdf') return pdfPages(tools.gs, path, { memoryLimitMb: settings.processMemoryMb });
+      if ((OCR_IMAGE_SOURCES as readonly string[]).includes(source)) return imageHeader(path).then((header) => header.pages, () => undefined);
       return undefined;
     },
     async convert(job: EngineJob): Promise<EngineOutput> {

@@ -1,14 +1,14 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { ENGINE_NICENESS } from '../process/group.ts';
-import { lastLines, runProcess } from '../subprocess.ts';
+import { runProcess } from '../subprocess.ts';
 import type { EngineJob, EngineOutput } from '../types.ts';
 import type { OcrMode } from './formats.ts';
 import type { OcrEngineOptions, OcrTools } from './tools.ts';
 import { pdfPages } from './page-count.ts';
-import { checkPageCap, languagesOf, memoryWords, ocrEnvironment, pagedText } from './run-parts.ts';
+import { checkPageCap, languagesOf, memoryWords, ocrEnvironment, writePagedText } from './run-parts.ts';
 
 const MODE_FLAGS: Record<OcrMode, string> = { skip: '--skip-text', redo: '--redo-ocr', force: '--force-ocr' };
 
@@ -48,7 +48,7 @@ function reason(stderr: string): string {
  * (Ghostscript) against the plan's cap; progress is each page as OCRmyPDF grafts its text.
  */
 export async function ocrPdf(tools: OcrTools, settings: OcrEngineOptions, job: EngineJob): Promise<EngineOutput> {
-  const pages = await pdfPages(tools.gs, job.inputPath, job.signal);
+  const pages = await pdfPages(tools.gs, job.inputPath, { signal: job.signal, memoryLimitMb: settings.processMemoryMb });
   if (pages !== undefined) checkPageCap(pages, job);
   const toText = job.target === 'txt';
   const mode: OcrMode = toText ? 'force' : typeof job.options.ocr_mode === 'string' ? (job.options.ocr_mode as OcrMode) : 'skip';
@@ -74,7 +74,7 @@ export async function ocrPdf(tools: OcrTools, settings: OcrEngineOptions, job: E
   try {
     const result = await runProcess(tools.ocrmypdf, args, {
       cwd: work,
-      env: ocrEnvironment(work, tools),
+      env: ocrEnvironment(work, tools, settings.env),
       signal: capped ? AbortSignal.any([job.signal, capped.signal]) : job.signal,
       timeoutMs: job.timeLimitMs,
       dieWithParent: true,
@@ -98,13 +98,7 @@ export async function ocrPdf(tools: OcrTools, settings: OcrEngineOptions, job: E
       if (/MemoryError|Cannot allocate|out of memory/i.test(stderr)) throw new ConversionFailure('memory_limit', `OCR needed more memory than ${memoryWords(settings.processMemoryMb)}.`);
       throw new ConversionFailure('conversion_failed', `OCRmyPDF failed (${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`})${said ? `: ${said}` : '.'}`);
     }
-    if (toText) {
-      const text = pagedText(await readFile(sidecar, 'utf8'));
-      const size = Buffer.byteLength(text);
-      checkOutputSize(size, job.maxOutputBytes);
-      await writeFile(job.outputPath, text);
-      return { size };
-    }
+    if (toText) return await writePagedText(await readFile(sidecar, 'utf8'), job);
     const size = (await stat(job.outputPath)).size;
     checkOutputSize(size, job.maxOutputBytes);
     return { size };

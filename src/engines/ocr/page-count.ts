@@ -13,10 +13,10 @@ function postscriptString(text: string): string {
 
 /**
  * A PDF's pages as Ghostscript counts them (about 60 ms, out of the event loop, -dSAFER with
- * reading allowed of this one file), or undefined where it cannot tell (an encrypted or damaged
+ * reading allowed of this one file, niced, under the engine's memory limit), or undefined where it cannot tell (an encrypted or damaged
  * PDF: the OCR run itself says what is wrong then).
  */
-export async function pdfPages(gs: string, path: string, signal?: AbortSignal): Promise<number | undefined> {
+export async function pdfPages(gs: string, path: string, limits: { signal?: AbortSignal; memoryLimitMb?: number | undefined } = {}): Promise<number | undefined> {
   let said = '';
   const result = await runProcess(gs, [
     '-q', '-dNODISPLAY', '-dSAFER', `--permit-file-read=${path}`, '-dBATCH', '-dNOPAUSE',
@@ -26,7 +26,8 @@ export async function pdfPages(gs: string, path: string, signal?: AbortSignal): 
     env: engineEnvironment(),
     dieWithParent: true,
     niceness: ENGINE_NICENESS,
-    ...(signal ? { signal } : {}),
+    ...(limits.signal ? { signal: limits.signal } : {}),
+    memoryLimitMb: limits.memoryLimitMb,
     // The count is the last line: a damaged file's repair warnings may come before it.
     onStdoutLine: (line) => {
       if (/^\d+$/.test(line.trim())) said = line.trim();
@@ -36,26 +37,33 @@ export async function pdfPages(gs: string, path: string, signal?: AbortSignal): 
   return Number(said);
 }
 
+/** What an image's header says: its pages (a TIFF's every one) and its first page's size. */
+export interface ImageHeader {
+  pages: number;
+  width: number;
+  height: number;
+}
+
+/** An image's header, through sharp (a BMP's read here: libvips as npm ships it reads none). */
+export async function imageHeader(path: string): Promise<ImageHeader> {
+  return (await bmpHeader(path)) ?? (await sharpHeader(path));
+}
+
 /**
- * An image's pages (a TIFF's every one) and size from its header, through sharp; an image over
- * `maxPixels` a page (a decompression bomb) is refused here, before Tesseract decodes it.
+ * Refuses an image with a page over `maxPixels` (a decompression bomb) before Tesseract decodes
+ * it. Each page of a TIFF has a size of its own, read from its header: a small first page must
+ * not let a huge second one by. Run after the page cap, which bounds the pages read here.
  */
-export async function imagePages(path: string, maxPixels: number): Promise<{ pages: number; width: number; height: number }> {
-  const { pages, width, height } = (await bmpHeader(path)) ?? (await sharpHeader(path));
-  // Each page of a TIFF has a size of its own: a small first page must not let a huge second one by.
-  for (let page = 1; page < Math.min(pages, MAX_PAGES_CHECKED); page++) {
+export async function checkImagePixels(path: string, header: ImageHeader, maxPixels: number): Promise<void> {
+  if (header.width < 1 || header.height < 1) throw new ConversionFailure('input_invalid', 'The image has no pixels.');
+  if (header.width * header.height > maxPixels) throw pixelLimitFailure(header, maxPixels, false);
+  for (let page = 1; page < header.pages; page++) {
     const other = await sharpHeader(path, page);
     if (other.width * other.height > maxPixels) throw pixelLimitFailure(other, maxPixels, false);
   }
-  if (width < 1 || height < 1) throw new ConversionFailure('input_invalid', 'The image has no pixels.');
-  if (width * height > maxPixels) throw pixelLimitFailure({ width, height }, maxPixels, false);
-  return { pages, width, height };
 }
 
-/** Pages of a TIFF whose sizes are read before any work; past it the cap on pages refuses the file. */
-const MAX_PAGES_CHECKED = 10_000;
-
-async function sharpHeader(path: string, page = 0): Promise<{ pages: number; width: number; height: number }> {
+async function sharpHeader(path: string, page = 0): Promise<ImageHeader> {
   const { default: sharp } = await import('../image/sharp-module.ts');
   try {
     const metadata = await sharp(path, { limitInputPixels: false, page }).metadata();
@@ -71,7 +79,7 @@ async function sharpHeader(path: string, page = 0): Promise<{ pages: number; wid
  * 20), or 40 and more (32-bit at 18 and 22, the height negative for a top-down picture).
  * Undefined when the file is no BMP.
  */
-async function bmpHeader(path: string): Promise<{ pages: number; width: number; height: number } | undefined> {
+async function bmpHeader(path: string): Promise<ImageHeader | undefined> {
   const file = await open(path, 'r');
   try {
     const head = Buffer.alloc(26);

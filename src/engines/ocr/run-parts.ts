@@ -1,7 +1,10 @@
+import { writeFile } from 'node:fs/promises';
 import { delimiter, dirname } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { engineEnvironment } from '../process/group.ts';
-import type { EngineJob } from '../types.ts';
+import { checkOutputSize } from '../output-cap.ts';
+import { pagedText } from '../page-text.ts';
+import type { EngineJob, EngineOutput } from '../types.ts';
 import { defaultLanguage } from './formats.ts';
 
 /** The languages asked for (validated against the installed ones at submission), or the default. */
@@ -14,16 +17,17 @@ export function languagesOf(job: EngineJob, installed: readonly string[]): strin
  * What OCRmyPDF and Tesseract run with: temp files in the job's own folder, one Tesseract thread
  * (OpenMP would take every core for one page), Tesseract's data where the daemon was told it is,
  * and the Tesseract and Ghostscript the probe found first on PATH (OCRmyPDF looks them up there:
- * a configured CONVD_TESSERACT_PATH must be the one that reads).
+ * a configured CONVD_TESSERACT_PATH must be the one that reads). `from`: the environment the
+ * probe read (the engine's own where one was given), so that runs see what the probe saw.
  */
-export function ocrEnvironment(work: string, tools: { tesseract: string; gs: string }): NodeJS.ProcessEnv {
-  const path = [...new Set([dirname(tools.tesseract), dirname(tools.gs)]), process.env.PATH ?? ''].filter(Boolean).join(delimiter);
+export function ocrEnvironment(work: string, tools: { tesseract: string; gs: string }, from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const path = [...new Set([dirname(tools.tesseract), dirname(tools.gs)]), from.PATH ?? ''].filter(Boolean).join(delimiter);
   return engineEnvironment({
     TMPDIR: work,
     OMP_THREAD_LIMIT: '1',
     PATH: path,
-    ...(process.env.TESSDATA_PREFIX ? { TESSDATA_PREFIX: process.env.TESSDATA_PREFIX } : {}),
-  });
+    ...(from.TESSDATA_PREFIX ? { TESSDATA_PREFIX: from.TESSDATA_PREFIX } : {}),
+  }, from);
 }
 
 /** The memory limit in words, for a failure past it. */
@@ -38,13 +42,11 @@ export function checkPageCap(pages: number, job: EngineJob): void {
   }
 }
 
-/**
- * Text as the service writes it (pdf -> txt's form): pages separated by a form feed, LF line
- * ends, no other control characters, one newline at the end. Tesseract ends every page with a
- * form feed; OCRmyPDF's sidecar puts one between pages.
- */
-export function pagedText(raw: string): string {
-  const pages = raw.replace(/\r\n?/g, '\n').replace(/[\u0000-\u0008\u000B\u000E-\u001F\u007F]/g, '').split('\f');
-  if (pages.length > 1 && pages.at(-1)!.trim() === '') pages.pop();
-  return `${pages.map((page) => page.replace(/\s+$/, '')).join('\f')}\n`;
+/** Text read by OCR (`raw`, pages separated by form feeds) written as the job's result, within its output cap. */
+export async function writePagedText(raw: string, job: EngineJob): Promise<EngineOutput> {
+  const text = pagedText(raw);
+  const size = Buffer.byteLength(text);
+  checkOutputSize(size, job.maxOutputBytes);
+  await writeFile(job.outputPath, text);
+  return { size };
 }

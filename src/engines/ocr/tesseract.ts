@@ -1,13 +1,12 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import { checkOutputSize } from '../output-cap.ts';
 import { ENGINE_NICENESS } from '../process/group.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
 import type { EngineJob, EngineOutput } from '../types.ts';
 import type { OcrEngineOptions, OcrTools } from './tools.ts';
-import { imagePages } from './page-count.ts';
-import { checkPageCap, languagesOf, memoryWords, ocrEnvironment, pagedText } from './run-parts.ts';
+import { checkImagePixels, imageHeader } from './page-count.ts';
+import { checkPageCap, languagesOf, memoryWords, ocrEnvironment, writePagedText } from './run-parts.ts';
 
 /**
  * An image's text (every page of a TIFF), read by Tesseract itself: no PDF is made on the way. The
@@ -15,14 +14,16 @@ import { checkPageCap, languagesOf, memoryWords, ocrEnvironment, pagedText } fro
  * is refused before Tesseract decodes anything.
  */
 export async function readImage(tools: OcrTools, settings: OcrEngineOptions, job: EngineJob): Promise<EngineOutput> {
-  const { pages } = await imagePages(job.inputPath, settings.maxInputPixels);
+  const header = await imageHeader(job.inputPath);
+  const { pages } = header;
   checkPageCap(pages, job);
+  await checkImagePixels(job.inputPath, header, settings.maxInputPixels);
   const work = await mkdtemp(join(dirname(job.outputPath), 'ocr-'));
   try {
     const base = join(work, 'text');
     const result = await runProcess(tools.tesseract, [job.inputPath, base, '-l', languagesOf(job, tools.languages), 'txt'], {
       cwd: work,
-      env: ocrEnvironment(work, tools),
+      env: ocrEnvironment(work, tools, settings.env),
       signal: job.signal,
       timeoutMs: job.timeLimitMs,
       dieWithParent: true,
@@ -40,11 +41,7 @@ export async function readImage(tools: OcrTools, settings: OcrEngineOptions, job
       if (/alloc|memory/i.test(said)) throw new ConversionFailure('memory_limit', `Tesseract needed more memory than ${memoryWords(settings.processMemoryMb)}.`);
       throw new ConversionFailure('conversion_failed', `Tesseract failed (${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`})${said ? `: ${said}` : '.'}`);
     }
-    const text = pagedText(await readFile(`${base}.txt`, 'utf8'));
-    const size = Buffer.byteLength(text);
-    checkOutputSize(size, job.maxOutputBytes);
-    await writeFile(job.outputPath, text);
-    return { size };
+    return await writePagedText(await readFile(`${base}.txt`, 'utf8'), job);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -8,7 +8,7 @@ import { writeZip, type ArchiveEntry } from '../archive.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { ConversionPair } from '../pairs.ts';
 import { firstLine } from '../process/first-line.ts';
-import { isExecutableFile, searchPath } from '../process/path-search.ts';
+import { findProgram } from '../process/path-search.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { operationOptions, PASSWORD_OPTION, PDF_OPERATIONS_FORMATS, PDF_VARIANTS } from './formats.ts';
 import { asksForMetadata, requestedMarks } from './requests.ts';
@@ -54,8 +54,7 @@ export function createPdfOperationsEngine(settings: PdfOperationsOptions = {}): 
       }
       const qpdfVersion = (require('@neslinesli93/qpdf-wasm/package.json') as { version: string }).version;
       const env = settings.env ?? process.env;
-      const configured = env.CONVD_GHOSTSCRIPT_PATH;
-      const gs = configured ? ((await isExecutableFile(configured)) ? configured : undefined) : await searchPath('gs', env.PATH ?? '');
+      const gs = await findProgram('gs', 'CONVD_GHOSTSCRIPT_PATH', env);
       const iccProfile = await findProfile(env);
       pdfa = undefined;
       let pdfaNote: string;

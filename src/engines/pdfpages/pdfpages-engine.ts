@@ -5,6 +5,7 @@ import type { ConversionPair } from '../pairs.ts';
 import { numberedName, writeZip, type ArchiveEntry } from '../archive.ts';
 import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
 import { pageNumbers } from '../page-list.ts';
+import { cleanText } from '../page-text.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import { DEFAULT_DPI, IMAGE_TARGETS, MAX_ARCHIVE_PAGES, MAX_SIDE, PDF_PAGES_FORMATS, pageOptions, type ImageTarget } from './formats.ts';
 import { loadPdfium, pdfiumPackage, type PdfDocument } from './pdfium.ts';
@@ -169,14 +170,6 @@ async function renderPage(document: PdfDocument, job: EngineJob, target: ImageTa
   } finally {
     page.close();
   }
-}
-
-/** Control characters other than tab and newline (a form feed among them: it separates the pages). */
-const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F]/g;
-
-/** Page text as a text file has it: LF line ends, no control characters. */
-export function cleanText(text: string): string {
-  return text.replace(/\r\n?/g, '\n').replace(CONTROL, '');
 }
 
 /** Anything but white space: a page with none has no text layer. */

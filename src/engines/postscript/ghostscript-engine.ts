@@ -4,7 +4,7 @@ import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair, FormatInfo } from '../pairs.ts';
 import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { engineEnvironment, ENGINE_NICENESS } from '../process/group.ts';
-import { isExecutableFile, searchPath } from '../process/path-search.ts';
+import { findProgram } from '../process/path-search.ts';
 import { firstLine } from '../process/first-line.ts';
 import { ProgressWatch, watchCpu, watchFileGrowth } from '../process/progress-watch.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
@@ -50,8 +50,7 @@ export function createGhostscriptEngine(settings: GhostscriptEngineOptions = {})
     async probe(): Promise<EngineStatus> {
       gs = undefined;
       const env = settings.env ?? process.env;
-      const configured = env.CONVD_GHOSTSCRIPT_PATH;
-      const found = configured ? ((await isExecutableFile(configured)) ? configured : undefined) : await searchPath('gs', env.PATH ?? '');
+      const found = await findProgram('gs', 'CONVD_GHOSTSCRIPT_PATH', env);
       if (!found) return { name: 'postscript', available: false, detail: `Ghostscript not found: ${GHOSTSCRIPT_INSTALL_HINT}` };
       try {
         const version = await firstLine(found, ['--version']);

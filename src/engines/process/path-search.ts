@@ -23,3 +23,13 @@ export async function searchPath(name: string, pathVariable: string): Promise<st
   }
   return undefined;
 }
+
+/**
+ * A program an engine runs: the path the variable `variable` names (undefined when that is no
+ * executable file: a configured path is never passed over for another), else `name` on PATH.
+ */
+export async function findProgram(name: string, variable: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const configured = env[variable];
+  if (configured) return (await isExecutableFile(configured)) ? configured : undefined;
+  return searchPath(name, env.PATH ?? '');
+}
