@@ -10,6 +10,11 @@ export interface EngineJob {
    * first. Unset for one input.
    */
   inputPaths?: string[];
+  /**
+   * Files sent beside the input and named by an option (`watermark_image`): option -> path.
+   * Drawn on the result, not converted.
+   */
+  markImages?: Record<string, string>;
   /** The engine writes its result here (the caller owns the directory and cleans up). */
   outputPath: string;
   source: string;

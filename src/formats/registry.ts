@@ -18,6 +18,7 @@ export class FormatRegistry {
   private readonly formatsByKey = new Map<string, FormatInfo>();
   private readonly formatsByExtension = new Map<string, FormatInfo>();
   private readonly engines = new Map<string, Engine>();
+  private fileOptionNames: ReadonlySet<string> | undefined;
   /** Kinds of the pairs offered: the weights that can apply. */
   private readonly kinds = new Set<ConversionPair['kind']>();
 
@@ -166,6 +167,12 @@ export class FormatRegistry {
   pairFor(source: string, target: string, options: Readonly<Record<string, unknown>>): ConversionPair | undefined {
     const pair = this.pair(source, target);
     return pair?.withOption && options[pair.withOption.option] === true ? pair.withOption.pair : pair;
+  }
+
+  /** The options, of any pair, whose value names a file sent beside the input (`watermark_image`). */
+  fileOptions(): ReadonlySet<string> {
+    this.fileOptionNames ??= new Set(this.allPairs().flatMap((pair) => pair.options.filter((option) => option.file === true).map((option) => option.name)));
+    return this.fileOptionNames;
   }
 
   allPairs(): ConversionPair[] {

@@ -34,6 +34,12 @@ export interface ConversionInputFile {
   format: string;
 }
 
+/** An image drawn on the result, as the record keeps it. */
+export interface MarkImageFile extends ConversionInputFile {
+  /** The option that names it (`watermark_image`). */
+  option: string;
+}
+
 /** Where the input comes from. A file input is already spooled into the blob store at submission. */
 export type ConversionInput =
   | { kind: 'file'; sha256: string }
@@ -59,6 +65,12 @@ export interface ConversionRecord {
    * 1.docx, 2.png, ...), `input_size` their sum.
    */
   inputs?: ConversionInputFile[];
+  /**
+   * Images sent beside the input and named by an option (`watermark_image=logo.png`), drawn on
+   * the result. With them the stored input is a bundle as a merge's (`inputs` then lists the
+   * input, however many), each image in it as `<option>.<format>`. Not shown: the option names it.
+   */
+  mark_images?: MarkImageFile[];
   progress: number | null;
   /** Credits held while the conversion is active; released (0) when it ends. */
   reserved_credits: number;

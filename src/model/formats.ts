@@ -23,6 +23,11 @@ export interface OptionDescriptor {
    * (a password).
    */
   secret?: boolean;
+  /**
+   * The value is the name of a file sent with the request beside the input (another multipart
+   * `file` part): an image drawn as a watermark. That file is not converted nor merged.
+   */
+  file?: boolean;
   /** Means something only beside one of these options (a watermark's opacity beside its text). */
   requires?: string[];
   /** Cannot be given beside any of these (PDF/A beside encryption). */

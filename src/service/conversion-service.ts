@@ -15,7 +15,7 @@ import type { Store } from '../store/types.ts';
 import type { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
 import { conversionCost } from './credits.ts';
-import { creditCost, mergeInputFiles, packMergeInputs } from './merge-bundle.ts';
+import { creditCost, markImageFiles, mergeInputFiles, packMergeInputs } from './merge-bundle.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from '../model/ids.ts';
@@ -141,7 +141,7 @@ export class ConversionService {
       const id = newConversionId(created.getTime());
       if (request.merge) {
         // One stored input as any conversion's: the files in a zip, each spool file gone once in it.
-        const bundle = await packMergeInputs(this.blobs, request.merge);
+        const bundle = await packMergeInputs(this.blobs, request.merge, request.markImages);
         // The files sent, and those unpacked from a zip that was sent.
         for (const path of new Set([...input.files, ...request.merge.map((one) => one.file)].map((file) => file.path))) await this.blobs.discardSpool(path);
         await this.blobs.adoptInput(id, bundle).catch(async (error: unknown) => {
@@ -179,6 +179,7 @@ export class ConversionService {
           input_size: inputSize,
           input: request.input.kind === 'file' ? { kind: 'file', sha256: request.input.file.sha256 } : { kind: 'url', url: request.input.url },
           ...(inputs ? { inputs } : {}),
+          ...(request.markImages ? { mark_images: markImageFiles(request.markImages) } : {}),
           progress: null,
           reserved_credits: cost,
           credits: 0,

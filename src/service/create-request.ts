@@ -38,10 +38,24 @@ export interface MergeInput {
   source: string;
 }
 
+/** A file sent beside the input and named by an option (`watermark_image`): drawn, not converted. */
+export interface MarkImageInput {
+  option: string;
+  file: SpooledFile;
+  name: string;
+  /** png, jpg, webp, gif or tiff, as its content says. */
+  format: string;
+}
+
 export interface ValidCreateRequest {
   pair: ConversionPair;
-  /** Several files merged into one PDF, in the order they are merged (the first is `input`'s). */
+  /**
+   * Several files merged into one PDF, in the order they are merged (the first is `input`'s);
+   * with mark images, the one input as well (they are stored together).
+   */
   merge?: MergeInput[];
+  /** Images named by options, drawn on the result. */
+  markImages?: MarkImageInput[];
   variant: string | null;
   /** The options shown with the conversion. */
   options: ConversionOptions;
@@ -116,6 +130,9 @@ export async function validateCreateRequest(
 ): Promise<ValidCreateRequest> {
   const { fields } = input;
   const problems: Record<string, FieldProblem> = {};
+  // Files an option names (watermark_image=logo.png) are drawn on the result: the rest are the input.
+  const markFiles = namedFiles(input, registry.fileOptions(), problems);
+  const files = input.files.filter((file) => !markFiles.some((mark) => mark.file === file));
 
   const target = optionalString(fields, 'target', problems);
   if (target === undefined && !problems.target) problems.target = { reason: 'required', params: {} };
@@ -126,18 +143,18 @@ export async function validateCreateRequest(
   const callbackField = optionalString(fields, 'callback_url', problems);
 
   const targetKey = target === undefined ? undefined : registry.normalize(target) ?? target.toLowerCase();
-  if (input.files.length > 1 && targetKey !== MERGE_TARGET) {
+  if (files.length > 1 && targetKey !== MERGE_TARGET) {
     problems.file = { reason: 'invalid_value', params: { text: 'one file per request, except for a merge of several into one PDF (target pdf)' } };
-  } else if (input.files.length > MAX_MERGE_INPUTS) {
+  } else if (files.length > MAX_MERGE_INPUTS) {
     problems.file = { reason: 'invalid_value', params: { text: `at most ${MAX_MERGE_INPUTS} files are merged in one request` } };
-  } else if (input.files.length > 1 && sourceField !== undefined) {
+  } else if (files.length > 1 && sourceField !== undefined) {
     problems.source = { reason: 'invalid_value', params: { text: 'not with several files: each is read as its name and content say' } };
   }
-  if (input.files.length === 1 && urlField !== undefined) problems.url = { reason: 'conflict', params: {} };
-  if (input.files.length === 0 && urlField === undefined && !problems.url) problems.file = { reason: 'conflict', params: {} };
+  if (files.length === 1 && urlField !== undefined) problems.url = { reason: 'conflict', params: {} };
+  if (files.length === 0 && urlField === undefined && !problems.url) problems.file = { reason: 'conflict', params: {} };
 
   let url: URL | undefined;
-  if (urlField !== undefined && input.files.length === 0) {
+  if (urlField !== undefined && files.length === 0) {
     url = parseHttpUrl(urlField);
     if (!url) problems.url = { reason: 'invalid_url', params: {} };
   }
@@ -166,14 +183,18 @@ export async function validateCreateRequest(
     problems['Idempotency-Key'] = { reason: 'invalid_value', params: { text: 'must not be empty' } };
   }
 
+  if (markFiles.length > 0 && files.length === 0 && url !== undefined) {
+    problems[`options.${markFiles[0]!.option}`] = { reason: 'invalid_value', params: { text: 'an image is drawn on a PDF sent as a file part, not on one fetched from a URL' } };
+  }
   if (Object.keys(problems).length > 0) throw validationError(problems);
+  const markImages = await checkMarkImages(markFiles);
 
-  const file = input.files[0];
+  const file = files[0];
   const originalName = file
     ? cleanFileName(file.filename, 'upload')
     : cleanFileName(filenameField ?? nameFromUrl(url!.toString()), 'download');
 
-  let merge = input.files.length > 1 ? await mergeInputs(input.files, registry, input.options) : undefined;
+  let merge = files.length > 1 ? await mergeInputs(files, registry, input.options) : undefined;
   let { source, named } = merge ? { source: MERGE_TARGET as string | undefined, named: undefined as string | undefined } : await resolveSource(registry, sourceField, originalName, url, file);
   // A zip named as a zip: one whose name says a document (a damaged docx) is that document's failure, not files to merge.
   if (!merge && file && source === 'zip' && named === undefined && targetKey === MERGE_TARGET && rules.unpackZip) {
@@ -181,7 +202,7 @@ export async function validateCreateRequest(
     if (merge) ({ source, named } = { source: MERGE_TARGET, named: undefined });
   }
   // From here on a refusal removes what a zip unpacked: nothing else would.
-  const unpacked = merge && input.files.length === 1 ? merge.map((one) => one.file.path) : [];
+  const unpacked = merge && files.length === 1 ? merge.map((one) => one.file.path) : [];
   try {
     if (!source) {
       throw validationError(
@@ -218,6 +239,11 @@ export async function validateCreateRequest(
     if (pair.withOption && outcome.options[pair.withOption.option] === true && outcome.options.password !== undefined && pair.withOption.pair.steps?.[0]?.options.every((option) => option.name !== 'password')) {
       throw fieldError('options.password', `${pair.withOption.option}=true reads PDFs without a password: remove the password first (pdf -> pdf with password), then convert that PDF with ${pair.withOption.option}=true`);
     }
+    if (markImages.length > 0 && pair.withOption && outcome.options[pair.withOption.option] === true) {
+      throw fieldError(`options.${markImages[0]!.option}`, `not with ${pair.withOption.option}=true: convert with ${pair.withOption.option}=true first, then draw the image on that PDF`);
+    }
+    // An image is stored with its input in one bundle, as a merge's files are.
+    if (markImages.length > 0 && !merge && file) merge = [{ file, name: originalName, source: pair.source }];
     const { shown, secret } = splitSecretOptions(pair, outcome.options);
 
     const fingerprint = createHash('sha256')
@@ -226,6 +252,7 @@ export async function validateCreateRequest(
         input: merge
           ? merge.map((one) => ({ sha256: one.file.sha256, name: one.name }))
           : file ? { sha256: file.sha256, name: originalName } : { url: url!.toString(), name: originalName },
+        ...(markImages.length > 0 ? { markImages: markImages.map((one) => ({ option: one.option, sha256: one.file.sha256, name: one.name })) } : {}),
       }))
       .digest('hex');
 
@@ -233,12 +260,13 @@ export async function validateCreateRequest(
       // With an option that adds a step (OCR), the chain that runs: its kind is what is charged.
       pair: registry.pairFor(source, pair.target, outcome.options) ?? pair,
       ...(merge ? { merge } : {}),
+      ...(markImages.length > 0 ? { markImages } : {}),
       variant,
       options: shown,
       secretOptions: secret,
       input: file ? { kind: 'file', file: merge?.[0]?.file ?? file } : { kind: 'url', url: url!.toString() },
       // A zip's merge is named after the zip; several files after the first.
-      originalName: merge && input.files.length > 1 ? merge[0]!.name : originalName,
+      originalName: merge && files.length > 1 ? merge[0]!.name : originalName,
       callbackUrl,
       wait,
       idempotencyKey: key ?? null,
@@ -248,6 +276,44 @@ export async function validateCreateRequest(
     await Promise.all(unpacked.map((path) => rm(path, { force: true })));
     throw error;
   }
+}
+
+/** The formats an image mark may be sent in (file-type's names), and what the record calls them. */
+const MARK_IMAGE_FORMATS: Readonly<Record<string, string>> = { png: 'png', jpg: 'jpg', webp: 'webp', gif: 'gif', tif: 'tiff' };
+
+/**
+ * The files the request's file options name (`watermark_image=logo.png` names the part whose
+ * file name is logo.png), each taken by one option; a name no part or several parts carry is
+ * the option's problem.
+ */
+function namedFiles(input: CreateRequestInput, fileOptions: ReadonlySet<string>, problems: Record<string, FieldProblem>): { option: string; file: SpooledFile; name: string }[] {
+  const found: { option: string; file: SpooledFile; name: string }[] = [];
+  for (const option of fileOptions) {
+    const value = input.options[option];
+    if (typeof value !== 'string' || value === '') continue;
+    const name = cleanFileName(value, value);
+    const carriers = input.files.filter((file, index) => cleanFileName(file.filename, `upload-${index + 1}`) === name);
+    if (carriers.length === 1 && !found.some((one) => one.file === carriers[0])) found.push({ option, file: carriers[0]!, name });
+    else {
+      const text = carriers.length === 0
+        ? `no file named ${name} was sent: send the image as another file part with that file name`
+        : carriers.length > 1 ? `${carriers.length} files are named ${name}: give the image a name of its own` : `${name} is named by another option too`;
+      problems[`options.${option}`] = { reason: 'invalid_value', params: { text } };
+    }
+  }
+  return found;
+}
+
+/** Each named file is an image of a format the marks draw, as its content says. */
+async function checkMarkImages(named: readonly { option: string; file: SpooledFile; name: string }[]): Promise<MarkImageInput[]> {
+  const images: MarkImageInput[] = [];
+  for (const one of named) {
+    const sniffed = (await sniffContent(one.file.path)).format;
+    const format = sniffed === undefined ? undefined : MARK_IMAGE_FORMATS[sniffed];
+    if (format === undefined) throw fieldError(`options.${one.option}`, `${one.name} is not a PNG, JPEG, WebP, GIF or TIFF image${sniffed ? ` (it is ${sniffed})` : ''}`);
+    images.push({ ...one, format });
+  }
+  return images;
 }
 
 /** The source format, and what the file's name said where its content said otherwise. */

@@ -1,16 +1,20 @@
 import { writeZip } from '../engines/archive.ts';
 import type { FormatRegistry } from '../formats/registry.ts';
 import type { ConversionPair } from '../engines/pairs.ts';
-import type { ConversionInputFile } from '../model/conversion.ts';
+import type { ConversionInputFile, MarkImageFile } from '../model/conversion.ts';
 import type { BlobStore } from '../store/blob-store.ts';
 import { conversionCost } from './credits.ts';
-import type { MergeInput } from './create-request.ts';
+import type { MarkImageInput, MergeInput } from './create-request.ts';
 
-/** A merge's files in one zip in the spool: the stored input, one blob as any conversion's. */
-export async function packMergeInputs(blobs: BlobStore, inputs: readonly MergeInput[]): Promise<string> {
+/** A merge's files (and images to draw) in one zip in the spool: the stored input, one blob as any conversion's. */
+export async function packMergeInputs(blobs: BlobStore, inputs: readonly MergeInput[], marks: readonly MarkImageInput[] = []): Promise<string> {
   const path = blobs.spoolPath();
   try {
-    await writeZip(inputs.map((input, index) => ({ path: input.file.path, name: bundleEntryName(index, input.source) })), path, AbortSignal.timeout(600_000));
+    const entries = [
+      ...inputs.map((input, index) => ({ path: input.file.path, name: bundleEntryName(index, input.source) })),
+      ...marks.map((mark) => ({ path: mark.file.path, name: markEntryName(mark.option, mark.format) })),
+    ];
+    await writeZip(entries, path, AbortSignal.timeout(600_000));
   } catch (error) {
     await blobs.discardSpool(path);
     throw error;
@@ -21,6 +25,16 @@ export async function packMergeInputs(blobs: BlobStore, inputs: readonly MergeIn
 /** The name of a merge's file in its bundle: its place and its format (`3.docx`). */
 export function bundleEntryName(index: number, format: string): string {
   return `${index + 1}.${format}`;
+}
+
+/** The name of an image to draw in its bundle: its option and its format (`watermark_image.png`). */
+export function markEntryName(option: string, format: string): string {
+  return `${option}.${format}`;
+}
+
+/** What the record keeps of the images to draw. */
+export function markImageFiles(marks: readonly MarkImageInput[]): MarkImageFile[] {
+  return marks.map((mark) => ({ option: mark.option, name: mark.name, size: mark.file.size, format: mark.format }));
 }
 
 /** What the conversion shows of a merge's files. */

@@ -66,7 +66,9 @@ describe('PDF operations over HTTP', () => {
     const toPdf = got.body.data.find((d) => d.target === 'pdf')!;
     assert.deepEqual(toPdf.variants.map((v) => v.key), ['compress', 'linearize']);
     const option = (name: string) => toPdf.options.find((o) => o.name === name);
-    assert.deepEqual(option('watermark_opacity')?.requires, ['watermark_text']);
+    assert.deepEqual(option('watermark_opacity')?.requires, ['watermark_text', 'watermark_image']);
+    assert.equal(option('watermark_image')?.file, true);
+    assert.deepEqual(option('stamp_image')?.excludes, ['stamp_text']);
     assert.deepEqual(option('pdfa')?.excludes, ['encrypt_user_password', 'encrypt_owner_password']);
     assert.equal(option('encrypt_user_password')?.secret, true);
     assert.ok(got.body.data.some((d) => d.target === 'json'));
@@ -232,6 +234,51 @@ describe('PDF operations over HTTP', () => {
     assert.equal(got.body.status, 'succeeded', JSON.stringify(got.body));
     assert.equal(got.body.credits, 5);
     assert.equal((await getAccount(client)).body.credits.remaining, before - 5);
+  });
+
+  /** The pages of a PDF on which pdfimages lists an image (not its soft mask). */
+  async function pagesWithImages(bytes: Uint8Array): Promise<string[]> {
+    const path = join(dir, `images-${Math.random().toString(36).slice(2)}.pdf`);
+    await writeFile(path, bytes);
+    const rows = (await run('pdfimages', ['-list', path])).stdout.split('\n').slice(2).filter((line) => line.trim() !== '').map((line) => line.trim().split(/\s+/));
+    return rows.filter((row) => row[2] === 'image').map((row) => row[0]!);
+  }
+
+  it('an image watermark: the image sent as another file part, named by watermark_image; alone or on a merge; bad names refused', async () => {
+    const logo = await sharp({ create: { width: 160, height: 90, channels: 4, background: { r: 200, g: 0, b: 0, alpha: 0.6 } } }).png().toBuffer();
+    const withLogo = [{ name: 'minutes.pdf', data: pdf }, { name: 'logo.png', data: logo }];
+    const got = await merge(daemon, withLogo, { watermark_image: 'logo.png', watermark_width: '30' });
+    assert.equal(got.status, 200, JSON.stringify(got.body));
+    assert.equal(got.body.status, 'succeeded', JSON.stringify(got.body.error));
+    assert.deepEqual(got.body.options, { watermark_image: 'logo.png', watermark_width: 30 });
+    assert.equal(got.body.original_name, 'minutes.pdf');
+    assert.deepEqual(got.body.inputs, [{ name: 'minutes.pdf', size: pdf.length, format: 'pdf' }], 'the image is not one of the inputs');
+    assert.equal(got.body.credits, 0, 'unmetered');
+    const marked = (await download(daemon, got.body.id)).bytes;
+    assert.equal((await PDFDocument.load(marked)).getPageCount(), 4);
+    assert.deepEqual(await pagesWithImages(marked), ['1', '2', '3', '4']);
+    // A merge of two PDFs with a stamp: eight pages, each stamped; the image sent first is no input either.
+    const merged = await merge(daemon, [{ name: 'logo.png', data: logo }, { name: 'a.pdf', data: pdf }, { name: 'b.pdf', data: pdf }], { stamp_image: 'logo.png' });
+    assert.equal(merged.body.status, 'succeeded', JSON.stringify(merged.body));
+    assert.deepEqual(merged.body.inputs?.map((one) => one.name), ['a.pdf', 'b.pdf']);
+    assert.deepEqual(await pagesWithImages((await download(daemon, merged.body.id)).bytes), ['1', '2', '3', '4', '5', '6', '7', '8']);
+    // Refused, naming the option: no such part, two parts of that name, a part that is no image, a URL input.
+    const missing = await merge(daemon, withLogo, { watermark_image: 'seal.png' });
+    assert.match(assertFieldErrors(missing, ['options.watermark_image'])['options.watermark_image']!.message, /no file named seal\.png was sent/);
+    const twice = await merge(daemon, [...withLogo, { name: 'logo.png', data: logo }], { watermark_image: 'logo.png' });
+    assert.match(assertFieldErrors(twice, ['options.watermark_image'])['options.watermark_image']!.message, /2 files are named logo\.png/);
+    const text = await merge(daemon, [{ name: 'minutes.pdf', data: pdf }, { name: 'logo.png', data: Buffer.from('not a picture') }], { watermark_image: 'logo.png' });
+    assert.match(assertFieldErrors(text, ['options.watermark_image'])['options.watermark_image']!.message, /logo\.png is not a PNG, JPEG, WebP, GIF or TIFF image/);
+    const form = new FormData();
+    for (const [name, value] of Object.entries({ target: 'pdf', url: 'https://example.com/a.pdf', watermark_image: 'logo.png' })) form.append(name, value);
+    form.append('file', new Blob([logo]), 'logo.png');
+    const fromUrl = await call<PublicConversion>(daemon, '/conversions', { method: 'POST', body: form });
+    assert.match(assertFieldErrors(fromUrl, ['options.watermark_image'])['options.watermark_image']!.message, /not on one fetched from a URL/);
+    const both = await merge(daemon, withLogo, { watermark_image: 'logo.png', watermark_text: 'DRAFT' });
+    assertFieldErrors(both, ['options.watermark_image', 'options.watermark_text']);
+    // An image beside a conversion that draws none: the option is not one of png -> webp's.
+    const notHere = await merge(daemon, [{ name: 'photo.png', data: logo }, { name: 'logo.png', data: logo }], { target: 'webp', watermark_image: 'logo.png' });
+    assertFieldErrors(notHere, ['options.watermark_image']);
   });
 
   it('a split is one zip: named and served as one, each part a PDF of its pages', async () => {

@@ -142,6 +142,31 @@ async function redShare(path: string, page = 1): Promise<number> {
   return red / (info.width * info.height);
 }
 
+/** The box of a rendered page's strongly red pixels, in points (rendered at 72 dpi). */
+async function redBox(path: string, page = 1): Promise<{ left: number; top: number; right: number; bottom: number; width: number; height: number }> {
+  const prefix = join(dir, `render-${++counter}`);
+  await run('pdftoppm', ['-r', '72', '-f', String(page), '-l', String(page), '-png', '-singlefile', path, prefix]);
+  const { data, info } = await sharp(`${prefix}.png`).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  let [left, top, right, bottom] = [Infinity, Infinity, -1, -1];
+  for (let y = 0; y < info.height; y++) {
+    for (let x = 0; x < info.width; x++) {
+      const at = (y * info.width + x) * info.channels;
+      if (data[at]! > 180 && data[at + 1]! < 90 && data[at + 2]! < 90) [left, top, right, bottom] = [Math.min(left, x), Math.min(top, y), Math.max(right, x + 1), Math.max(bottom, y + 1)];
+    }
+  }
+  return { left, top, right, bottom, width: right - left, height: bottom - top };
+}
+
+/** Share of a rendered page's pixels that are dark (black text, or a transparency drawn black). */
+async function darkShare(path: string, page = 1): Promise<number> {
+  const prefix = join(dir, `render-${++counter}`);
+  await run('pdftoppm', ['-r', '36', '-f', String(page), '-l', String(page), '-png', '-singlefile', path, prefix]);
+  const { data, info } = await sharp(`${prefix}.png`).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  let dark = 0;
+  for (let i = 0; i < data.length; i += info.channels) if (data[i]! < 60 && data[i + 1]! < 60 && data[i + 2]! < 60) dark++;
+  return dark / (info.width * info.height);
+}
+
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'convd-pdfops-'));
   fixtures.set('pdf', await write('in.pdf', await samplePdf()));
@@ -298,6 +323,42 @@ describe('pdf -> pdf', () => {
     const bare = await convert(fixtures.get('pdf')!, { watermark_text: 'SEEN', ...red });
     const seen = await redShare(bare.path);
     assert.ok(seen > 0.002, `on a page with nothing opaque the watermark shows: ${seen}`);
+  });
+
+  it('an image watermark under the content, a stamp over it: transparency kept, placed and sized as asked, one image for every page', async () => {
+    // A red disc on a transparent square: what is transparent must leave the page as it was.
+    const disc = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="200"><circle cx="100" cy="100" r="90" fill="#ff0000"/></svg>');
+    const logo = await write('logo.png', await sharp(disc).png().toBuffer());
+    const images = (option: string) => ({ markImages: { [option]: logo } });
+    const opaque = fixtures.get('opaque')!;
+    const under = await convert(opaque, { watermark_image: 'logo.png', watermark_opacity: 1 }, images('watermark_image'));
+    assert.equal(await redShare(under.path), 0, 'the watermark is hidden by the page');
+    const over = await convert(opaque, { stamp_image: 'logo.png', stamp_width: 50, stamp_position: 'top-right' }, images('stamp_image'));
+    const box = await redBox(over.path);
+    // 50 % of a 400 pt page is 200 pt, the disc 180 of the image's 200 px: 180 pt wide at 72 dpi, 24 pt from the top and right.
+    assert.ok(Math.abs(box.width - 180) <= 4 && Math.abs(box.height - 180) <= 4, `the disc: ${JSON.stringify(box)}`);
+    assert.ok(Math.abs(box.right - (400 - 24 - 10)) <= 4 && Math.abs(box.top - (24 + 10)) <= 4, `top right: ${JSON.stringify(box)}`);
+    assert.equal(await darkShare(over.path), await darkShare(opaque), 'the transparent corners are not drawn black');
+    // On every page of a three-page document: one image object, drawn on each page, its transparency as a soft mask.
+    const marked = await convert(fixtures.get('pdf')!, { watermark_image: 'logo.png', watermark_opacity: 0.8, watermark_angle: 30 }, images('watermark_image'));
+    // pdfimages -list: page, num, type, ..., object number (column 11).
+    const rows = (await run('pdfimages', ['-list', marked.path])).stdout.split('\n').slice(2).filter((line) => line.trim() !== '').map((line) => line.trim().split(/\s+/));
+    const table = rows.map((row) => row.join(' ')).join('\n');
+    assert.deepEqual(rows.filter((row) => row[2] === 'image').map((row) => row[0]), ['1', '2', '3'], table);
+    assert.deepEqual(rows.filter((row) => row[2] === 'smask').map((row) => row[0]), ['1', '2', '3'], table);
+    assert.equal(new Set(rows.filter((row) => row[2] === 'image').map((row) => row[10])).size, 1, `one image object: ${table}`);
+    for (let page = 1; page <= 3; page++) assert.ok(await redShare(marked.path, page) > 0, `page ${page} shows the watermark`);
+    for (const [index, text] of (await pageTexts(marked.path)).entries()) assert.match(text, new RegExp(`Page ${index + 1} heading`));
+  });
+
+  it('an image mark that is no image, or larger than the pixel limit, is input_invalid naming the option', async () => {
+    const notImage = await write('not-an-image.png', 'this is text');
+    await fails(engine.convert(job(fixtures.get('pdf')!, { stamp_image: 'x.png' }, { markImages: { stamp_image: notImage } })), 'input_invalid', /stamp_image: the image cannot be read/);
+    const small = createPdfOperationsEngine({ maxInputPixels: 10_000 });
+    await small.probe();
+    const big = await write('big.png', await sharp({ create: { width: 200, height: 200, channels: 3, background: '#00ff00' } }).png().toBuffer());
+    await fails(small.convert(job(fixtures.get('pdf')!, { watermark_image: 'big.png' }, { markImages: { watermark_image: big } })), 'input_invalid', /watermark_image: .*pixel/i);
+    await fails(engine.convert(job(fixtures.get('pdf')!, { watermark_image: 'gone.png' })), 'conversion_failed', /watermark_image: the file gone.png did not reach the engine/);
   });
 
   it('page numbers: "{n} / {total}" from the start asked for, at the foot of each page', async () => {

@@ -8,7 +8,7 @@ import { defineEngine } from '../descriptor.ts';
 export const pdfops = defineEngine({
   name: 'pdfops',
   limits: { timeLimitMs: 300_000 },
-  loader: (settings) => ({ isolated: true, load: async () => (await import('./pdfops-engine.ts')).createPdfOperationsEngine({ processMemoryMb: settings.processMemoryMb }) }),
+  loader: (settings) => ({ isolated: true, load: async () => (await import('./pdfops-engine.ts')).createPdfOperationsEngine({ processMemoryMb: settings.processMemoryMb, maxInputPixels: settings.maxInputPixels }) }),
   binaries: [{ name: 'gs', env: 'CONVD_GHOSTSCRIPT_PATH' }],
   variables: ['CONVD_SRGB_PROFILE'],
 });

@@ -36,21 +36,30 @@ const choice = (name: string, values: readonly string[], label: string): OptionD
   name, type: 'enum', values: [...values], default: null, label,
 });
 
-/** A text mark's look: `what` is watermark or stamp. Unset, each takes the default its label names. */
-function markOptions(what: 'watermark' | 'stamp', defaults: { size: number; opacity: number; angle: number; position: Position; colour: string }): OptionDescriptor[] {
-  const requires = [`${what}_text`];
+/**
+ * A mark's options: `what` is watermark or stamp, drawn as a text or as an image sent with the
+ * PDF (`watermark_image` names its file part). Unset, each takes the default its label names.
+ */
+function markOptions(what: 'watermark' | 'stamp', defaults: { size: number; opacity: number; angle: number; position: Position; colour: string; width: number }): OptionDescriptor[] {
+  const textOnly = [`${what}_text`];
+  const either = [`${what}_text`, `${what}_image`];
+  const where = what === 'watermark' ? 'under' : 'over';
   return [
-    text(`${what}_text`, what === 'watermark' ? 'Text drawn under the content of every page' : 'Text drawn over the content of every page', { max: 200 }),
-    { ...number(`${what}_font_size`, 4, 400, `Font size of the ${what} in points (default ${defaults.size})`), requires },
-    { ...number(`${what}_opacity`, 0, 1, `Opacity of the ${what}, 0 to 1 (default ${defaults.opacity})`), requires },
-    { ...number(`${what}_angle`, -180, 180, `Angle of the ${what} in degrees, counter-clockwise (default ${defaults.angle})`), requires },
-    { ...choice(`${what}_position`, POSITIONS, `Where the ${what} goes on the page (default ${defaults.position})`), requires },
-    text(`${what}_color`, `Colour of the ${what} as #rrggbb (default ${defaults.colour})`, { max: 7, pattern: COLOUR, requires }),
+    text(`${what}_text`, `Text drawn ${where} the content of every page`, { max: 200, excludes: [`${what}_image`] }),
+    text(`${what}_image`, `Name of a PNG, JPEG, WebP, GIF or TIFF file sent with the PDF (another file part), drawn ${where} the content of every page`, {
+      max: 255, file: true, excludes: [`${what}_text`],
+    }),
+    { ...number(`${what}_font_size`, 4, 400, `Font size of the ${what} text in points (default ${defaults.size})`), requires: textOnly },
+    { ...number(`${what}_width`, 1, 100, `Width of the ${what} image as a percentage of the page's width (default ${defaults.width})`), requires: [`${what}_image`] },
+    { ...number(`${what}_opacity`, 0, 1, `Opacity of the ${what}, 0 to 1 (default ${defaults.opacity})`), requires: either },
+    { ...number(`${what}_angle`, -180, 180, `Angle of the ${what} in degrees, counter-clockwise (default ${defaults.angle})`), requires: either },
+    { ...choice(`${what}_position`, POSITIONS, `Where the ${what} goes on the page (default ${defaults.position})`), requires: either },
+    text(`${what}_color`, `Colour of the ${what} text as #rrggbb (default ${defaults.colour})`, { max: 7, pattern: COLOUR, requires: textOnly }),
   ];
 }
 
-export const WATERMARK_DEFAULTS = { size: 60, opacity: 0.25, angle: 45, position: 'center', colour: '#808080' } as const;
-export const STAMP_DEFAULTS = { size: 24, opacity: 1, angle: 0, position: 'top-right', colour: '#c00000' } as const;
+export const WATERMARK_DEFAULTS = { size: 60, opacity: 0.25, angle: 45, position: 'center', colour: '#808080', width: 50 } as const;
+export const STAMP_DEFAULTS = { size: 24, opacity: 1, angle: 0, position: 'top-right', colour: '#c00000', width: 20 } as const;
 export const PAGE_NUMBER_DEFAULTS = { size: 10, position: 'bottom-center', start: 1 } as const;
 
 const ENCRYPTION = ['encrypt_user_password', 'encrypt_owner_password'];

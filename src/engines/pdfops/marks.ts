@@ -2,12 +2,12 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import fontkit from '@pdf-lib/fontkit';
 import {
-  degrees, drawText, PDFArray, PDFDocument, PDFName, PDFRef, pushGraphicsState, popGraphicsState, rgb,
-  type PDFFont, type PDFOperator, type PDFPage,
+  degrees, drawImage, drawText, PDFArray, PDFDocument, PDFName, PDFRef, pushGraphicsState, popGraphicsState, rgb,
+  type PDFFont, type PDFImage, type PDFOperator, type PDFPage,
 } from 'pdf-lib';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import type { TextMark } from './requests.ts';
-import { placeText, type PageFrame } from './placement.ts';
+import type { ImageMark, Mark, TextMark } from './requests.ts';
+import { normalRotation, placeText, type PageFrame } from './placement.ts';
 
 /** The marks' font, shipped with the project: Latin, Greek and Cyrillic in one face. */
 export const MARK_FONT_NAME = 'DejaVu Sans';
@@ -32,7 +32,7 @@ function loadMarkFont(): Promise<MarkFont> {
 }
 
 /** Every character of a mark must be in the font: one it lacks would be drawn as an empty box. */
-function checkCoverage(marks: TextMark[], font: MarkFont): void {
+function checkCoverage(marks: readonly TextMark[], font: MarkFont): void {
   for (const mark of marks) {
     for (const character of mark.text(0, 1)) {
       const codePoint = character.codePointAt(0)!;
@@ -48,18 +48,41 @@ function frameOf(page: PDFPage): PageFrame {
   return { x: box.x, y: box.y, width: box.width, height: box.height, rotation: page.getRotation().angle };
 }
 
-/** The drawing operators of one mark on one page, resources added to the page. */
-function markOperators(doc: PDFDocument, page: PDFPage, font: PDFFont, fontKey: PDFName, mark: TextMark, index: number, total: number): PDFOperator[] {
+/** A graphics state with the mark's opacity, where it is not opaque. */
+function opacityState(doc: PDFDocument, page: PDFPage, opacity: number): PDFName | undefined {
+  return opacity < 1 ? page.node.newExtGState('GS', doc.context.obj({ Type: 'ExtGState', ca: opacity, CA: opacity })) : undefined;
+}
+
+/** The drawing operators of one text mark on one page, resources added to the page. */
+function textOperators(doc: PDFDocument, page: PDFPage, font: PDFFont, fontKey: PDFName, mark: TextMark, index: number, total: number): PDFOperator[] {
   const words = mark.text(index, total).replace(/\s+/gu, ' ');
   const ascent = font.heightAtSize(mark.size, { descender: false });
   const extent = { width: font.widthOfTextAtSize(words, mark.size), ascent, descent: font.heightAtSize(mark.size) - ascent };
   const placed = placeText(frameOf(page), extent, mark.angle, mark.position, EDGE_MARGIN);
-  const graphicsState = mark.opacity < 1 ? page.node.newExtGState('GS', doc.context.obj({ Type: 'ExtGState', ca: mark.opacity, CA: mark.opacity })) : undefined;
+  const graphicsState = opacityState(doc, page, mark.opacity);
   return [
     pushGraphicsState(),
     ...drawText(font.encodeText(words), {
       color: rgb(...mark.colour), font: fontKey, size: mark.size, rotate: degrees(placed.angle), xSkew: degrees(0), ySkew: degrees(0),
       x: placed.x, y: placed.y, ...(graphicsState ? { graphicsState } : {}),
+    }),
+    popGraphicsState(),
+  ];
+}
+
+/** The drawing operators of one image mark on one page: as wide as its share of the page as shown. */
+function imageOperators(doc: PDFDocument, page: PDFPage, image: PDFImage, mark: ImageMark): PDFOperator[] {
+  const frame = frameOf(page);
+  const sideways = normalRotation(frame.rotation) % 180 !== 0;
+  const width = ((sideways ? frame.height : frame.width) * mark.widthPercent) / 100;
+  const height = (width * image.height) / image.width;
+  const placed = placeText(frame, { width, ascent: height, descent: 0 }, mark.angle, mark.position, EDGE_MARGIN);
+  const name = page.node.newXObject('Mark', image.ref);
+  const graphicsState = opacityState(doc, page, mark.opacity);
+  return [
+    pushGraphicsState(),
+    ...drawImage(name, {
+      x: placed.x, y: placed.y, width, height, rotate: degrees(placed.angle), xSkew: degrees(0), ySkew: degrees(0), ...(graphicsState ? { graphicsState } : {}),
     }),
     popGraphicsState(),
   ];
@@ -80,21 +103,31 @@ function contentRefs(doc: PDFDocument, page: PDFPage): PDFRef[] {
 /**
  * Draws the marks on every page: those `under` before the page's own content (a filled page
  * hides them, as paper hides a watermark), the others after it, the page's content wrapped in
- * q/Q so that a state it leaves changed does not move them.
+ * q/Q so that a state it leaves changed does not move them. An image mark is embedded once and
+ * drawn on every page.
  */
-export async function drawMarks(doc: PDFDocument, marks: TextMark[], signal: AbortSignal, onPage: (done: number, total: number) => void): Promise<void> {
+export async function drawMarks(doc: PDFDocument, marks: Mark[], settings: MarkImageSettings, signal: AbortSignal, onPage: (done: number, total: number) => void): Promise<void> {
   if (marks.length === 0) return;
-  const face = await loadMarkFont();
-  checkCoverage(marks, face);
-  doc.registerFontkit(fontkit);
-  const font = await doc.embedFont(face.bytes, { subset: true });
+  const textMarks = marks.filter((mark): mark is TextMark => mark.kind === 'text');
+  let font: PDFFont | undefined;
+  if (textMarks.length > 0) {
+    const face = await loadMarkFont();
+    checkCoverage(textMarks, face);
+    doc.registerFontkit(fontkit);
+    font = await doc.embedFont(face.bytes, { subset: true });
+  }
+  const images = new Map<Mark, PDFImage>();
+  for (const mark of marks) if (mark.kind === 'image') images.set(mark, await embedMarkImage(doc, mark, settings));
   const pages = doc.getPages();
   for (const [index, page] of pages.entries()) {
     signal.throwIfAborted();
-    const fontKey = page.node.newFontDictionary(MARK_FONT_NAME.replace(/\s/g, ''), font.ref);
-    const stream = (operators: PDFOperator[]): PDFRef => doc.context.register(doc.context.contentStream(operators));
-    const under = marks.filter((m) => m.under).flatMap((m) => markOperators(doc, page, font, fontKey, m, index, pages.length));
-    const over = marks.filter((m) => !m.under).flatMap((m) => markOperators(doc, page, font, fontKey, m, index, pages.length));
+    const fontKey = font ? page.node.newFontDictionary(MARK_FONT_NAME.replace(/\s/g, ''), font.ref) : undefined;
+    const operators = (mark: Mark): PDFOperator[] => mark.kind === 'image'
+      ? imageOperators(doc, page, images.get(mark)!, mark)
+      : textOperators(doc, page, font!, fontKey!, mark, index, pages.length);
+    const stream = (list: PDFOperator[]): PDFRef => doc.context.register(doc.context.contentStream(list));
+    const under = marks.filter((m) => m.under).flatMap(operators);
+    const over = marks.filter((m) => !m.under).flatMap(operators);
     const refs = contentRefs(doc, page);
     const wrapped = over.length > 0 && refs.length > 0 ? [stream([pushGraphicsState()]), ...refs, stream([popGraphicsState()])] : refs;
     const list = [...(under.length > 0 ? [stream(under)] : []), ...wrapped, ...(over.length > 0 ? [stream(over)] : [])];
@@ -102,5 +135,37 @@ export async function drawMarks(doc: PDFDocument, marks: TextMark[], signal: Abo
     onPage(index + 1, pages.length);
     // Long documents: let an abort be seen between pages.
     if (index % 50 === 49) await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+export interface MarkImageSettings {
+  /** Decompression-bomb guard, as in the image engine. */
+  maxInputPixels: number;
+}
+
+/** The longest side a mark image is embedded at: 2,000 px is 300 dpi across 6.7 inches. */
+const MARK_IMAGE_SIDE = 2000;
+
+/**
+ * A mark's image decoded by libvips (bomb-guarded, turned upright as its EXIF says, in sRGB, no
+ * larger than a mark needs) and embedded as its pixels with its transparency.
+ */
+async function embedMarkImage(doc: PDFDocument, mark: ImageMark, settings: MarkImageSettings): Promise<PDFImage> {
+  const { default: sharp } = await import('../image/sharp-module.ts');
+  const { embedPixels } = await import('../pdf/pixel-image.ts');
+  const open = () => sharp(mark.path, { limitInputPixels: settings.maxInputPixels, failOn: 'error' });
+  let hasAlpha: boolean;
+  try {
+    const meta = await open().metadata();
+    if (!meta.width || !meta.height) throw new Error('it has no size');
+    hasAlpha = meta.hasAlpha === true;
+  } catch (error) {
+    throw new ConversionFailure('input_invalid', `${mark.option}: the image cannot be read: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const pixels = () => open().rotate().toColourspace('srgb').resize({ width: MARK_IMAGE_SIDE, height: MARK_IMAGE_SIDE, fit: 'inside', withoutEnlargement: true });
+  try {
+    return await embedPixels(doc, pixels, hasAlpha);
+  } catch (error) {
+    throw new ConversionFailure('input_invalid', `${mark.option}: the image cannot be decoded: ${error instanceof Error ? error.message : String(error)}`);
   }
 }

@@ -19,6 +19,8 @@ import { pagesFromFiles, qpdfModulePath } from './qpdf.ts';
 export interface PdfOperationsOptions {
   /** Memory of one Ghostscript run (PDF/A), MiB (engine_memory_mb); none when unset. */
   processMemoryMb?: number;
+  /** Decompression-bomb guard of an image mark's file, as in the image engine. */
+  maxInputPixels?: number;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -84,7 +86,7 @@ export function createPdfOperationsEngine(settings: PdfOperationsOptions = {}): 
       const scratch = await mkdtemp(join(dirname(job.outputPath), 'pdfops-'));
       try {
         if (job.target === 'json') return await describe(job, scratch);
-        if (job.target === 'pdf') return await operate(job, scratch, pdfa, settings.processMemoryMb);
+        if (job.target === 'pdf') return await operate(job, scratch, pdfa, settings);
         throw new ConversionFailure('conversion_failed', `The pdfops engine has no target ${job.target}.`);
       } finally {
         await rm(scratch, { recursive: true, force: true });
@@ -93,15 +95,18 @@ export function createPdfOperationsEngine(settings: PdfOperationsOptions = {}): 
   };
 }
 
+/** An image mark's pixel limit where the engine is made without one (tests): the image engine's default. */
+const DEFAULT_MARK_PIXELS = 100_000_000;
+
 /** pdf-lib, loaded with the first conversion that draws or reads (a merge or a compression never does). */
 const loadPdf = async (path: string): Promise<PDFDocument> => (await import('pdf-lib')).PDFDocument.load(await readFile(path), { updateMetadata: false });
 
 /** pdf -> pdf: each step the options ask for, in the fixed order formats.ts documents. */
-async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccProfile: string } | undefined, memoryLimitMb: number | undefined): Promise<EngineOutput> {
+async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccProfile: string } | undefined, settings: PdfOperationsOptions): Promise<EngineOutput> {
   const { options, signal } = job;
   job.onProgress(0);
   const hasPassword = typeof options.password === 'string';
-  const marks = requestedMarks(options);
+  const marks = requestedMarks(options, job.markImages);
   const level = typeof options.pdfa === 'string' ? (options.pdfa as '1b' | '2b' | '3b') : undefined;
   if (level !== undefined && pdfa === undefined) throw new ConversionFailure('conversion_failed', 'PDF/A needs Ghostscript, which this server does not have.');
   const drawing = marks.length > 0 || asksForMetadata(options);
@@ -138,7 +143,7 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   let warnings: ConversionWarning[] = [];
   if (drawing || level !== undefined) {
     const [doc, { drawMarks }, { applyMetadata, readInfo }] = await Promise.all([loadPdf(current), import('./marks.ts'), import('./document-info.ts')]);
-    await drawMarks(doc, marks, signal, (done, total) => job.onProgress(20 + Math.floor((50 * done) / total)));
+    await drawMarks(doc, marks, { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MARK_PIXELS }, signal, (done, total) => job.onProgress(20 + Math.floor((50 * done) / total)));
     applyMetadata(doc, options);
     if (drawing) {
       const marked = join(scratch, 'marked.pdf');
@@ -149,7 +154,7 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
       job.onProgress(75);
       const archival = join(scratch, 'pdfa.pdf');
       warnings = await makePdfa({
-        ...pdfa, level, info: readInfo(doc), inputPath: current, outputPath: archival, signal, timeLimitMs: job.timeLimitMs, memoryLimitMb,
+        ...pdfa, level, info: readInfo(doc), inputPath: current, outputPath: archival, signal, timeLimitMs: job.timeLimitMs, memoryLimitMb: settings.processMemoryMb,
       });
       current = archival;
     }

@@ -16,6 +16,8 @@ export interface EngineCall {
   inputPath: string;
   /** A merge's files, each a PDF by now, in order (EngineJob.inputPaths). */
   inputPaths?: string[];
+  /** Images sent beside the input, by option (EngineJob.markImages). */
+  markImages?: Record<string, string>;
   outputPath: string;
   signal: AbortSignal;
   lane: Lane;
@@ -61,6 +63,7 @@ async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engi
     return await engine.convert({
       inputPath: call.inputPath, outputPath: call.outputPath, source: record.source, target: record.target,
       ...(call.inputPaths ? { inputPaths: call.inputPaths } : {}),
+      ...(call.markImages ? { markImages: call.markImages } : {}),
       ...(call.maxPages !== undefined ? { maxPages: call.maxPages } : {}),
       ...(call.maxOcrPages !== undefined ? { maxOcrPages: call.maxOcrPages } : {}),
       variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress: call.onProgress, maxOutputBytes: maxOutput.bytes,

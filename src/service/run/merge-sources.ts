@@ -6,8 +6,8 @@ import { open as openZip, type Entry, type ZipFile } from 'yauzl';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { FormatRegistry } from '../../formats/registry.ts';
 import { nextEntry } from '../../inputs/zip-entries.ts';
-import type { ConversionInputFile } from '../../model/conversion.ts';
-import { bundleEntryName } from '../merge-bundle.ts';
+import type { ConversionInputFile, MarkImageFile } from '../../model/conversion.ts';
+import { bundleEntryName, markEntryName } from '../merge-bundle.ts';
 import { convertOnEngines, type EngineCall } from './engine-call.ts';
 import type { EngineGates } from './engine-gates.ts';
 
@@ -30,16 +30,30 @@ async function unpackBundle(bundle: string, directory: string, expected: Readonl
   return paths;
 }
 
+/** A bundle's files ready for the engine: its inputs as PDFs in order, its images to draw by option. */
+export interface BundleSources {
+  pdfs: string[];
+  markImages?: Record<string, string>;
+}
+
 /**
  * A merge's files as PDFs, in order: the bundle unpacked, each file that is not a PDF converted
  * by its own pair (a docx by LibreOffice, a PNG by the pdf engine), within that pair's time limit
- * and the run's output cap. A file that fails fails the merge, its message naming the file.
+ * and the run's output cap. A file that fails fails the merge, its message naming the file. The
+ * images to draw (`marks`) come out as they went in.
  */
-export async function mergeSources(call: EngineCall, inputs: readonly ConversionInputFile[], registry: FormatRegistry, gates: EngineGates): Promise<string[]> {
+export async function mergeSources(call: EngineCall, inputs: readonly ConversionInputFile[], marks: readonly MarkImageFile[], registry: FormatRegistry, gates: EngineGates): Promise<BundleSources> {
   const directory = join(dirname(call.outputPath), 'merge');
   await mkdir(directory);
   const names = inputs.map((input, index) => bundleEntryName(index, input.format));
-  const unpacked = await unpackBundle(call.inputPath, directory, new Set(names));
+  const markNames = marks.map((mark) => markEntryName(mark.option, mark.format));
+  const unpacked = await unpackBundle(call.inputPath, directory, new Set([...names, ...markNames]));
+  let markImages: Record<string, string> | undefined;
+  for (const [index, mark] of marks.entries()) {
+    const path = unpacked.get(markNames[index]!);
+    if (!path) throw new Error(`${mark.option}'s image is missing from its bundle`);
+    (markImages ??= {})[mark.option] = path;
+  }
   const pdfs: string[] = [];
   for (const [index, input] of inputs.entries()) {
     call.signal.throwIfAborted();
@@ -66,5 +80,5 @@ export async function mergeSources(call: EngineCall, inputs: readonly Conversion
     }
     pdfs.push(output);
   }
-  return pdfs;
+  return { pdfs, ...(markImages ? { markImages } : {}) };
 }
