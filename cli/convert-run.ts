@@ -6,6 +6,7 @@ import type { Context } from './context.ts';
 import { usageError } from './errors.ts';
 import { EXIT, exitCodeForStatus, type ExitCode } from './exit-codes.ts';
 import { classifyInputs, extensionOf, toInputSpec, type InputArg } from './inputs.ts';
+import { attachFiles, type AttachedFile } from './attached-files.ts';
 import { checkOptions } from './option-check.ts';
 import { mapConcurrent } from './pool.ts';
 import { createProgress } from './progress.ts';
@@ -61,7 +62,7 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
   const waitSeconds = options.wait === true ? Infinity : options.wait ?? (destination ? Infinity : null);
 
   const client = await ctx.client({ allowLocal: true, localWorkers: options.concurrency });
-  const typedOptions = await checkAllOptions(client, inputs, options);
+  const { typed: typedOptions, attachments } = await checkAllOptions(client, inputs, options, ctx.io.cwd);
 
   const progress = waitSeconds !== null ? createProgress(ctx.io.stderr, inputs.length, out.mode.quiet) : null;
   const deadline = waitSeconds === null ? null : Date.now() + waitSeconds * 1000;
@@ -88,6 +89,7 @@ export async function runConvert(ctx: Context, inputArgs: string[], options: Con
         ...(options.from !== undefined && { source: options.from }),
         ...(options.variant !== undefined && { variant: options.variant }),
         ...(typedOptions.get(index) && { options: typedOptions.get(index) }),
+        ...(attachments.get(index)?.length && { attachments: attachments.get(index) }),
         ...(options.callback !== undefined && { callbackUrl: options.callback }),
         ...(keys[index] !== undefined && { idempotencyKey: keys[index] }),
         // Held only when someone waits and no bar wants early numbers.
@@ -180,18 +182,25 @@ function idempotencyKeys(key: string | undefined, count: number): (string | unde
  * One format lookup per distinct source, before any upload. A source the server does not know
  * by that name (404) is left to the server to judge; every other failure stops the run.
  */
-async function checkAllOptions(client: ConvClient, inputs: InputArg[], options: ConvertOptions): Promise<Map<number, ConversionOptions>> {
+async function checkAllOptions(
+  client: ConvClient, inputs: InputArg[], options: ConvertOptions, cwd: string,
+): Promise<{ typed: Map<number, ConversionOptions>; attachments: Map<number, AttachedFile[]> }> {
   const raw = options.option ?? [];
   const typed = new Map<number, ConversionOptions>();
-  const bySource = new Map<string, Promise<ConversionOptions | null>>();
+  const attachments = new Map<number, AttachedFile[]>();
+  const bySource = new Map<string, Promise<{ options: ConversionOptions | null; attachments: AttachedFile[] } | null>>();
   await Promise.all(inputs.map(async (input, index) => {
     const source = (options.from ?? extensionOf(input.name))?.toLowerCase();
-    let checked: ConversionOptions | null = null;
+    let checked: { options: ConversionOptions | null; attachments: AttachedFile[] } | null = null;
     if (source) {
       let pending = bySource.get(source);
       if (!pending) {
         pending = client.getFormat(source).then(
-          (details) => checkOptions(details, options.to, raw, options.variant),
+          async (details) => {
+            // An option that names a file (watermark_image) is given a path here: the file goes with the input.
+            const files = await attachFiles(details, options.to, raw, cwd);
+            return { options: checkOptions(details, options.to, files.raw, options.variant), attachments: files.attachments };
+          },
           (error: unknown) => {
             if (error instanceof ClientError && error.status === 404) return null;
             throw error;
@@ -202,10 +211,11 @@ async function checkAllOptions(client: ConvClient, inputs: InputArg[], options: 
       checked = await pending;
     }
     // Unchecked options go as given; the server validates them.
-    const value = checked ?? (raw.length ? Object.fromEntries(raw) : null);
+    const value = checked?.options ?? (raw.length ? Object.fromEntries(raw) : null);
     if (value && Object.keys(value).length > 0) typed.set(index, value);
+    if (checked?.attachments.length) attachments.set(index, checked.attachments);
   }));
-  return typed;
+  return { typed, attachments };
 }
 
 function formatSeconds(value: number): string {

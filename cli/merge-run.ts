@@ -5,6 +5,7 @@ import { conversionJson } from './conversion-json.ts';
 import { usageError } from './errors.ts';
 import { EXIT, exitCodeForStatus } from './exit-codes.ts';
 import { classifyInputs } from './inputs.ts';
+import { attachFiles } from './attached-files.ts';
 import { checkOptions } from './option-check.ts';
 import { createProgress } from './progress.ts';
 import { formatBytes } from './render.ts';
@@ -43,7 +44,9 @@ export async function runMerge(ctx: Context, inputArgs: string[], options: Merge
       throw error;
     })
     : null;
-  const typed = details ? checkOptions(details, 'pdf', raw, options.variant) : null;
+  // An option that names a file (watermark_image) is given a path here: the file goes with the files merged.
+  const attached = details ? await attachFiles(details, 'pdf', raw, ctx.io.cwd) : { raw, attachments: [] };
+  const typed = details ? checkOptions(details, 'pdf', attached.raw, options.variant) : null;
   const waitSeconds = options.wait === true || options.wait === undefined ? Infinity : options.wait;
   const deadline = Date.now() + waitSeconds * 1000;
   const progress = createProgress(ctx.io.stderr, 1, out.mode.quiet);
@@ -52,6 +55,7 @@ export async function runMerge(ctx: Context, inputArgs: string[], options: Merge
     let conversion = await client.createConversion({
       input: { kind: 'file', path: files[0]!.path },
       mergeWith: files.slice(1).map((file) => ({ kind: 'file' as const, path: file.path })),
+      ...(attached.attachments.length > 0 && { attachments: attached.attachments }),
       target: 'pdf',
       ...(options.variant !== undefined && { variant: options.variant }),
       ...(typed ? { options: typed } : raw.length > 0 ? { options: Object.fromEntries(raw) } : {}),

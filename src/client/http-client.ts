@@ -162,7 +162,7 @@ export class HttpClient implements ConvClient {
       file = () => new StreamedFile(input.filename, Number.NaN, () => input.stream);
       retryClass = 'once';
     }
-    const more = await Promise.all((request.mergeWith ?? []).map(async (other) => {
+    const more = await Promise.all([...(request.mergeWith ?? []), ...(request.attachments ?? [])].map(async (other) => {
       const size = await stat(other.path).then((info) => info.size, (error: Error) => {
         throw new ClientError('input_unreadable', `cannot read ${other.path}: ${error.message}`, null);
       });
@@ -174,7 +174,7 @@ export class HttpClient implements ConvClient {
       for (const [name, value] of Object.entries(this.commonFields(request))) form.append(name, value);
       for (const [name, value] of Object.entries(request.options ?? {})) form.append(`options[${name}]`, value);
       // The files go last, so the server has every field before it starts spooling the upload;
-      // a merge's in its order.
+      // a merge's in its order, then those an option names.
       form.append('file', file());
       for (const other of more) form.append('file', other());
       return form;

@@ -41,7 +41,15 @@ export interface ConvertOptions {
   idempotencyKey?: string;
   /** Seconds (0..30) the server may hold the submission for the conversion to end. */
   wait?: number;
+  /**
+   * Files an option names by their file name, sent beside the input: `{ options: {
+   * watermark_image: 'logo.png' }, attachments: ['./art/logo.png'] }`.
+   */
+  attachments?: readonly (string | { path: string; filename?: string })[];
 }
+
+const attachmentSpecs = (files: ConvertOptions['attachments']) =>
+  (files ?? []).map((file) => (typeof file === 'string' ? { kind: 'file' as const, path: file } : { kind: 'file' as const, ...file }));
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
 
@@ -61,6 +69,7 @@ export class ConvdClient extends HttpClient {
   convert(input: ConvertInput, target: string, options: ConvertOptions = {}): Promise<PublicConversion> {
     return this.createConversion({
       input: inputSpec(input), target,
+      ...(options.attachments?.length && { attachments: attachmentSpecs(options.attachments) }),
       ...(options.options && { options: options.options }),
       ...(options.variant !== undefined && { variant: options.variant }),
       ...(options.source !== undefined && { source: options.source }),
@@ -76,6 +85,7 @@ export class ConvdClient extends HttpClient {
     const [first, ...rest] = files.map((file) => (typeof file === 'string' ? { kind: 'file' as const, path: file } : { kind: 'file' as const, ...file }));
     return this.createConversion({
       input: first!, mergeWith: rest, target: 'pdf',
+      ...(options.attachments?.length && { attachments: attachmentSpecs(options.attachments) }),
       ...(options.options && { options: options.options }),
       ...(options.variant !== undefined && { variant: options.variant }),
       ...(options.callbackUrl !== undefined && { callbackUrl: options.callbackUrl }),

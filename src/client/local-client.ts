@@ -202,7 +202,7 @@ class LocalClient implements ConvClient {
       } else {
         files.push(await this.spool(system, input.stream, input.filename));
       }
-      for (const other of request.mergeWith ?? []) {
+      for (const other of [...(request.mergeWith ?? []), ...(request.attachments ?? [])]) {
         const filename = other.filename ?? basename(other.path);
         files.push(request.idempotencyKey
           ? await this.spool(system, createReadStream(other.path), filename)

@@ -21,6 +21,11 @@ export interface CreateConversionRequest {
    * more): each is converted to PDF first where it is not one.
    */
   mergeWith?: { kind: 'file'; path: string; filename?: string }[];
+  /**
+   * Files sent beside the input that an option names by their file name (an image for
+   * `watermark_image`): drawn on the result, not converted nor merged.
+   */
+  attachments?: { kind: 'file'; path: string; filename?: string }[];
   target: string;
   source?: string;
   variant?: string;

@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { api, convdAdmin, startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
 import { cleanEnv, spawnConv, tempDir, type RunResult } from '../helpers/cli-helpers.ts';
+
+const run = promisify(execFile);
 
 /**
  * The real `conv` binary as a child process against a real convd on an ephemeral port: outputs
@@ -137,6 +141,24 @@ describe('conv against convd', () => {
     assert.equal(again.code, 0, again.stderr);
     assert.equal(json<{ path: string }>(again).path, join(dir.path, 'merged-1.pdf'));
     assert.deepEqual(await readFile(join(dir.path, 'merged.pdf')), before, 'the input is untouched');
+  });
+
+  it('-O watermark_image=PATH sends that file beside the input and names it; on a merge too; a missing file is a usage error', async () => {
+    await mkdir(join(dir.path, 'art'), { recursive: true });
+    await writeFile(join(dir.path, 'art', 'seal.png'), png);
+    const marked = await conv(['convert', 'five.pdf', '--to', 'pdf', '-O', 'watermark_image=art/seal.png', '-O', 'watermark_opacity=1', '-o', 'sealed.pdf', '--json']);
+    const conversion = json<{ options: Record<string, unknown>; inputs: { name: string }[] }>(marked);
+    assert.deepEqual(conversion.options, { watermark_image: 'seal.png', watermark_opacity: 1 });
+    assert.deepEqual(conversion.inputs.map((one) => one.name), ['five.pdf']);
+    const listed = async (name: string) => (await run('pdfimages', ['-list', join(dir.path, name)])).stdout.split('\n').slice(2)
+      .map((line) => line.trim().split(/\s+/)).filter((row) => row[2] === 'image').map((row) => row[0]);
+    assert.deepEqual(await listed('sealed.pdf'), ['1', '2', '3', '4', '5']);
+    const merged = await conv(['merge', 'five.pdf', 'note.txt', '-O', 'stamp_image=art/seal.png', '-o', 'stamped.pdf']);
+    assert.equal(merged.code, 0, merged.stderr);
+    assert.equal((await listed('stamped.pdf')).length, (await PDFDocument.load(await readFile(join(dir.path, 'stamped.pdf')))).getPageCount());
+    const missing = await conv(['convert', 'five.pdf', '--to', 'pdf', '-O', 'watermark_image=art/none.png']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /watermark_image=art\/none\.png: no such file/);
   });
 
   it('pipes stdin to stdout: a PNG in, a JPEG out', async () => {
