@@ -414,6 +414,29 @@ describe('the web face in a browser', () => {
     await context.close();
   });
 
+  it('the convert page takes an image for a watermark: chosen in its own field, drawn on every page', async () => {
+    const { context, page } = await signedIn(browser, daemon.url, 'alice', { acceptDownloads: true });
+    await page.goto(`${daemon.url}/convert`);
+    const doc = await PDFDocument.create();
+    const font = await doc.embedFont(StandardFonts.Helvetica);
+    for (const n of [1, 2, 3]) doc.addPage([300, 300]).drawText(`WEB-SEAL-${n}`, { x: 20, y: 250, size: 16, font });
+    await page.setInputFiles('#files', [{ name: 'letter.pdf', mimeType: 'application/pdf', buffer: Buffer.from(await doc.save()) }]);
+    await page.locator('#target option[value=pdf]').waitFor({ state: 'attached' });
+    await page.getByLabel('Convert to').selectOption('pdf');
+    await page.setInputFiles('#opt-watermark_image', [{ name: 'seal.png', mimeType: 'image/png', buffer: await png(120, 80) }]);
+    await page.locator('#opt-watermark_opacity').fill('0.9');
+    await page.getByRole('button', { name: 'Convert', exact: true }).click();
+    const link = page.locator('#jobs li a', { hasText: 'Download' });
+    await link.waitFor({ timeout: 30_000 });
+    assert.equal(await page.textContent('#jobs li .name'), 'letter.pdf', 'the image is not taken for a second input');
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    assert.equal(download.suggestedFilename(), 'letter.pdf');
+    const rows = (await promisify(execFile)('pdfimages', ['-list', (await download.path())!])).stdout.split('\n').slice(2)
+      .map((line) => line.trim().split(/\s+/)).filter((row) => row[2] === 'image');
+    assert.deepEqual(rows.map((row) => row[0]), ['1', '2', '3']);
+    await context.close();
+  });
+
   it('the convert page offers OCR for a scanned PDF: ocr ticked, German chosen, a searchable PDF downloaded', async () => {
     const { context, page } = await signedIn(browser, daemon.url, 'alice', { acceptDownloads: true });
     await page.goto(`${daemon.url}/convert`);

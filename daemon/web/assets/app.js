@@ -73,6 +73,10 @@ if (convertForm) {
         // must not send a value the user did not choose (page=1 beside pages is refused).
         slider.addEventListener('input', () => { output.textContent = slider.value; slider.setAttribute('data-moved', ''); });
         row.append(slider);
+      } else if (option.file) {
+        // An image sent beside the input (a watermark): the option names the file chosen here.
+        row.append(element('label', { for: id }, option.label));
+        row.append(element('input', { type: 'file', id, name: option.name, accept: 'image/png,image/jpeg,image/webp,image/gif,image/tiff', 'data-kind': 'file' }));
       } else {
         row.append(element('label', { for: id }, option.label));
         // A range without a default (a split's page count) is a number field left empty: a
@@ -119,6 +123,7 @@ if (convertForm) {
     for (const input of fields.querySelectorAll('input, select')) {
       if (input.type === 'range' && !input.hasAttribute('data-moved')) continue;
       if (input.getAttribute('data-kind') === 'bool') sent.set(input.name, input.checked ? 'true' : 'false');
+      else if (input.getAttribute('data-kind') === 'file') { if (input.files.length > 0) sent.set(input.name, input.files[0].name); }
       else if (input.value !== '') sent.set(input.name, input.value);
     }
     return sent;
@@ -150,6 +155,8 @@ if (convertForm) {
     const sent = formFields();
     if (chosen.length === 0) sent.set('url', url.value);
     for (const file of chosen) sent.append('file', file);
+    // The files options name go after the input's, each under its own name.
+    for (const input of fields.querySelectorAll('input[data-kind="file"]')) if (input.files.length > 0) sent.append('file', input.files[0]);
     const request = new XMLHttpRequest();
     request.open('POST', base + '/web/api/conversions');
     request.setRequestHeader('x-csrf-token', csrf);
