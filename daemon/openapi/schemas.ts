@@ -121,6 +121,7 @@ export const SCHEMAS = {
       max: { type: 'number' },
       pattern: { type: 'string' },
       secret: { type: 'boolean' },
+      file: { type: 'boolean' },
       requires: { type: 'array', items: { type: 'string' } },
       excludes: { type: 'array', items: { type: 'string' } },
       default: { type: ['string', 'number', 'boolean', 'null'] },
@@ -128,7 +129,7 @@ export const SCHEMAS = {
     },
     required: ['name', 'type', 'values', 'default', 'label'],
     additionalProperties: false,
-    description: 'An option of a conversion; `min`/`max` for range and number, `values` for enum. `text` (this service\'s own type): `max` is its length, `pattern` its form; a `secret` one (a password) is never shown with the conversion. `requires`: given only beside one of these options; `excludes`: never beside any of them.',
+    description: 'An option of a conversion; `min`/`max` for range and number, `values` for enum. `text` (this service\'s own type): `max` is its length, `pattern` its form; a `secret` one (a password) is never shown with the conversion; a `file` one names a file sent in the same multipart request as another `file` part (an image drawn as a watermark), which is not converted. `requires`: given only beside one of these options; `excludes`: never beside any of them.',
   },
   FormatDetails: closed({
     source: { type: 'string' },

@@ -65,4 +65,20 @@ describe('convd/client', () => {
     assert.equal((await PDFDocument.load(await readFile(saved))).getPageCount(), 2);
     await assert.rejects(client.merge([pdf]), (error) => error instanceof ClientError && error.code === 'validation_failed');
   });
+
+  it('attachments: the image an option names goes beside the input and is drawn on the page', async () => {
+    const doc = await PDFDocument.create();
+    doc.addPage([200, 200]);
+    const pdf = join(dir, 'letter.pdf');
+    await writeFile(pdf, await doc.save());
+    const seal = join(dir, 'seal.png');
+    await writeFile(seal, await png(40, 40));
+    const submitted = await client.convert(pdf, 'pdf', { options: { stamp_image: 'seal.png' }, attachments: [seal], wait: 30 });
+    const ended = await client.wait(submitted, { timeoutSeconds: 60 });
+    assert.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
+    assert.deepEqual(ended.inputs?.map((input) => input.name), ['letter.pdf']);
+    const saved = await client.downloadTo(ended.id, join(dir, 'sealed.pdf'));
+    const listed = (await promisify(execFile)('pdfimages', ['-list', saved])).stdout;
+    assert.match(listed.split('\n')[2] ?? '', /^\s*1\s+0\s+image\s+40\s+40/, listed);
+  });
 });
