@@ -71,6 +71,7 @@ describe('PDF operations over HTTP', () => {
     assert.deepEqual(option('stamp_image')?.excludes, ['stamp_text']);
     assert.deepEqual(option('pdfa')?.excludes, ['encrypt_user_password', 'encrypt_owner_password']);
     assert.equal(option('encrypt_user_password')?.secret, true);
+    assert.deepEqual(option('pdfua')?.excludes, ['pdfa', 'flatten', 'pages', 'split_every', 'split_ranges']);
     assert.ok(got.body.data.some((d) => d.target === 'json'));
   });
 

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import { PDFArray, PDFDocument, PDFName, rgb, StandardFonts } from 'pdf-lib';
+import { createRequire } from 'node:module';
+import fontkit from '@pdf-lib/fontkit';
+import { PDFArray, PDFBool, PDFDict, PDFDocument, PDFName, PDFOperator, PDFOperatorNames, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { rejectsWith } from '../helpers/failure.ts';
 import { pdfPageTexts } from '../helpers/pdf-text.ts';
@@ -53,6 +55,38 @@ async function opaquePdf(): Promise<Uint8Array> {
   const font = await doc.embedFont(StandardFonts.Helvetica);
   page.drawText('Opaque', { x: 20, y: 20, size: 12, font });
   return doc.save();
+}
+
+/**
+ * A tagged PDF as an authoring tool writes one: a heading and a paragraph, each drawn inside
+ * marked content (BDC with an MCID) that a structure element (H1, P under Document) points to.
+ */
+async function taggedPdf(shape: { title?: string; language?: string; embedded?: boolean } = {}): Promise<Uint8Array> {
+  const doc = await PDFDocument.create();
+  doc.registerFontkit(fontkit);
+  const font = shape.embedded === false
+    ? await doc.embedFont(StandardFonts.Helvetica)
+    : await doc.embedFont(await readFile(createRequire(import.meta.url).resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf')), { subset: true });
+  const page = doc.addPage([400, 300]);
+  const { context } = doc;
+  const [documentRef, headingRef, paragraphRef, rootRef] = [context.nextRef(), context.nextRef(), context.nextRef(), context.nextRef()];
+  for (const [tag, mcid, text, y, size] of [['H1', 0, 'Accessible heading', 240, 20], ['P', 1, 'A paragraph of the tagged document.', 200, 11]] as const) {
+    // BDC's operand is a dictionary, which pdf-lib writes as any object but leaves out of its operators' argument type.
+    const properties = context.obj({ MCID: mcid }) as unknown as PDFName;
+    page.pushOperators(PDFOperator.of(PDFOperatorNames.BeginMarkedContentSequence, [PDFName.of(tag), properties]));
+    page.drawText(text, { x: 40, y, size, font });
+    page.pushOperators(PDFOperator.of(PDFOperatorNames.EndMarkedContent));
+  }
+  context.assign(headingRef, context.obj({ Type: 'StructElem', S: 'H1', P: documentRef, Pg: page.ref, K: 0 }));
+  context.assign(paragraphRef, context.obj({ Type: 'StructElem', S: 'P', P: documentRef, Pg: page.ref, K: 1 }));
+  context.assign(documentRef, context.obj({ Type: 'StructElem', S: 'Document', P: rootRef, K: [headingRef, paragraphRef] }));
+  context.assign(rootRef, context.obj({ Type: 'StructTreeRoot', K: documentRef, ParentTree: { Nums: [0, [headingRef, paragraphRef]] }, ParentTreeNextKey: 1 }));
+  page.node.set(PDFName.of('StructParents'), context.obj(0));
+  doc.catalog.set(PDFName.of('StructTreeRoot'), rootRef);
+  doc.catalog.set(PDFName.of('MarkInfo'), context.obj({ Marked: true }));
+  if (shape.title) doc.setTitle(shape.title);
+  if (shape.language) doc.setLanguage(shape.language);
+  return doc.save({ useObjectStreams: false });
 }
 
 /** A form with a filled text field and a ticked box on page 1. */
@@ -359,6 +393,46 @@ describe('pdf -> pdf', () => {
     const big = await write('big.png', await sharp({ create: { width: 200, height: 200, channels: 3, background: '#00ff00' } }).png().toBuffer());
     await fails(small.convert(job(fixtures.get('pdf')!, { watermark_image: 'big.png' }, { markImages: { watermark_image: big } })), 'input_invalid', /watermark_image: .*pixel/i);
     await fails(engine.convert(job(fixtures.get('pdf')!, { watermark_image: 'gone.png' })), 'conversion_failed', /watermark_image: the file gone.png did not reach the engine/);
+  });
+
+  it('pdfua: a tagged PDF made PDF/UA-1, its tags kept, its title shown, pdfuaid in its XMP; marks drawn as artifacts', async () => {
+    const tagged = await write('tagged.pdf', await taggedPdf({ title: 'Zugängliches Dokument', language: 'de-DE' }));
+    const { path } = await convert(tagged, { pdfua: true, stamp_text: 'APPROVED', author: 'Grace Hopper' });
+    assert.equal((await pdfinfo(path)).Tagged, 'yes');
+    const xmp = (await run('pdfinfo', ['-meta', path])).stdout;
+    assert.match(xmp, /<pdfuaid:part>1<\/pdfuaid:part>/);
+    assert.match(xmp, /<dc:title><rdf:Alt><rdf:li xml:lang="x-default">Zugängliches Dokument<\/rdf:li>/, 'the title in UTF-8');
+    assert.match(xmp, /<rdf:li>Grace Hopper<\/rdf:li>/);
+    const structure = (await run('pdfinfo', ['-struct-text', path])).stdout;
+    assert.match(structure, /H1[\s\S]*"Accessible heading"[\s\S]*P[\s\S]*"A paragraph of the tagged document\."/, structure);
+    assert.doesNotMatch(structure, /APPROVED/, 'the stamp is an artifact, outside the structure');
+    assert.match((await pageTexts(path))[0]!, /APPROVED/, 'and drawn on the page');
+    const doc = await PDFDocument.load(await readFile(path));
+    const preferences = doc.catalog.lookup(PDFName.of('ViewerPreferences'), PDFDict);
+    assert.equal(preferences.get(PDFName.of('DisplayDocTitle')), PDFBool.True);
+    assert.equal(String(doc.catalog.get(PDFName.of('Lang'))), '(de-DE)');
+  });
+
+  it('pdfua refuses what cannot be PDF/UA, each saying what to give or do; the options that would drop the tags are refused at submission', async () => {
+    await fails(engine.convert(job(fixtures.get('pdf')!, { pdfua: true })), 'input_invalid', /no tags .*docx -> pdf with pdf_ua=true/);
+    const untitled = await write('untitled.pdf', await taggedPdf({ language: 'en' }));
+    await fails(engine.convert(job(untitled, { pdfua: true })), 'input_invalid', /title.*option title/);
+    const titled = await convert(untitled, { pdfua: true, title: 'Given here' });
+    assert.match((await run('pdfinfo', ['-meta', titled.path])).stdout, /Given here/);
+    const speechless = await write('no-language.pdf', await taggedPdf({ title: 'T' }));
+    await fails(engine.convert(job(speechless, { pdfua: true })), 'input_invalid', /language.*document_language/);
+    const spoken = await convert(speechless, { pdfua: true, document_language: 'en-GB' });
+    assert.equal((await pdfinfo(spoken.path)).Tagged, 'yes');
+    const bare = await write('helvetica.pdf', await taggedPdf({ title: 'T', language: 'en', embedded: false }));
+    await fails(engine.convert(job(bare, { pdfua: true })), 'input_invalid', /every font embedded.*Helvetica/);
+    const refused = validateOptions(operations, { pdfua: true, pages: '1', split_every: 1 });
+    assert.equal(refused.ok, false);
+    if (!refused.ok) {
+      assert.deepEqual(Object.keys(refused.problems), ['options.pdfua']);
+      assert.equal(refused.problems['options.pdfua']!.reason, 'excludes_other');
+    }
+    const tagged = await write('tagged-twice.pdf', await taggedPdf({ title: 'T', language: 'en' }));
+    await fails(engine.convert(job(tagged, { pdfua: true }, { inputPaths: [tagged, tagged] })), 'input_invalid', /merged into one lose theirs/);
   });
 
   it('page numbers: "{n} / {total}" from the start asked for, at the foot of each page', async () => {

@@ -24,6 +24,7 @@ export function applyMetadata(doc: PDFDocument, options: ConversionOptions): voi
   if (typeof subject === 'string') doc.setSubject(subject);
   if (typeof keywords === 'string') doc.setKeywords(keywords.split(',').map((word) => word.trim()).filter((word) => word !== ''));
   if (typeof created === 'string') doc.setCreationDate(parseDate(created));
+  if (typeof options.document_language === 'string') doc.setLanguage(options.document_language);
   doc.setModificationDate(new Date());
   doc.catalog.delete(PDFName.of('Metadata'));
 }

@@ -24,6 +24,8 @@ export const MERGE_ORDERS = ['sent', 'name'] as const;
 
 
 const COLOUR = '#[0-9a-fA-F]{6}';
+/** A BCP 47 language tag, as /Lang holds it: a language, then subtags (en-US, zh-Hant-TW). */
+const LANGUAGE_TAG = '[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*';
 const DATE = '[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2})?(Z|[+-][0-9]{2}:[0-9]{2})?)?';
 
 const text = (name: string, label: string, extra: Partial<OptionDescriptor> = {}): OptionDescriptor => ({
@@ -70,8 +72,8 @@ export const PASSWORD_OPTION: OptionDescriptor = text('password', 'Password that
 /**
  * pdf -> pdf. Every option is off unless given; the steps run in this fixed order whatever the
  * order they were sent in: merge (several files), open (password), pages, rotate, flatten, watermark, stamp, page
- * numbers, metadata, PDF/A, then encryption with the variant's compression or linearisation, and
- * last the split into parts (a zip of PDFs when there are several).
+ * numbers, metadata, PDF/A or PDF/UA, then encryption with the variant's compression or
+ * linearisation, and last the split into parts (a zip of PDFs when there are several).
  */
 export function operationOptions(pdfa: boolean): OptionDescriptor[] {
   return [
@@ -92,7 +94,12 @@ export function operationOptions(pdfa: boolean): OptionDescriptor[] {
     text('subject', 'Document subject'),
     text('keywords', 'Document keywords, separated by commas'),
     text('creation_date', 'Creation date, YYYY-MM-DD or an ISO 8601 date and time', { max: 30, pattern: DATE }),
+    text('document_language', 'Language of the document\'s text, as a BCP 47 tag such as en-US or de', { max: 35, pattern: LANGUAGE_TAG }),
     ...(pdfa ? [{ ...choice('pdfa', PDFA_LEVELS, 'Make an archival PDF/A of this level (Ghostscript); not with encryption'), excludes: ENCRYPTION }] : []),
+    {
+      name: 'pdfua', type: 'bool', values: [], default: null, excludes: [...(pdfa ? ['pdfa'] : []), 'flatten', 'pages', 'split_every', 'split_ranges'],
+      label: 'Make a tagged PDF an accessible PDF/UA-1: its tags kept, its title shown, checked for a title, a language and embedded fonts (a PDF without tags is refused)',
+    },
     text('encrypt_user_password', 'Encrypt (AES-256): the password that opens the result', { max: 127, secret: true, excludes: ['pdfa'] }),
     text('encrypt_owner_password', 'Encrypt (AES-256): the password that lifts the permissions (default: a random one)', { max: 127, secret: true, excludes: ['pdfa'] }),
     { ...choice('permissions', PERMISSIONS, 'What an encrypted result allows without the owner password: all, print (print only), none (default all)'), requires: ENCRYPTION },

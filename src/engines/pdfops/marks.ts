@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import fontkit from '@pdf-lib/fontkit';
 import {
-  degrees, drawImage, drawText, PDFArray, PDFDocument, PDFName, PDFRef, pushGraphicsState, popGraphicsState, rgb,
+  beginMarkedContent, degrees, drawImage, drawText, endMarkedContent, PDFArray, PDFDocument, PDFName, PDFRef, pushGraphicsState, popGraphicsState, rgb,
   type PDFFont, type PDFImage, type PDFOperator, type PDFPage,
 } from 'pdf-lib';
 import { ConversionFailure } from '../../errors/api-error.ts';
@@ -61,12 +61,14 @@ function textOperators(doc: PDFDocument, page: PDFPage, font: PDFFont, fontKey: 
   const placed = placeText(frameOf(page), extent, mark.angle, mark.position, EDGE_MARGIN);
   const graphicsState = opacityState(doc, page, mark.opacity);
   return [
+    beginMarkedContent('Artifact'),
     pushGraphicsState(),
     ...drawText(font.encodeText(words), {
       color: rgb(...mark.colour), font: fontKey, size: mark.size, rotate: degrees(placed.angle), xSkew: degrees(0), ySkew: degrees(0),
       x: placed.x, y: placed.y, ...(graphicsState ? { graphicsState } : {}),
     }),
     popGraphicsState(),
+    endMarkedContent(),
   ];
 }
 
@@ -80,11 +82,13 @@ function imageOperators(doc: PDFDocument, page: PDFPage, image: PDFImage, mark: 
   const name = page.node.newXObject('Mark', image.ref);
   const graphicsState = opacityState(doc, page, mark.opacity);
   return [
+    beginMarkedContent('Artifact'),
     pushGraphicsState(),
     ...drawImage(name, {
       x: placed.x, y: placed.y, width, height, rotate: degrees(placed.angle), xSkew: degrees(0), ySkew: degrees(0), ...(graphicsState ? { graphicsState } : {}),
     }),
     popGraphicsState(),
+    endMarkedContent(),
   ];
 }
 
@@ -104,7 +108,8 @@ function contentRefs(doc: PDFDocument, page: PDFPage): PDFRef[] {
  * Draws the marks on every page: those `under` before the page's own content (a filled page
  * hides them, as paper hides a watermark), the others after it, the page's content wrapped in
  * q/Q so that a state it leaves changed does not move them. An image mark is embedded once and
- * drawn on every page.
+ * drawn on every page. Each mark is an artifact (marked content), not part of a tagged PDF's
+ * structure: a screen reader skips it, and PDF/UA asks that of everything untagged.
  */
 export async function drawMarks(doc: PDFDocument, marks: Mark[], settings: MarkImageSettings, signal: AbortSignal, onPage: (done: number, total: number) => void): Promise<void> {
   if (marks.length === 0) return;

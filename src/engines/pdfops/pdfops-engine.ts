@@ -109,7 +109,11 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   const marks = requestedMarks(options, job.markImages);
   const level = typeof options.pdfa === 'string' ? (options.pdfa as '1b' | '2b' | '3b') : undefined;
   if (level !== undefined && pdfa === undefined) throw new ConversionFailure('conversion_failed', 'PDF/A needs Ghostscript, which this server does not have.');
-  const drawing = marks.length > 0 || asksForMetadata(options);
+  const accessible = options.pdfua === true;
+  if (accessible && job.inputPaths && job.inputPaths.length > 1) {
+    throw new ConversionFailure('input_invalid', 'PDF/UA keeps a PDF\'s own tags, and files merged into one lose theirs: make each file a PDF/UA on its own.');
+  }
+  const drawing = marks.length > 0 || asksForMetadata(options) || accessible;
   const finishing = finishingArguments(job.variant, options);
   // Nothing between the first qpdf run and the last (no drawing, no PDF/A, no split): one run
   // does both. Each run costs qpdf's start, about 50 ms, beside 100 ms for 50 pages.
@@ -142,9 +146,10 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   job.onProgress(20);
   let warnings: ConversionWarning[] = [];
   if (drawing || level !== undefined) {
-    const [doc, { drawMarks }, { applyMetadata, readInfo }] = await Promise.all([loadPdf(current), import('./marks.ts'), import('./document-info.ts')]);
+    const [doc, { drawMarks }, { applyMetadata, readInfo }, { makePdfUa }] = await Promise.all([loadPdf(current), import('./marks.ts'), import('./document-info.ts'), import('./pdfua.ts')]);
     await drawMarks(doc, marks, { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MARK_PIXELS }, signal, (done, total) => job.onProgress(20 + Math.floor((50 * done) / total)));
     applyMetadata(doc, options);
+    if (accessible) makePdfUa(doc);
     if (drawing) {
       const marked = join(scratch, 'marked.pdf');
       await writeFile(marked, await doc.save({ useObjectStreams: false, updateFieldAppearances: false }));

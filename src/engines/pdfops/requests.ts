@@ -7,7 +7,7 @@ import { PAGE_NUMBER_DEFAULTS, STAMP_DEFAULTS, WATERMARK_DEFAULTS, type Position
  * or a compression that draws nothing never loads it.
  */
 
-const METADATA_OPTIONS = ['title', 'author', 'subject', 'keywords', 'creation_date'] as const;
+const METADATA_OPTIONS = ['title', 'author', 'subject', 'keywords', 'creation_date', 'document_language'] as const;
 
 export function asksForMetadata(options: ConversionOptions): boolean {
   return METADATA_OPTIONS.some((name) => typeof options[name] === 'string');
