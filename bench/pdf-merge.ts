@@ -53,6 +53,9 @@ interface DaemonRun {
   submitMs: number;
   /** The engine's run as the conversion records it (started_at to finished_at). */
   engineMs: number;
+  /** Request sent to created_at, created_at to started_at (the server's clock is this machine's). */
+  uploadMs: number;
+  queueMs: number;
   daemonCpuMs: number;
   hostCpuMs: number;
   pdf: Buffer;
@@ -64,10 +67,11 @@ async function throughDaemon(daemon: BenchDaemon, connection: WireConnection, fi
   const daemonBefore = await cpuTimeMs(daemon.pid);
   const hostBefore = await cpuOf(hosts);
   const sent = performance.now();
+  const sentAt = Date.now();
   const created = await connection.request('POST', '/v1/conversions', { ...auth, 'content-type': contentType }, body);
   const answered = performance.now();
   if (created.status !== 200) throw new Error(`convd answered ${created.status}: ${created.body.toString('utf8').slice(0, 500)}`);
-  const conversion = json<{ id: string; status: string; error: unknown; started_at: string; finished_at: string }>(created);
+  const conversion = json<{ id: string; status: string; error: unknown; created_at: string; started_at: string; finished_at: string }>(created);
   if (conversion.status !== 'succeeded') throw new Error(`convd's merge ended ${conversion.status}: ${JSON.stringify(conversion.error)}`);
   const download = await connection.request('GET', `/v1/conversions/${conversion.id}/download`, auth);
   if (download.status !== 200) throw new Error(`download answered ${download.status}`);
@@ -76,6 +80,8 @@ async function throughDaemon(daemon: BenchDaemon, connection: WireConnection, fi
     ms: done - sent,
     submitMs: answered - sent,
     engineMs: Date.parse(conversion.finished_at) - Date.parse(conversion.started_at),
+    uploadMs: Date.parse(conversion.created_at) - sentAt,
+    queueMs: Date.parse(conversion.started_at) - Date.parse(conversion.created_at),
     daemonCpuMs: (await cpuTimeMs(daemon.pid)) - daemonBefore,
     hostCpuMs: (await cpuOf(hosts)) - hostBefore,
     pdf: download.body,
@@ -158,7 +164,7 @@ export async function benchPdfMerge(): Promise<BenchResult> {
       target: `<= ${TARGET_RATIO}x`,
       pass: ratio <= TARGET_RATIO && !problems.some((problem) => problem.startsWith('INVALID')),
       notes: [
-        `convd rounds ${daemonRuns.map((run) => ms(run.ms)).join(', ')}; submission answered after ${middle((run) => run.submitMs)} (median), of which the run (started_at to finished_at) ${middle((run) => run.engineMs)}`,
+        `convd rounds ${daemonRuns.map((run) => ms(run.ms)).join(', ')}; submission answered after ${middle((run) => run.submitMs)} (median), of which the upload to created_at ${middle((run) => run.uploadMs)}, created_at to started_at ${middle((run) => run.queueMs)}, the run (started_at to finished_at) ${middle((run) => run.engineMs)}`,
         `CPU, medians: convd ${middle((run) => run.daemonCpuMs)} + its engine host ${middle((run) => run.hostCpuMs)} vs direct ${ms(median(directRuns.map((run) => run.cpuMs)))}`,
         ...directNotes,
         ...problems,

@@ -5,6 +5,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import { ApiError } from '../../src/errors/api-error.ts';
+import { HEAD_BYTES } from '../../src/inputs/sniff.ts';
 import { fieldError, MAX_MERGE_INPUTS, type SpooledFile } from '../../src/service/create-request.ts';
 
 export interface MultipartLimits {
@@ -97,6 +98,9 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       spooled.push(path);
       streams.push(stream);
       const hash = limits.hashFiles ? createHash('sha256') : null;
+      // The file's first bytes, kept as they pass: its content is sniffed from them, not read back.
+      const head: Buffer[] = [];
+      let headBytes = 0;
       const { onFileBytes } = limits;
       const inspect = [new Transform({
         transform(chunk: Buffer, _encoding, callback) {
@@ -111,6 +115,10 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
             return;
           }
           hash?.update(chunk);
+          if (headBytes < HEAD_BYTES) {
+            head.push(Buffer.from(chunk.subarray(0, HEAD_BYTES - headBytes)));
+            headBytes += head.at(-1)!.length;
+          }
           callback(null, chunk);
         },
       })];
@@ -125,7 +133,7 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
       const closed = new Promise<void>((resolve) => spool.once('close', () => resolve()));
       const written = pipeline([stream, ...inspect, spool])
         .then(() => {
-          if (!failure) files[place] = { path, size: spool.bytesWritten, sha256: hash?.digest('hex') ?? '', filename: info.filename ?? null };
+          if (!failure) files[place] = { path, size: spool.bytesWritten, sha256: hash?.digest('hex') ?? '', filename: info.filename ?? null, head: Buffer.concat(head, headBytes) };
         })
         .catch(() => {
           if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));

@@ -15,7 +15,7 @@ export interface SniffedContent {
  * daemon's event loop, for every upload. A format it cannot tell from these bytes goes by the
  * file's name instead.
  */
-const HEAD_BYTES = 64 * 1024;
+export const HEAD_BYTES = 64 * 1024;
 /** What the text checks look at. */
 const TEXT_BYTES = 4096;
 const SVG = /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]/i;
@@ -25,17 +25,11 @@ const SVG = /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)
  * SVG, which is text and has none. `named`: the format the file's name says. Where the bytes say
  * a plain zip and the name a zip-based document (docx, ods, epub...), the zip's central directory
  * decides: a document whose first entries are large images is one (file-type looks only at the
- * first entries); a zip without that format's entries stays a zip.
+ * first entries); a zip without that format's entries stays a zip. `spooledHead`: those bytes as the
+ * upload was spooled (SpooledFile.head), so that the file is not opened again for them.
  */
-export async function sniffContent(path: string, named?: string): Promise<SniffedContent> {
-  const handle = await open(path, 'r');
-  let bytes: Buffer;
-  try {
-    const { buffer, bytesRead } = await handle.read(Buffer.alloc(HEAD_BYTES), 0, HEAD_BYTES, 0);
-    bytes = buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
+export async function sniffContent(path: string, named?: string, spooledHead?: Buffer): Promise<SniffedContent> {
+  const bytes = spooledHead ?? await readHead(path);
   // Imported here, with the first upload: the daemon's start and the CLI's commands do without it.
   const { fileTypeFromBuffer } = await import('file-type');
   const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);
@@ -44,6 +38,17 @@ export async function sniffContent(path: string, named?: string): Promise<Sniffe
   if (detected?.ext === 'zip' && named && await zipHoldsDocument(path, named)) return { format: named, head };
   if (detected && detected.ext !== 'xml') return { format: detected.ext, head };
   return { format: SVG.test(head) ? 'svg' : detected?.ext, head };
+}
+
+/** The first HEAD_BYTES of a file (all of a smaller one). */
+async function readHead(path: string): Promise<Buffer> {
+  const handle = await open(path, 'r');
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(HEAD_BYTES), 0, HEAD_BYTES, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
 }
 
 /**

@@ -18,6 +18,11 @@ export interface SpooledFile {
   size: number;
   sha256: string;
   filename: string | null;
+  /**
+   * The first bytes (HEAD_BYTES, or all of a smaller file) as the face wrote them: the content is
+   * sniffed from these without opening the file again. Unset: read from the file.
+   */
+  head?: Buffer;
 }
 
 /**
@@ -308,7 +313,7 @@ function namedFiles(input: CreateRequestInput, fileOptions: ReadonlySet<string>,
 async function checkMarkImages(named: readonly { option: string; file: SpooledFile; name: string }[]): Promise<MarkImageInput[]> {
   const images: MarkImageInput[] = [];
   for (const one of named) {
-    const sniffed = (await sniffContent(one.file.path)).format;
+    const sniffed = (await sniffContent(one.file.path, undefined, one.file.head)).format;
     const format = sniffed === undefined ? undefined : MARK_IMAGE_FORMATS[sniffed];
     if (format === undefined) throw fieldError(`options.${one.option}`, `${one.name} is not a PNG, JPEG, WebP, GIF or TIFF image${sniffed ? ` (it is ${sniffed})` : ''}`);
     images.push({ ...one, format });
@@ -341,7 +346,7 @@ async function resolveSource(
   const extension = extensionOf(originalName)?.toLowerCase();
   const fromName = extension ? registry.normalize(extension) : undefined;
   if (file) {
-    const sniffed = await sniffContent(file.path, fromName);
+    const sniffed = await sniffContent(file.path, fromName, file.head);
     const sniffedFormat = sniffed.format ?? (fromName === 'json' && looksLikeTable(sniffed.head) ? 'csv' : undefined);
     const known = sniffedFormat ? registry.normalize(sniffedFormat) : undefined;
     const content = known ?? sniffedFormat;

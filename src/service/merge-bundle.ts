@@ -4,15 +4,17 @@ import type { ConversionPair } from '../engines/pairs.ts';
 import type { ConversionInputFile, MarkImageFile } from '../model/conversion.ts';
 import type { BlobStore } from '../store/blob-store.ts';
 import { conversionCost } from './credits.ts';
-import type { MarkImageInput, MergeInput } from './create-request.ts';
+import type { MarkImageInput, MergeInput, SpooledFile } from './create-request.ts';
 
 /** A merge's files (and images to draw) in one zip in the spool: the stored input, one blob as any conversion's. */
 export async function packMergeInputs(blobs: BlobStore, inputs: readonly MergeInput[], marks: readonly MarkImageInput[] = []): Promise<string> {
   const path = blobs.spoolPath();
   try {
+    // A file no larger than the head the upload kept of it is in memory already.
+    const whole = (file: SpooledFile) => (file.head && file.head.length === file.size ? { data: file.head } : {});
     const entries = [
-      ...inputs.map((input, index) => ({ path: input.file.path, name: bundleEntryName(index, input.source) })),
-      ...marks.map((mark) => ({ path: mark.file.path, name: markEntryName(mark.option, mark.format) })),
+      ...inputs.map((input, index) => ({ path: input.file.path, name: bundleEntryName(index, input.source), ...whole(input.file) })),
+      ...marks.map((mark) => ({ path: mark.file.path, name: markEntryName(mark.option, mark.format), ...whole(mark.file) })),
     ];
     await writeZip(entries, path, AbortSignal.timeout(600_000));
   } catch (error) {

@@ -1,8 +1,9 @@
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { open as openZip, type Entry, type ZipFile } from 'yauzl';
+import { crc32 } from 'node:zlib';
+import { fromBuffer as zipFromBuffer, open as openZip, type Entry, type ZipFile } from 'yauzl';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { FormatRegistry } from '../../formats/registry.ts';
 import { nextEntry } from '../../inputs/zip-entries.ts';
@@ -11,21 +12,66 @@ import { bundleEntryName, markEntryName } from '../merge-bundle.ts';
 import { convertOnEngines, type EngineCall } from './engine-call.ts';
 import type { EngineGates } from './engine-gates.ts';
 
+const SMALL_ENTRY = 256 * 1024;
+/** A bundle read into memory whole, at most (a merge of fifty one-page PDFs is 70 KiB). */
+const READ_WHOLE_BUNDLE = 16 * 1024 * 1024;
+
+async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * A stored (uncompressed) entry's bytes in a zip held in memory, checked against its CRC-32; an
+ * entry that is compressed or not where its header says is undefined (read through yauzl then).
+ * The service writes bundles stored: their entries are slices, with no stream each.
+ */
+function storedData(zip: Buffer, entry: Entry): Buffer | undefined {
+  const at = entry.relativeOffsetOfLocalHeader;
+  if (entry.compressionMethod !== 0 || entry.compressedSize !== entry.uncompressedSize || at + 30 > zip.length || zip.readUInt32LE(at) !== 0x04034b50) return undefined;
+  const start = at + 30 + zip.readUInt16LE(at + 26) + zip.readUInt16LE(at + 28);
+  const end = start + entry.compressedSize;
+  if (end > zip.length) return undefined;
+  const data = zip.subarray(start, end);
+  if (crc32(data) !== entry.crc32) throw new Error(`entry ${entry.fileName} of a merge bundle is damaged (CRC-32)`);
+  return data;
+}
+
 /** The bundle's files, written beside the output: entry name -> path. */
 async function unpackBundle(bundle: string, directory: string, expected: ReadonlySet<string>): Promise<Map<string, string>> {
-  const zip = await new Promise<ZipFile>((resolve, reject) => openZip(bundle, { lazyEntries: true }, (error, file) => (error ? reject(error) : resolve(file))));
+  // A small bundle is read at once: from a file, each entry costs reads of its header and its data, one after another.
+  const inMemory = (await stat(bundle)).size <= READ_WHOLE_BUNDLE ? await readFile(bundle) : undefined;
+  const zip = await new Promise<ZipFile>((resolve, reject) => {
+    const opened = (error: Error | null, file: ZipFile) => (error ? reject(error) : resolve(file));
+    if (inMemory) zipFromBuffer(inMemory, { lazyEntries: true }, opened);
+    else openZip(bundle, { lazyEntries: true }, opened);
+  });
   const paths = new Map<string, string>();
+  // Small files' writes go on while the next entries are read: each waits on the disk, not on the others.
+  const writes: Promise<void>[] = [];
   try {
     for (let entry: Entry | null = await nextEntry(zip); entry; entry = await nextEntry(zip)) {
       // The service wrote this zip itself; a name it did not write is not followed anywhere.
       if (!expected.has(entry.fileName)) throw new Error(`unexpected entry ${entry.fileName} in a merge bundle`);
       const path = join(directory, entry.fileName);
+      const stored = inMemory ? storedData(inMemory, entry) : undefined;
+      if (stored) {
+        writes.push(writeFile(path, stored));
+        paths.set(entry.fileName, path);
+        continue;
+      }
       const stream = await new Promise<NodeJS.ReadableStream>((resolve, reject) => zip.openReadStream(entry!, (error, read) => (error ? reject(error) : resolve(read))));
-      await pipeline(stream, createWriteStream(path));
+      // A small file (a merge's one-page PDF) is written whole: a write stream and a pipeline each cost more than it.
+      if (entry.uncompressedSize <= SMALL_ENTRY) writes.push(writeFile(path, await collect(stream)));
+      else await pipeline(stream, createWriteStream(path));
       paths.set(entry.fileName, path);
     }
   } finally {
     zip.close();
+    // Every write settles before the directory is handed on or removed after a failure.
+    const failed = (await Promise.allSettled(writes)).find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
   }
   return paths;
 }
