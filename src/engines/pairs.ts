@@ -46,6 +46,11 @@ export interface ConversionPair {
    * the facts of a PDF made from another file (a docx's) are not that file's data.
    */
   describesInput?: boolean;
+  /**
+   * Its engine reads a merge's PDFs from their stored bundle itself (EngineJob.bundledInputs):
+   * small ones need not be written out as files first.
+   */
+  readsBundles?: boolean;
   /** A composed pair (engine `chain`): the direct pairs it runs, in order. */
   steps?: ConversionPair[];
   /**

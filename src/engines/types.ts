@@ -15,6 +15,11 @@ export interface EngineJob {
    * Drawn on the result, not converted.
    */
   markImages?: Record<string, string>;
+  /**
+   * A merge's PDFs, in order, as entries of the stored zip at `inputPath` (its pair
+   * `readsBundles`): read from it by the engine, not written out as files.
+   */
+  bundledInputs?: string[];
   /** The engine writes its result here (the caller owns the directory and cleans up). */
   outputPath: string;
   source: string;

@@ -13,7 +13,8 @@ export interface QpdfResult {
  * The worker's code, plain CommonJS so it runs the same from the TypeScript sources and from
  * dist/. qpdf (WebAssembly) prints through console.log/console.error, which the Emscripten glue
  * binds when the module is created: they are redirected first so the messages can be returned.
- * Input and output directories are mounted with NODEFS, so no copy of the PDF is held in memory.
+ * Input and output directories are mounted with NODEFS, so no copy of the PDF is held in memory;
+ * files given in memory (a merge's small PDFs read from their bundle) are written to /mem.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -21,8 +22,10 @@ const messages = [];
 const collect = (...parts) => messages.push(parts.join(' '));
 console.log = collect; console.error = collect; console.warn = collect; console.info = collect;
 require(workerData.modulePath)({}).then((qpdf) => {
-  qpdf.FS.mkdir('/in'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.inputDir }, '/in');
+  if (workerData.inputDir !== null) { qpdf.FS.mkdir('/in'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.inputDir }, '/in'); }
   qpdf.FS.mkdir('/out'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.outputDir }, '/out');
+  qpdf.FS.mkdir('/mem');
+  for (const file of workerData.memory) qpdf.FS.writeFile('/mem/' + file.name, file.data);
   let code;
   try {
     code = qpdf.callMain(workerData.args);
@@ -42,21 +45,31 @@ export function qpdfModulePath(): string {
   return modulePath;
 }
 
+/** A file handed to qpdf in memory, as /mem/<name>. */
+export interface MemoryFile {
+  name: string;
+  data: Uint8Array;
+}
+
 /**
  * Runs `qpdf [options] input output` in a worker thread (qpdf's main is synchronous and would
  * block the event loop); `qpdf [options] input` when `outputPath` is null (a question such as
- * --show-npages, answered in the messages). Abort terminates the worker at once and rejects with
- * the signal's reason.
+ * --show-npages, answered in the messages); `qpdf [options] output` when `inputPath` is null
+ * (the options then start with --empty and take their pages from `memory`'s files, /mem/<name>).
+ * Abort terminates the worker at once and rejects with the signal's reason.
  */
-export function runQpdf(options: string[], inputPath: string, outputPath: string | null, signal: AbortSignal): Promise<QpdfResult> {
+export function runQpdf(options: string[], inputPath: string | null, outputPath: string | null, signal: AbortSignal, memory: readonly MemoryFile[] = []): Promise<QpdfResult> {
   if (signal.aborted) return Promise.reject(signal.reason);
+  const outputDir = outputPath ?? inputPath;
+  if (outputDir === null) return Promise.reject(new Error('qpdf needs an input or an output'));
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       modulePath: qpdfModulePath(),
-      inputDir: dirname(inputPath),
-      outputDir: dirname(outputPath ?? inputPath),
-      args: [...options, `/in/${basename(inputPath)}`, ...(outputPath === null ? [] : [`/out/${basename(outputPath)}`])],
+      inputDir: inputPath === null ? null : dirname(inputPath),
+      outputDir: dirname(outputDir),
+      memory,
+      args: [...options, ...(inputPath === null ? [] : [`/in/${basename(inputPath)}`]), ...(outputPath === null ? [] : [`/out/${basename(outputPath)}`])],
     },
   });
   return new Promise<QpdfResult>((resolve, reject) => {
@@ -72,7 +85,7 @@ export function runQpdf(options: string[], inputPath: string, outputPath: string
     signal.addEventListener('abort', onAbort, { once: true });
     worker.once('message', (message: { code: number; messages: string[] }) => {
       const clean = message.messages.map((line) =>
-        line.split(`/in/${basename(inputPath)}`).join('input').split(`/out/${basename(outputPath ?? inputPath)}`).join('output').replace(/^\[worker eval\]:\s*/, ''),
+        (inputPath === null ? line : line.split(`/in/${basename(inputPath)}`).join('input')).split(`/out/${basename(outputDir)}`).join('output').replace(/^\[worker eval\]:\s*/, ''),
       );
       // The result is in: settle before terminate(), whose 'exit' would otherwise look like a crash.
       finish(() => resolve({ code: message.code, messages: clean }));
@@ -83,13 +96,22 @@ export function runQpdf(options: string[], inputPath: string, outputPath: string
   });
 }
 
+/** Where qpdf takes pages from: a file on disk, or one handed to it in memory. */
+export type PageSource = string | MemoryFile;
+
 /**
  * The arguments that take pages from several files, for a run whose input is the first of them:
- * inside qpdf's worker the input's directory is /in, so every file must be in that directory.
+ * inside qpdf's worker the input's directory is /in, so every file on disk must be in that
+ * directory; files in memory are /mem/<name>.
  */
-export function pagesFromFiles(paths: readonly string[], password?: string): string[] {
-  const directory = dirname(paths[0]!);
-  if (paths.some((path) => dirname(path) !== directory)) throw new Error('the files to take pages from must share a directory');
+export function pagesFromFiles(sources: readonly PageSource[], password?: string): string[] {
+  const onDisk = sources.filter((source): source is string => typeof source === 'string');
+  if (onDisk.some((path) => dirname(path) !== dirname(onDisk[0]!))) throw new Error('the files to take pages from must share a directory');
+  return pagesFrom(sources.map((source) => (typeof source === 'string' ? `/in/${basename(source)}` : `/mem/${source.name}`)), password);
+}
+
+/** `--pages` with every page of each of these files (as qpdf's worker sees them). */
+function pagesFrom(files: readonly string[], password?: string): string[] {
   // Every page of each: the range is given, or qpdf would read the next file's name as one.
-  return ['--pages', ...paths.flatMap((path) => [`/in/${basename(path)}`, ...(password === undefined ? [] : [`--password=${password}`]), '1-z']), '--'];
+  return ['--pages', ...files.flatMap((file) => [file, ...(password === undefined ? [] : [`--password=${password}`]), '1-z']), '--'];
 }

@@ -99,11 +99,12 @@ export class ConversionRun {
       };
       if (record.inputs !== undefined && record.inputs.length > 0) {
         // A merge (or an input with images to draw): its files as PDFs first, then the one pdf -> pdf with all of them.
-        const { pdfs, markImages } = await mergeSources(call, record.inputs, record.mark_images ?? [], registry, gates);
+        const { pdfs, bundled, markImages } = await mergeSources(call, record.inputs, record.mark_images ?? [], registry, gates, pair.readsBundles === true);
         const files = record.inputs.length;
         const onProgress = (percent: number) => call.onProgress(Math.floor(((files + percent / 100) / (files + 1)) * 100));
         produced = await convertOnEngines({
-          ...call, inputPath: pdfs[0]!, ...(pdfs.length > 1 ? { inputPaths: pdfs } : {}), ...(markImages ? { markImages } : {}), onProgress,
+          ...call, ...(bundled ? { bundledInputs: bundled } : { inputPath: pdfs[0]!, ...(pdfs.length > 1 ? { inputPaths: pdfs } : {}) }),
+          ...(markImages ? { markImages } : {}), onProgress,
         }, pair, engine, registry, gates);
       } else produced = await convertOnEngines(call, pair, engine, registry, gates);
     } finally {

@@ -18,6 +18,8 @@ export interface EngineCall {
   inputPaths?: string[];
   /** Images sent beside the input, by option (EngineJob.markImages). */
   markImages?: Record<string, string>;
+  /** A merge's PDFs as entries of the bundle at inputPath (EngineJob.bundledInputs). */
+  bundledInputs?: string[];
   outputPath: string;
   signal: AbortSignal;
   lane: Lane;
@@ -64,6 +66,7 @@ async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engi
       inputPath: call.inputPath, outputPath: call.outputPath, source: record.source, target: record.target,
       ...(call.inputPaths ? { inputPaths: call.inputPaths } : {}),
       ...(call.markImages ? { markImages: call.markImages } : {}),
+      ...(call.bundledInputs ? { bundledInputs: call.bundledInputs } : {}),
       ...(call.maxPages !== undefined ? { maxPages: call.maxPages } : {}),
       ...(call.maxOcrPages !== undefined ? { maxOcrPages: call.maxOcrPages } : {}),
       variant: record.variant, options: { ...record.options, ...record.secret_options }, signal: limited.signal, onProgress: call.onProgress, maxOutputBytes: maxOutput.bytes,

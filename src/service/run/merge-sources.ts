@@ -2,8 +2,8 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { crc32 } from 'node:zlib';
-import { fromBuffer as zipFromBuffer, open as openZip, type Entry, type ZipFile } from 'yauzl';
+import { open as openZip, type Entry, type ZipFile } from 'yauzl';
+import { openZipBuffer, storedData } from '../../inputs/stored-zip.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { FormatRegistry } from '../../formats/registry.ts';
 import { nextEntry } from '../../inputs/zip-entries.ts';
@@ -22,31 +22,13 @@ async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/**
- * A stored (uncompressed) entry's bytes in a zip held in memory, checked against its CRC-32; an
- * entry that is compressed or not where its header says is undefined (read through yauzl then).
- * The service writes bundles stored: their entries are slices, with no stream each.
- */
-function storedData(zip: Buffer, entry: Entry): Buffer | undefined {
-  const at = entry.relativeOffsetOfLocalHeader;
-  if (entry.compressionMethod !== 0 || entry.compressedSize !== entry.uncompressedSize || at + 30 > zip.length || zip.readUInt32LE(at) !== 0x04034b50) return undefined;
-  const start = at + 30 + zip.readUInt16LE(at + 26) + zip.readUInt16LE(at + 28);
-  const end = start + entry.compressedSize;
-  if (end > zip.length) return undefined;
-  const data = zip.subarray(start, end);
-  if (crc32(data) !== entry.crc32) throw new Error(`entry ${entry.fileName} of a merge bundle is damaged (CRC-32)`);
-  return data;
-}
-
-/** The bundle's files, written beside the output: entry name -> path. */
-async function unpackBundle(bundle: string, directory: string, expected: ReadonlySet<string>): Promise<Map<string, string>> {
+/** The bundle's files (`only` these, when given), written beside the output: entry name -> path. */
+async function unpackBundle(bundle: string, directory: string, expected: ReadonlySet<string>, only?: ReadonlySet<string>): Promise<Map<string, string>> {
   // A small bundle is read at once: from a file, each entry costs reads of its header and its data, one after another.
   const inMemory = (await stat(bundle)).size <= READ_WHOLE_BUNDLE ? await readFile(bundle) : undefined;
-  const zip = await new Promise<ZipFile>((resolve, reject) => {
-    const opened = (error: Error | null, file: ZipFile) => (error ? reject(error) : resolve(file));
-    if (inMemory) zipFromBuffer(inMemory, { lazyEntries: true }, opened);
-    else openZip(bundle, { lazyEntries: true }, opened);
-  });
+  const zip = inMemory
+    ? await openZipBuffer(inMemory)
+    : await new Promise<ZipFile>((resolve, reject) => openZip(bundle, { lazyEntries: true }, (error, file) => (error ? reject(error) : resolve(file))));
   const paths = new Map<string, string>();
   // Small files' writes go on while the next entries are read: each waits on the disk, not on the others.
   const writes: Promise<void>[] = [];
@@ -54,6 +36,7 @@ async function unpackBundle(bundle: string, directory: string, expected: Readonl
     for (let entry: Entry | null = await nextEntry(zip); entry; entry = await nextEntry(zip)) {
       // The service wrote this zip itself; a name it did not write is not followed anywhere.
       if (!expected.has(entry.fileName)) throw new Error(`unexpected entry ${entry.fileName} in a merge bundle`);
+      if (only && !only.has(entry.fileName)) continue;
       const path = join(directory, entry.fileName);
       const stored = inMemory ? storedData(inMemory, entry) : undefined;
       if (stored) {
@@ -76,9 +59,13 @@ async function unpackBundle(bundle: string, directory: string, expected: Readonl
   return paths;
 }
 
-/** A bundle's files ready for the engine: its inputs as PDFs in order, its images to draw by option. */
+/**
+ * A bundle's files ready for the engine: its inputs as PDFs in order (files, or the bundle's
+ * entries where the engine reads them itself), its images to draw by option.
+ */
 export interface BundleSources {
   pdfs: string[];
+  bundled?: string[];
   markImages?: Record<string, string>;
 }
 
@@ -88,18 +75,23 @@ export interface BundleSources {
  * and the run's output cap. A file that fails fails the merge, its message naming the file. The
  * images to draw (`marks`) come out as they went in.
  */
-export async function mergeSources(call: EngineCall, inputs: readonly ConversionInputFile[], marks: readonly MarkImageFile[], registry: FormatRegistry, gates: EngineGates): Promise<BundleSources> {
+export async function mergeSources(
+  call: EngineCall, inputs: readonly ConversionInputFile[], marks: readonly MarkImageFile[], registry: FormatRegistry, gates: EngineGates, readsBundles = false,
+): Promise<BundleSources> {
   const directory = join(dirname(call.outputPath), 'merge');
   await mkdir(directory);
   const names = inputs.map((input, index) => bundleEntryName(index, input.format));
   const markNames = marks.map((mark) => markEntryName(mark.option, mark.format));
-  const unpacked = await unpackBundle(call.inputPath, directory, new Set([...names, ...markNames]));
+  // PDFs only, and few bytes of them: the engine takes them from the bundle, no file is written for each.
+  const bundled = readsBundles && inputs.every((input) => input.format === 'pdf') && (await stat(call.inputPath)).size <= READ_WHOLE_BUNDLE;
+  const unpacked = await unpackBundle(call.inputPath, directory, new Set([...names, ...markNames]), bundled ? new Set(markNames) : undefined);
   let markImages: Record<string, string> | undefined;
   for (const [index, mark] of marks.entries()) {
     const path = unpacked.get(markNames[index]!);
     if (!path) throw new Error(`${mark.option}'s image is missing from its bundle`);
     (markImages ??= {})[mark.option] = path;
   }
+  if (bundled) return { pdfs: [], bundled: names, ...(markImages ? { markImages } : {}) };
   const pdfs: string[] = [];
   for (const [index, input] of inputs.entries()) {
     call.signal.throwIfAborted();
