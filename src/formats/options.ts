@@ -77,13 +77,15 @@ const TOGETHER: readonly [string, string][] = [['paper_width', 'paper_height']];
  */
 function contradictions(pair: ConversionPair, options: ConversionOptions): Record<string, FieldProblem> {
   const problems: Record<string, FieldProblem> = {};
+  // A switch sent off asks for nothing (a form sends every box, ticked or not): it neither needs nor excludes.
+  const given = (name: string): boolean => name in options && options[name] !== false;
   for (const descriptor of pair.options) {
-    if (!(descriptor.name in options)) continue;
+    if (!given(descriptor.name)) continue;
     const { requires = [], excludes = [] } = descriptor;
-    if (requires.length > 0 && !requires.some((other) => other in options)) {
+    if (requires.length > 0 && !requires.some(given)) {
       problems[`options.${descriptor.name}`] = { reason: 'requires_other', params: { other: requires.join(' | ') } };
     }
-    const excluded = excludes.find((other) => other in options);
+    const excluded = excludes.find(given);
     if (excluded !== undefined) problems[`options.${descriptor.name}`] = { reason: 'excludes_other', params: { other: excluded } };
   }
   for (const [first, second] of ORDERED) {

@@ -431,6 +431,9 @@ describe('pdf -> pdf', () => {
       assert.deepEqual(Object.keys(refused.problems), ['options.pdfua']);
       assert.equal(refused.problems['options.pdfua']!.reason, 'excludes_other');
     }
+    // A switch sent off (a form sends every box) asks for nothing: it neither excludes nor is excluded.
+    assert.equal(validateOptions(operations, { pdfua: 'false', flatten: 'false', pages: '1' }).ok, true);
+    assert.equal(validateOptions(operations, { pdfua: false, flatten: true }).ok, true);
     const tagged = await write('tagged-twice.pdf', await taggedPdf({ title: 'T', language: 'en' }));
     await fails(engine.convert(job(tagged, { pdfua: true }, { inputPaths: [tagged, tagged] })), 'input_invalid', /merged into one lose theirs/);
   });
