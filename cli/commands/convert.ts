@@ -10,7 +10,7 @@ export function registerConvert(program: Command, ctx: Context): void {
     .argument('<inputs...>', 'files, http(s) URLs the server downloads, or - for stdin')
     .requiredOption('-t, --to <format>', 'target format, e.g. webp')
     .option('-f, --from <format>', 'source format, when the name does not tell it (required for -)')
-    .option('-O, --option <key=value>', 'a conversion option, repeatable (see `conv formats <source>`)', keyValue)
+    .option('-O, --option <key=value>', 'a conversion option, repeatable (see `conv formats <source>`); one that names a file (watermark_image=logo.png) takes a path, and that file is sent with the input', keyValue)
     .option('--variant <variant>', 'mode, for conversions that have several')
     .addOption(new Option('-w, --wait [seconds]', 'wait for the end state; with seconds, give up after that long (exit 6)').argParser(seconds))
     .option('-o, --output <path>', 'write the result to a file, a directory, or - for stdout (implies --wait)')

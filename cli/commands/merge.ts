@@ -9,7 +9,7 @@ export function registerMerge(program: Command, ctx: Context): void {
     .description('merge files into one PDF, in the order given: PDFs, images, text, office documents, ...')
     .argument('<inputs...>', 'two or more files (at most 50); each that is not a PDF is converted to one first')
     .requiredOption('-o, --output <path>', 'the merged PDF: a file, a directory (merged.pdf in it), or - for stdout')
-    .option('-O, --option <key=value>', 'a pdf -> pdf option for the merged file, repeatable (page_numbers, watermark_text, merge_order=name, ...)', keyValue)
+    .option('-O, --option <key=value>', 'a pdf -> pdf option for the merged file, repeatable (page_numbers, watermark_text, merge_order=name, ...); watermark_image=PATH sends that image with the files', keyValue)
     .option('--variant <variant>', 'compress (default) or linearize')
     .addOption(new Option('-w, --wait [seconds]', 'give up after this long (exit 6); default: wait for the end').argParser(seconds))
     .option('--idempotency-key <key>', 'makes a retried submission safe (generated when omitted)')
