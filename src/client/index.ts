@@ -48,8 +48,8 @@ export interface ConvertOptions {
   attachments?: readonly (string | { path: string; filename?: string })[];
 }
 
-const attachmentSpecs = (files: ConvertOptions['attachments']) =>
-  (files ?? []).map((file) => (typeof file === 'string' ? { kind: 'file' as const, path: file } : { kind: 'file' as const, ...file }));
+/** A file on this machine as the request takes it: a path, or a path with the name to send. */
+const fileSpec = (file: string | { path: string; filename?: string }) => (typeof file === 'string' ? { kind: 'file' as const, path: file } : { kind: 'file' as const, ...file });
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
 
@@ -69,7 +69,7 @@ export class ConvdClient extends HttpClient {
   convert(input: ConvertInput, target: string, options: ConvertOptions = {}): Promise<PublicConversion> {
     return this.createConversion({
       input: inputSpec(input), target,
-      ...(options.attachments?.length && { attachments: attachmentSpecs(options.attachments) }),
+      ...(options.attachments?.length && { attachments: options.attachments.map(fileSpec) }),
       ...(options.options && { options: options.options }),
       ...(options.variant !== undefined && { variant: options.variant }),
       ...(options.source !== undefined && { source: options.source }),
@@ -82,10 +82,10 @@ export class ConvdClient extends HttpClient {
   /** Merges files (two to 50, any that convert to PDF) into one PDF, in this order: one conversion. */
   merge(files: readonly (string | { path: string; filename?: string })[], options: Omit<ConvertOptions, 'source'> = {}): Promise<PublicConversion> {
     if (files.length < 2) return Promise.reject(new ClientError('validation_failed', 'a merge takes at least two files', null));
-    const [first, ...rest] = files.map((file) => (typeof file === 'string' ? { kind: 'file' as const, path: file } : { kind: 'file' as const, ...file }));
+    const [first, ...rest] = files.map(fileSpec);
     return this.createConversion({
       input: first!, mergeWith: rest, target: 'pdf',
-      ...(options.attachments?.length && { attachments: attachmentSpecs(options.attachments) }),
+      ...(options.attachments?.length && { attachments: options.attachments.map(fileSpec) }),
       ...(options.options && { options: options.options }),
       ...(options.variant !== undefined && { variant: options.variant }),
       ...(options.callbackUrl !== undefined && { callbackUrl: options.callbackUrl }),

@@ -137,6 +137,9 @@ export type EngineOwnSettings = Record<string, unknown>;
 /** Every engine's own settings, by engine name (each engine's descriptor.ts says what they are). */
 export type SettingsByEngine = Record<string, EngineOwnSettings>;
 
+/** The decompression-bomb limit (max_input_pixels) where none is configured: the daemon's default, and an engine's made without settings. */
+export const DEFAULT_MAX_INPUT_PIXELS = 100_000_000;
+
 /** What the engines are made with; plain data, so that the engine host gets the same. */
 export interface EngineSettings {
   maxInputPixels: number;

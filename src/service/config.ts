@@ -1,5 +1,5 @@
 import { defaultSettingsByEngine, defaultTimeLimits } from '../engines/configuration.ts';
-import type { SettingsByEngine } from '../engines/types.ts';
+import { DEFAULT_MAX_INPUT_PIXELS, type SettingsByEngine } from '../engines/types.ts';
 import { DEFAULT_PLANS, type Plan, type PlanId } from '../model/plan.ts';
 import { DEFAULT_CREDIT_WEIGHTS, type CreditWeights } from '../formats/registry.ts';
 
@@ -51,7 +51,7 @@ export function defaultServiceConfig(overrides: Partial<ServiceConfig> = {}): Se
     outputCapRatio: 50,
     outputCapFloorMb: 64,
     engines: defaultSettingsByEngine(),
-    maxInputPixels: 100_000_000,
+    maxInputPixels: DEFAULT_MAX_INPUT_PIXELS,
     sweepIntervalMs: 60_000,
     webhookScheduleScale: 1,
     webhookTimeoutMs: 10_000,

@@ -192,7 +192,7 @@ export async function validateCreateRequest(
     problems[`options.${markFiles[0]!.option}`] = { reason: 'invalid_value', params: { text: 'an image is drawn on a PDF sent as a file part, not on one fetched from a URL' } };
   }
   if (Object.keys(problems).length > 0) throw validationError(problems);
-  const markImages = await checkMarkImages(markFiles);
+  const markImages = await checkMarkImages(markFiles, registry);
 
   const file = files[0];
   const originalName = file
@@ -283,8 +283,8 @@ export async function validateCreateRequest(
   }
 }
 
-/** The formats an image mark may be sent in (file-type's names), and what the record calls them. */
-const MARK_IMAGE_FORMATS: Readonly<Record<string, string>> = { png: 'png', jpg: 'jpg', webp: 'webp', gif: 'gif', tif: 'tiff' };
+/** The formats an image mark may be sent in. */
+const MARK_IMAGE_FORMATS: ReadonlySet<string> = new Set(['png', 'jpg', 'webp', 'gif', 'tiff']);
 
 /**
  * The files the request's file options name (`watermark_image=logo.png` names the part whose
@@ -310,12 +310,13 @@ function namedFiles(input: CreateRequestInput, fileOptions: ReadonlySet<string>,
 }
 
 /** Each named file is an image of a format the marks draw, as its content says. */
-async function checkMarkImages(named: readonly { option: string; file: SpooledFile; name: string }[]): Promise<MarkImageInput[]> {
+async function checkMarkImages(named: readonly { option: string; file: SpooledFile; name: string }[], registry: FormatRegistry): Promise<MarkImageInput[]> {
   const images: MarkImageInput[] = [];
   for (const one of named) {
     const sniffed = (await sniffContent(one.file.path, undefined, one.file.head)).format;
-    const format = sniffed === undefined ? undefined : MARK_IMAGE_FORMATS[sniffed];
-    if (format === undefined) throw fieldError(`options.${one.option}`, `${one.name} is not a PNG, JPEG, WebP, GIF or TIFF image${sniffed ? ` (it is ${sniffed})` : ''}`);
+    // file-type's names (tif) as the registry's (tiff).
+    const format = sniffed === undefined ? undefined : registry.normalize(sniffed) ?? sniffed;
+    if (format === undefined || !MARK_IMAGE_FORMATS.has(format)) throw fieldError(`options.${one.option}`, `${one.name} is not a PNG, JPEG, WebP, GIF or TIFF image${sniffed ? ` (it is ${sniffed})` : ''}`);
     images.push({ ...one, format });
   }
   return images;

@@ -258,8 +258,9 @@ describe('PDF operations over HTTP', () => {
     const marked = (await download(daemon, got.body.id)).bytes;
     assert.equal((await PDFDocument.load(marked)).getPageCount(), 4);
     assert.deepEqual(await pagesWithImages(marked), ['1', '2', '3', '4']);
-    // A merge of two PDFs with a stamp: eight pages, each stamped; the image sent first is no input either.
-    const merged = await merge(daemon, [{ name: 'logo.png', data: logo }, { name: 'a.pdf', data: pdf }, { name: 'b.pdf', data: pdf }], { stamp_image: 'logo.png' });
+    // A merge of two PDFs with a TIFF stamp: eight pages, each stamped; the image sent first is no input either.
+    const seal = await sharp(logo).tiff().toBuffer();
+    const merged = await merge(daemon, [{ name: 'seal.tif', data: seal }, { name: 'a.pdf', data: pdf }, { name: 'b.pdf', data: pdf }], { stamp_image: 'seal.tif' });
     assert.equal(merged.body.status, 'succeeded', JSON.stringify(merged.body));
     assert.deepEqual(merged.body.inputs?.map((one) => one.name), ['a.pdf', 'b.pdf']);
     assert.deepEqual(await pagesWithImages((await download(daemon, merged.body.id)).bytes), ['1', '2', '3', '4', '5', '6', '7', '8']);

@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../pairs.ts';
 import type { HelperLifecycle } from '../process/supervisor.ts';
-import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import { DEFAULT_MAX_INPUT_PIXELS, type Engine, type EngineJob, type EngineOutput, type EngineStatus } from '../types.ts';
 import { WarmBrowser, type IdlePage, type ReuseMode } from './browser.ts';
 import { findChromium, type ChromiumInstall } from './find-chromium.ts';
 import { HTML_FORMATS, HTML_SOURCES, HTML_TARGETS, imageOptions, PDF_OPTIONS, PDF_VARIANTS, REMOTE_OPTION } from './formats.ts';
@@ -121,7 +121,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
         touched,
         killedForMemory: (since: number) => warm.killedForMemory(page, since),
       };
-      const limits = { maxInputPixels: settings.maxInputPixels ?? 100_000_000, remote, rendererMemoryMb: memoryLimitMb };
+      const limits = { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS, remote, rendererMemoryMb: memoryLimitMb };
       const outcome = render(target, site, text ? { ...job, options: textPrintOptions(job) } : job, limits, svg ? svgPlan(job) : undefined);
       // A browser that does not let go of an aborted page within the grace is killed (the next
       // conversion gets a new one); the abort itself already failed this conversion.

@@ -3,7 +3,7 @@ import type { ConversionPair, FormatInfo } from '../pairs.ts';
 import { firstLine } from '../process/first-line.ts';
 import { findProgram } from '../process/path-search.ts';
 import { lastLines, runProcess } from '../subprocess.ts';
-import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import { DEFAULT_MAX_INPUT_PIXELS, type Engine, type EngineJob, type EngineOutput, type EngineStatus } from '../types.ts';
 import { OCR_FORMATS, OCR_IMAGE_SOURCES, ocrPairs } from './formats.ts';
 import { ocrPdf } from './ocrmypdf.ts';
 import { imageHeader, pdfPages } from './page-count.ts';
@@ -13,9 +13,6 @@ import { readImage } from './tesseract.ts';
 export type { OcrEngineOptions, OcrTools } from './tools.ts';
 
 export const OCR_INSTALL_HINT = 'install OCRmyPDF and Tesseract with a language (Debian and Ubuntu: `apt-get install ocrmypdf tesseract-ocr-eng tesseract-ocr-deu`) and restart convd, or set CONVD_OCRMYPDF_PATH and CONVD_TESSERACT_PATH';
-
-/** The image engine's decompression-bomb limit where none is configured (max_input_pixels). */
-const DEFAULT_MAX_PIXELS = 100_000_000;
 
 /** Tesseract's data that reads no language: orientation and script detection, equations. */
 const NOT_LANGUAGES = new Set(['osd', 'equ']);
@@ -42,7 +39,7 @@ async function installedLanguages(tesseract: string, env: NodeJS.ProcessEnv): Pr
  */
 export function createOcrEngine(given: Partial<OcrEngineOptions> = {}): Engine & { pagesOf(path: string, source: string): Promise<number | undefined> } {
   let tools: OcrTools | undefined;
-  const settings: OcrEngineOptions = { ...given, jobs: given.jobs ?? 1, maxInputPixels: given.maxInputPixels ?? DEFAULT_MAX_PIXELS };
+  const settings: OcrEngineOptions = { ...given, jobs: given.jobs ?? 1, maxInputPixels: given.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS };
   const env = settings.env ?? process.env;
   return {
     name: 'ocr',

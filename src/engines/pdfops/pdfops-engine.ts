@@ -9,7 +9,7 @@ import { checkOutputSize } from '../output-cap.ts';
 import type { ConversionPair } from '../pairs.ts';
 import { firstLine } from '../process/first-line.ts';
 import { findProgram } from '../process/path-search.ts';
-import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import { DEFAULT_MAX_INPUT_PIXELS, type Engine, type EngineJob, type EngineOutput, type EngineStatus } from '../types.ts';
 import { operationOptions, PASSWORD_OPTION, PDF_OPERATIONS_FORMATS, PDF_VARIANTS } from './formats.ts';
 import { asksForMetadata, requestedMarks } from './requests.ts';
 import { makePdfa } from './pdfa.ts';
@@ -96,9 +96,6 @@ export function createPdfOperationsEngine(settings: PdfOperationsOptions = {}): 
   };
 }
 
-/** An image mark's pixel limit where the engine is made without one (tests): the image engine's default. */
-const DEFAULT_MARK_PIXELS = 100_000_000;
-
 /** pdf-lib, loaded with the first conversion that draws or reads (a merge or a compression never does). */
 const loadPdf = async (path: string): Promise<PDFDocument> => (await import('pdf-lib')).PDFDocument.load(await readFile(path), { updateMetadata: false });
 
@@ -119,14 +116,15 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   // Nothing between the first qpdf run and the last (no drawing, no PDF/A, no split): one run
   // does both. Each run costs qpdf's start, about 50 ms, beside 100 ms for 50 pages.
   const oneRun = !drawing && level === undefined && !asksForSplit(options);
-  const sources = job.bundledInputs ? await bundledSources(job.inputPath, job.bundledInputs, scratch) : job.inputPaths;
-  let current = typeof sources?.[0] === 'string' ? sources[0] : job.inputPath;
+  const bundled = job.bundledInputs ? await bundledSources(job.inputPath, job.bundledInputs, scratch) : undefined;
+  const sources: PageSource[] | undefined = bundled ? [bundled.primary, ...bundled.inMemory] : job.inputPaths;
+  let current = bundled?.primary ?? job.inputPaths?.[0] ?? job.inputPath;
   if (sources && sources.length > 1) {
     // A merge: the files' pages in order, the first file's document information kept. The first
     // file is qpdf's primary input, opened with the top-level password; the others with theirs.
     const password = hasPassword ? String(options.password) : undefined;
     const merging = ['--decrypt', ...(password === undefined ? [] : [`--password=${password}`]), ...pagesFromFiles(sources, password)];
-    const memory = sources.filter((source): source is MemoryFile => typeof source !== 'string');
+    const memory = bundled?.inMemory ?? [];
     if (oneRun && !needsOpening(options)) {
       job.onProgress(50);
       await qpdfPass(withFinishing(merging, finishing), current, job.outputPath, signal, hasPassword, memory);
@@ -150,7 +148,7 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   let warnings: ConversionWarning[] = [];
   if (drawing || level !== undefined) {
     const [doc, { drawMarks }, { applyMetadata, readInfo }, { makePdfUa }] = await Promise.all([loadPdf(current), import('./marks.ts'), import('./document-info.ts'), import('./pdfua.ts')]);
-    await drawMarks(doc, marks, { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MARK_PIXELS }, signal, (done, total) => job.onProgress(20 + Math.floor((50 * done) / total)));
+    await drawMarks(doc, marks, { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS }, signal, (done, total) => job.onProgress(20 + Math.floor((50 * done) / total)));
     applyMetadata(doc, options);
     if (accessible) makePdfUa(doc);
     if (drawing) {
@@ -183,11 +181,11 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
  * A merge's PDFs read from their stored bundle: the first written to the scratch folder (qpdf's
  * primary input, whose document information the merge keeps), the others handed to qpdf in memory.
  */
-async function bundledSources(bundle: string, names: readonly string[], scratch: string): Promise<PageSource[]> {
+async function bundledSources(bundle: string, names: readonly string[], scratch: string): Promise<{ primary: string; inMemory: MemoryFile[] }> {
   const entries = await storedEntries(await readFile(bundle), names);
-  const first = join(scratch, 'first.pdf');
-  await writeFile(first, entries.get(names[0]!)!);
-  return [first, ...names.slice(1).map((name) => ({ name, data: entries.get(name)! }))];
+  const primary = join(scratch, 'first.pdf');
+  await writeFile(primary, entries.get(names[0]!)!);
+  return { primary, inMemory: names.slice(1).map((name) => ({ name, data: entries.get(name)! })) };
 }
 
 /** A first run's arguments with the last run's: decrypted as it opens, unless the result is encrypted again. */

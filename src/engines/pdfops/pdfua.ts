@@ -52,7 +52,8 @@ function unembeddedFonts(doc: PDFDocument): string[] {
       }
     }
   };
-  for (const page of doc.getPages()) visitResources(dictAt(doc, page.node.get(PDFName.of('Resources'))) ?? page.node.Resources(), 0);
+  // Resources() reads them where the page inherits them from its parents too.
+  for (const page of doc.getPages()) visitResources(page.node.Resources(), 0);
   return [...missing];
 }
 

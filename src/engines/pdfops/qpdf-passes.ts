@@ -68,7 +68,7 @@ export function finishingArguments(variant: string | null, options: ConversionOp
  * Runs one qpdf pass; its failures become the job's: a file qpdf cannot read or had to repair
  * is input_invalid, as is a password that is missing or wrong and a page the file does not have.
  */
-export async function qpdfPass(args: string[], inputPath: string | null, outputPath: string | null, signal: AbortSignal, hasPassword: boolean, memory: readonly MemoryFile[] = []): Promise<string[]> {
+export async function qpdfPass(args: string[], inputPath: string, outputPath: string | null, signal: AbortSignal, hasPassword: boolean, memory: readonly MemoryFile[] = []): Promise<string[]> {
   const result = await runQpdf(args, inputPath, outputPath, signal, memory);
   const lines = result.messages.filter((line) => line.trim().length > 0);
   const detail = lines.slice(-3).join(' | ');

@@ -22,7 +22,7 @@ const messages = [];
 const collect = (...parts) => messages.push(parts.join(' '));
 console.log = collect; console.error = collect; console.warn = collect; console.info = collect;
 require(workerData.modulePath)({}).then((qpdf) => {
-  if (workerData.inputDir !== null) { qpdf.FS.mkdir('/in'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.inputDir }, '/in'); }
+  qpdf.FS.mkdir('/in'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.inputDir }, '/in');
   qpdf.FS.mkdir('/out'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.outputDir }, '/out');
   qpdf.FS.mkdir('/mem');
   for (const file of workerData.memory) qpdf.FS.writeFile('/mem/' + file.name, file.data);
@@ -54,22 +54,20 @@ export interface MemoryFile {
 /**
  * Runs `qpdf [options] input output` in a worker thread (qpdf's main is synchronous and would
  * block the event loop); `qpdf [options] input` when `outputPath` is null (a question such as
- * --show-npages, answered in the messages); `qpdf [options] output` when `inputPath` is null
- * (the options then start with --empty and take their pages from `memory`'s files, /mem/<name>).
- * Abort terminates the worker at once and rejects with the signal's reason.
+ * --show-npages, answered in the messages). `memory`: files the options take pages from as
+ * /mem/<name> (pagesFromFiles). Abort terminates the worker at once and rejects with the
+ * signal's reason.
  */
-export function runQpdf(options: string[], inputPath: string | null, outputPath: string | null, signal: AbortSignal, memory: readonly MemoryFile[] = []): Promise<QpdfResult> {
+export function runQpdf(options: string[], inputPath: string, outputPath: string | null, signal: AbortSignal, memory: readonly MemoryFile[] = []): Promise<QpdfResult> {
   if (signal.aborted) return Promise.reject(signal.reason);
-  const outputDir = outputPath ?? inputPath;
-  if (outputDir === null) return Promise.reject(new Error('qpdf needs an input or an output'));
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       modulePath: qpdfModulePath(),
-      inputDir: inputPath === null ? null : dirname(inputPath),
-      outputDir: dirname(outputDir),
+      inputDir: dirname(inputPath),
+      outputDir: dirname(outputPath ?? inputPath),
       memory,
-      args: [...options, ...(inputPath === null ? [] : [`/in/${basename(inputPath)}`]), ...(outputPath === null ? [] : [`/out/${basename(outputPath)}`])],
+      args: [...options, `/in/${basename(inputPath)}`, ...(outputPath === null ? [] : [`/out/${basename(outputPath)}`])],
     },
   });
   return new Promise<QpdfResult>((resolve, reject) => {
@@ -85,7 +83,7 @@ export function runQpdf(options: string[], inputPath: string | null, outputPath:
     signal.addEventListener('abort', onAbort, { once: true });
     worker.once('message', (message: { code: number; messages: string[] }) => {
       const clean = message.messages.map((line) =>
-        (inputPath === null ? line : line.split(`/in/${basename(inputPath)}`).join('input')).split(`/out/${basename(outputDir)}`).join('output').replace(/^\[worker eval\]:\s*/, ''),
+        line.split(`/in/${basename(inputPath)}`).join('input').split(`/out/${basename(outputPath ?? inputPath)}`).join('output').replace(/^\[worker eval\]:\s*/, ''),
       );
       // The result is in: settle before terminate(), whose 'exit' would otherwise look like a crash.
       finish(() => resolve({ code: message.code, messages: clean }));

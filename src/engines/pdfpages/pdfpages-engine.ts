@@ -6,7 +6,7 @@ import { numberedName, writeZip, type ArchiveEntry } from '../archive.ts';
 import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
 import { pageNumbers } from '../page-list.ts';
 import { cleanText } from '../page-text.ts';
-import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
+import { DEFAULT_MAX_INPUT_PIXELS, type Engine, type EngineJob, type EngineOutput, type EngineStatus } from '../types.ts';
 import { DEFAULT_DPI, IMAGE_TARGETS, MAX_ARCHIVE_PAGES, MAX_SIDE, PDF_PAGES_FORMATS, pageOptions, type ImageTarget } from './formats.ts';
 import { loadPdfium, pdfiumPackage, type PdfDocument } from './pdfium.ts';
 
@@ -15,7 +15,6 @@ export interface PdfPagesEngineOptions {
   maxInputPixels?: number;
 }
 
-const DEFAULT_MAX_PIXELS = 100_000_000;
 /**
  * libjpeg's Huffman optimisation keeps the whole image's coefficients in memory (about 6 bytes a
  * pixel, measured: 570 MB for 100 million pixels, beside PDFium's 300 MB of pixels): past this
@@ -37,7 +36,7 @@ export function grouped(value: number): string {
  * per process with the first conversion; sharp encodes the rendered pixels.
  */
 export function createPdfPagesEngine(settings: PdfPagesEngineOptions = {}): Engine {
-  const maxPixels = settings.maxInputPixels ?? DEFAULT_MAX_PIXELS;
+  const maxPixels = settings.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS;
   return {
     name: 'pdfpages',
     /** Finds the package and its WebAssembly module without loading them (a daemon probes every engine at start). */

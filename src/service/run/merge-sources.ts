@@ -23,9 +23,9 @@ async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
 }
 
 /** The bundle's files (`only` these, when given), written beside the output: entry name -> path. */
-async function unpackBundle(bundle: string, directory: string, expected: ReadonlySet<string>, only?: ReadonlySet<string>): Promise<Map<string, string>> {
+async function unpackBundle(bundle: string, bundleSize: number, directory: string, expected: ReadonlySet<string>, only?: ReadonlySet<string>): Promise<Map<string, string>> {
   // A small bundle is read at once: from a file, each entry costs reads of its header and its data, one after another.
-  const inMemory = (await stat(bundle)).size <= READ_WHOLE_BUNDLE ? await readFile(bundle) : undefined;
+  const inMemory = bundleSize <= READ_WHOLE_BUNDLE ? await readFile(bundle) : undefined;
   const zip = inMemory
     ? await openZipBuffer(inMemory)
     : await new Promise<ZipFile>((resolve, reject) => openZip(bundle, { lazyEntries: true }, (error, file) => (error ? reject(error) : resolve(file))));
@@ -82,9 +82,13 @@ export async function mergeSources(
   await mkdir(directory);
   const names = inputs.map((input, index) => bundleEntryName(index, input.format));
   const markNames = marks.map((mark) => markEntryName(mark.option, mark.format));
-  // PDFs only, and few bytes of them: the engine takes them from the bundle, no file is written for each.
-  const bundled = readsBundles && inputs.every((input) => input.format === 'pdf') && (await stat(call.inputPath)).size <= READ_WHOLE_BUNDLE;
-  const unpacked = await unpackBundle(call.inputPath, directory, new Set([...names, ...markNames]), bundled ? new Set(markNames) : undefined);
+  const bundleSize = (await stat(call.inputPath)).size;
+  // PDFs only, and few bytes of them: the engine takes them from the bundle, no file is written for
+  // each (and with no image to draw the daemon does not read the bundle at all).
+  const bundled = readsBundles && inputs.every((input) => input.format === 'pdf') && bundleSize <= READ_WHOLE_BUNDLE;
+  const unpacked = bundled && marks.length === 0
+    ? new Map<string, string>()
+    : await unpackBundle(call.inputPath, bundleSize, directory, new Set([...names, ...markNames]), bundled ? new Set(markNames) : undefined);
   let markImages: Record<string, string> | undefined;
   for (const [index, mark] of marks.entries()) {
     const path = unpacked.get(markNames[index]!);
