@@ -6,7 +6,8 @@ import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import { ApiError } from '../../src/errors/api-error.ts';
 import { HEAD_BYTES } from '../../src/inputs/sniff.ts';
-import { fieldError, MAX_MERGE_INPUTS, type SpooledFile } from '../../src/service/create-request.ts';
+import { fieldError, MAX_MERGE_INPUTS } from '../../src/service/create-request.ts';
+import type { SpooledFile } from '../../src/service/spooled-file.ts';
 
 export interface MultipartLimits {
   maxFileBytes: number;
@@ -35,8 +36,9 @@ const MAX_FIELDS = 200;
 const MAX_FILES = MAX_MERGE_INPUTS + 1;
 
 /**
- * Streams a multipart body straight to spool files (never the whole body in memory), hashing each
- * file on the way for the idempotency fingerprint when asked to. Crossing the size limit stops at
+ * Streams a multipart body to spool files (never the whole body in memory: a file is held only up
+ * to HEAD_BYTES, see SpooledFile.inMemory), hashing each file on the way for the idempotency
+ * fingerprint when asked to. Crossing the size limit stops at
  * once with 413, `onFileBytes` refusing a chunk or `signal` aborting with their error; every way
  * of stopping removes what was written.
  */
@@ -44,6 +46,7 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
   return new Promise((resolve, reject) => {
     const fields: Record<string, string> = {};
     const files: SpooledFile[] = [];
+    let parts = 0;
     let filesBytes = 0;
     const tooLarge = () => new ApiError('file_too_large', { details: { max_upload_mb: limits.maxFileMb }, params: { max_upload_mb: limits.maxFileMb } });
     const spooled: string[] = [];
@@ -93,52 +96,96 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
         return;
       }
       const path = limits.spoolPath();
-      // Files are listed in the order of their parts (a merge's order), not the order their writes end in.
-      const place = spooled.length;
-      spooled.push(path);
+      // Files are listed in the order of their parts (a merge's order), not the order they end in.
+      const place = parts++;
       streams.push(stream);
       const hash = limits.hashFiles ? createHash('sha256') : null;
       // The file's first bytes, kept as they pass: its content is sniffed from them, not read back.
       const head: Buffer[] = [];
       let headBytes = 0;
-      const { onFileBytes } = limits;
-      const inspect = [new Transform({
-        transform(chunk: Buffer, _encoding, callback) {
-          // The files of a request together (a merge's) are what max_upload_mb allows: busboy
-          // caps each alone, and a chunked body announces no length to refuse up front.
-          filesBytes += chunk.length;
-          const refused = filesBytes > limits.maxFileBytes ? tooLarge() : onFileBytes?.(chunk.length);
-          // Before the write: the chunk that would cross the limit or the disk floor is never written.
-          if (refused) {
-            fail(refused);
-            callback(refused);
-            return;
-          }
-          hash?.update(chunk);
-          if (headBytes < HEAD_BYTES) {
-            head.push(Buffer.from(chunk.subarray(0, HEAD_BYTES - headBytes)));
-            headBytes += head.at(-1)!.length;
-          }
-          callback(null, chunk);
-        },
-      })];
+      let size = 0;
+      const described = (inMemory: boolean): SpooledFile => ({
+        path, size, sha256: hash?.digest('hex') ?? '', filename: info.filename ?? null, head: Buffer.concat(head, headBytes), ...(inMemory ? { inMemory } : {}),
+      });
+      /** Counts, checks, hashes and keeps the head of each chunk; the error that refuses it, if one does. */
+      const take = (chunk: Buffer): ApiError | undefined => {
+        // The files of a request together (a merge's) are what max_upload_mb allows: busboy
+        // caps each alone, and a chunked body announces no length to refuse up front.
+        filesBytes += chunk.length;
+        const refused = filesBytes > limits.maxFileBytes ? tooLarge() : limits.onFileBytes?.(chunk.length);
+        if (refused) return refused;
+        size += chunk.length;
+        hash?.update(chunk);
+        if (headBytes < HEAD_BYTES) {
+          head.push(Buffer.from(chunk.subarray(0, HEAD_BYTES - headBytes)));
+          headBytes += head.at(-1)!.length;
+        }
+        return undefined;
+      };
       stream.on('limit', () => {
         fail(tooLarge());
         stream.destroy();
       });
-      const spool = createWriteStream(path, { mode: 0o600 });
-      // A failed pipeline settles before the spool file's descriptor is closed, and a file
-      // removed while still open keeps its blocks: the space must really be free once it is
-      // discarded (the disk floor reads free space right after).
-      const closed = new Promise<void>((resolve) => spool.once('close', () => resolve()));
-      const written = pipeline([stream, ...inspect, spool])
-        .then(() => {
-          if (!failure) files[place] = { path, size: spool.bytesWritten, sha256: hash?.digest('hex') ?? '', filename: info.filename ?? null, head: Buffer.concat(head, headBytes) };
-        })
-        .catch(() => {
-          if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));
+
+      /** The rest of a file larger than its head, streamed to its spool file after the chunks `held`. */
+      const spoolRest = (held: Buffer[]): Promise<void> => {
+        spooled.push(path);
+        const inspect = new Transform({
+          transform(chunk: Buffer, _encoding, callback) {
+            const refused = take(chunk);
+            // Before the write: the chunk that would cross the limit or the disk floor is never written.
+            if (refused) {
+              fail(refused);
+              callback(refused);
+              return;
+            }
+            callback(null, chunk);
+          },
         });
-      writes.push(written.then(() => closed));
+        const spool = createWriteStream(path, { mode: 0o600 });
+        // A failed pipeline settles before the spool file's descriptor is closed, and a file
+        // removed while still open keeps its blocks: the space must really be free once it is
+        // discarded (the disk floor reads free space right after).
+        const closed = new Promise<void>((resolve) => spool.once('close', () => resolve()));
+        spool.write(Buffer.concat(held));
+        return pipeline([stream, inspect, spool])
+          .then(() => {
+            if (!failure) files[place] = described(false);
+          })
+          .catch(() => {
+            if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));
+          })
+          .then(() => closed);
+      };
+
+      // A file no larger than its head (a merge's one-page PDF, an icon) stays in memory: most are
+      // never written at all (a merge packs them into its bundle as they are), and those that are
+      // cost one write instead of a stream. A larger one is written to its spool file as it comes.
+      writes.push(new Promise<void>((resolve) => {
+        const held: Buffer[] = [];
+        const onData = (chunk: Buffer): void => {
+          const refused = take(chunk);
+          if (refused) {
+            fail(refused);
+            return;
+          }
+          held.push(chunk);
+          if (size <= HEAD_BYTES) return;
+          // Paused before this handler returns: no chunk flows past until the pipeline reads on.
+          stream.pause();
+          stream.off('data', onData).off('end', onEnd).off('error', onError);
+          resolve(spoolRest(held));
+        };
+        const onEnd = (): void => {
+          if (!failure) files[place] = described(true);
+          resolve();
+        };
+        const onError = (): void => {
+          if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));
+          resolve();
+        };
+        stream.on('data', onData).once('end', onEnd).once('error', onError);
+      }));
     });
 
     parser.on('filesLimit', () => fail(fieldError('file', `at most ${MAX_MERGE_INPUTS} files are merged in one request`)));

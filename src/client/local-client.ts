@@ -12,7 +12,7 @@ import { FormatRegistry } from '../formats/registry.ts';
 import type { AccountRecord } from '../model/account.ts';
 import type { PublicConversion } from '../model/conversion.ts';
 import { defaultServiceConfig, type ServiceConfig } from '../service/config.ts';
-import type { SpooledFile } from '../service/create-request.ts';
+import type { SpooledFile } from '../service/spooled-file.ts';
 import type { ConversionSystem } from '../service/system.ts';
 import { enginesFromFindings, formatCachePath, formatFingerprint, type FoundEngines } from '../engines/findings-cache.ts';
 import type { LocalDataDir } from './local-data-dir.ts';

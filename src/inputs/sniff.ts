@@ -20,22 +20,31 @@ export const HEAD_BYTES = 64 * 1024;
 const TEXT_BYTES = 4096;
 const SVG = /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]/i;
 
+/** A file to sniff: where it is, and its first bytes where they were kept as it was written. */
+export interface SniffSource {
+  path: string;
+  /** The first bytes as the upload was spooled (SpooledFile.head), so that the file is not opened again for them. */
+  head?: Buffer | undefined;
+  /** Its size: with a head this long, the head is the whole file (which may not be on disk at all). */
+  size?: number;
+}
+
 /**
  * Guesses a file's format from its first bytes (one read): magic numbers through file-type, plus
  * SVG, which is text and has none. `named`: the format the file's name says. Where the bytes say
  * a plain zip and the name a zip-based document (docx, ods, epub...), the zip's central directory
  * decides: a document whose first entries are large images is one (file-type looks only at the
- * first entries); a zip without that format's entries stays a zip. `spooledHead`: those bytes as the
- * upload was spooled (SpooledFile.head), so that the file is not opened again for them.
+ * first entries); a zip without that format's entries stays a zip.
  */
-export async function sniffContent(path: string, named?: string, spooledHead?: Buffer): Promise<SniffedContent> {
-  const bytes = spooledHead ?? await readHead(path);
+export async function sniffContent(file: SniffSource, named?: string): Promise<SniffedContent> {
+  const bytes = file.head ?? await readHead(file.path);
   // Imported here, with the first upload: the daemon's start and the CLI's commands do without it.
   const { fileTypeFromBuffer } = await import('file-type');
   const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);
   const head = bytes.subarray(0, TEXT_BYTES).toString('utf8');
   // file-type calls any XML document `xml`, an SVG that opens with `<?xml ...?>` too: look closer.
-  if (detected?.ext === 'zip' && named && await zipHoldsDocument(path, named)) return { format: named, head };
+  const whole = file.head !== undefined && file.head.length === file.size ? file.head : undefined;
+  if (detected?.ext === 'zip' && named && await zipHoldsDocument(whole ?? file.path, named)) return { format: named, head };
   if (detected && detected.ext !== 'xml') return { format: detected.ext, head };
   return { format: SVG.test(head) ? 'svg' : detected?.ext, head };
 }

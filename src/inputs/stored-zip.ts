@@ -42,3 +42,95 @@ export async function storedEntries(zip: Buffer, names: readonly string[]): Prom
   if (missing !== undefined) throw new Error(`entry ${missing} is missing from its bundle`);
   return found;
 }
+
+/** A file of a zip built in memory: its name in the archive and its bytes. */
+export interface StoredZipEntry {
+  name: string;
+  data: Uint8Array;
+}
+
+/** A zip's 32-bit fields and 16-bit counts bound what storedZip builds (no ZIP64). */
+const MAX_STORED_ZIP_BYTES = 0xffff_ffff;
+const MAX_STORED_ZIP_ENTRIES = 0xffff;
+/** Names are UTF-8 (general purpose flag bit 11). */
+const UTF8_NAMES = 0x0800;
+
+/** A Date as MS-DOS time and date, the two 16-bit fields a zip keeps (local time, 2-second steps, from 1980). */
+function dosDateTime(when: Date): { time: number; date: number } {
+  const year = Math.min(Math.max(when.getFullYear(), 1980), 2107);
+  return {
+    time: (when.getHours() << 11) | (when.getMinutes() << 5) | Math.floor(when.getSeconds() / 2),
+    date: ((year - 1980) << 9) | ((when.getMonth() + 1) << 5) | when.getDate(),
+  };
+}
+
+/**
+ * A zip of the entries, each stored as it is, built whole in memory: the bundles and small
+ * results the service writes itself. yazl streams an archive as many small pieces, a header
+ * and the data of each entry one after another; for fifty one-page PDFs that cost more than
+ * the merge's upload. Names are the service's own (never a path from a request).
+ */
+export function storedZip(entries: readonly StoredZipEntry[], modified = new Date()): Buffer {
+  if (entries.length > MAX_STORED_ZIP_ENTRIES) throw new Error(`a zip of ${entries.length} entries needs ZIP64`);
+  const { time, date } = dosDateTime(modified);
+  const names = entries.map((entry) => {
+    if (entry.name === '' || entry.name.startsWith('/') || entry.name.includes('\\') || entry.name.split('/').includes('..')) throw new Error(`not a zip entry name: ${entry.name}`);
+    return Buffer.from(entry.name, 'utf8');
+  });
+  const localBytes = entries.reduce((sum, entry, index) => sum + 30 + names[index]!.length + entry.data.length, 0);
+  const centralBytes = names.reduce((sum, name) => sum + 46 + name.length, 0);
+  if (localBytes + centralBytes + 22 > MAX_STORED_ZIP_BYTES) throw new Error('a zip over 4 GiB needs ZIP64');
+  const zip = Buffer.allocUnsafe(localBytes + centralBytes + 22);
+  let at = 0;
+  let central = localBytes;
+  for (const [index, entry] of entries.entries()) {
+    const name = names[index]!;
+    const crc = crc32(entry.data);
+    const size = entry.data.length;
+    // The local header: version 2.0, UTF-8 names, stored, sizes known (no data descriptor).
+    zip.writeUInt32LE(0x04034b50, at);
+    zip.writeUInt16LE(20, at + 4);
+    zip.writeUInt16LE(UTF8_NAMES, at + 6);
+    zip.writeUInt16LE(0, at + 8);
+    zip.writeUInt16LE(time, at + 10);
+    zip.writeUInt16LE(date, at + 12);
+    zip.writeUInt32LE(crc, at + 14);
+    zip.writeUInt32LE(size, at + 18);
+    zip.writeUInt32LE(size, at + 22);
+    zip.writeUInt16LE(name.length, at + 26);
+    zip.writeUInt16LE(0, at + 28);
+    name.copy(zip, at + 30);
+    zip.set(entry.data, at + 30 + name.length);
+    // Its central directory record: the same facts, where its local header is, a plain file (0644).
+    zip.writeUInt32LE(0x02014b50, central);
+    zip.writeUInt16LE((3 << 8) | 20, central + 4);
+    zip.writeUInt16LE(20, central + 6);
+    zip.writeUInt16LE(UTF8_NAMES, central + 8);
+    zip.writeUInt16LE(0, central + 10);
+    zip.writeUInt16LE(time, central + 12);
+    zip.writeUInt16LE(date, central + 14);
+    zip.writeUInt32LE(crc, central + 16);
+    zip.writeUInt32LE(size, central + 20);
+    zip.writeUInt32LE(size, central + 24);
+    zip.writeUInt16LE(name.length, central + 28);
+    zip.writeUInt16LE(0, central + 30);
+    zip.writeUInt16LE(0, central + 32);
+    zip.writeUInt16LE(0, central + 34);
+    zip.writeUInt16LE(0, central + 36);
+    zip.writeUInt32LE((0o100644 << 16) >>> 0, central + 38);
+    zip.writeUInt32LE(at, central + 42);
+    name.copy(zip, central + 46);
+    at += 30 + name.length + size;
+    central += 46 + name.length;
+  }
+  // The end of the central directory: one disk, the entries, where the directory is.
+  zip.writeUInt32LE(0x06054b50, central);
+  zip.writeUInt16LE(0, central + 4);
+  zip.writeUInt16LE(0, central + 6);
+  zip.writeUInt16LE(entries.length, central + 8);
+  zip.writeUInt16LE(entries.length, central + 10);
+  zip.writeUInt32LE(centralBytes, central + 12);
+  zip.writeUInt32LE(localBytes, central + 16);
+  zip.writeUInt16LE(0, central + 20);
+  return zip;
+}

@@ -22,19 +22,21 @@ const MARKERS: Record<string, string[]> = {
 const MAX_ENTRIES = 20_000;
 
 const openZip = promisify(yauzl.open) as (path: string, options: yauzl.Options) => Promise<ZipFile>;
+const openZipBuffer = promisify(yauzl.fromBuffer) as (buffer: Buffer, options: yauzl.Options) => Promise<ZipFile>;
 
 /**
- * Whether the zip at `path` holds the entries of a `format` document, wherever they are in it.
+ * Whether the zip (at a path, or all of it in memory) holds the entries of a `format` document, wherever they are in it.
  * file-type reads a zip's entries in order from the first bytes, and calls it a plain zip when a
  * pptx puts large images before its `[Content_Types].xml`: the central directory, at the end,
  * lists every entry's name. Entries are not unpacked. False for a zip that cannot be read.
  */
-export async function zipHoldsDocument(path: string, format: string): Promise<boolean> {
+export async function zipHoldsDocument(zipFile: string | Buffer, format: string): Promise<boolean> {
   const wanted = MARKERS[format];
   if (!wanted) return false;
   let zip: ZipFile;
   try {
-    zip = await openZip(path, { lazyEntries: true, autoClose: false, decodeStrings: true, validateEntrySizes: false, strictFileNames: false });
+    const options = { lazyEntries: true, autoClose: false, decodeStrings: true, validateEntrySizes: false, strictFileNames: false };
+    zip = typeof zipFile === 'string' ? await openZip(zipFile, options) : await openZipBuffer(zipFile, options);
   } catch {
     return false;
   }

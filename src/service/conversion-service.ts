@@ -17,6 +17,7 @@ import type { ServiceConfig } from './config.ts';
 import { conversionCost } from './credits.ts';
 import { creditCost, markImageFiles, mergeInputFiles, packMergeInputs } from './merge-bundle.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
+import { spooledOnDisk, spooledPath } from './spooled-file.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from '../model/ids.ts';
 import { PublicJsonCache } from './public-json-cache.ts';
@@ -133,7 +134,7 @@ export class ConversionService {
       if (request.merge && request.merge.length > plan.max_inputs) {
         throw validationError({ file: { reason: 'invalid_value', params: { text: `${request.merge.length} files; at most ${plan.max_inputs} are merged on the ${plan.name} plan` } } });
       }
-      if (request.input.kind === 'file' && !request.merge) await checkPageCap(this.registry, request.pair, request.input.file.path, plan);
+      if (request.input.kind === 'file' && !request.merge) await checkPageCap(this.registry, request.pair, await spooledPath(request.input.file), plan);
       const inputs = request.merge ? mergeInputFiles(request.merge) : undefined;
       const inputSize = inputs ? inputs.reduce((sum, one) => sum + one.size, 0) : request.input.kind === 'file' ? request.input.file.size : null;
       const cost = plan.credits_type === 'unmetered' ? 0 : creditCost(this.registry, request.pair, inputSize, inputs);
@@ -143,7 +144,7 @@ export class ConversionService {
         // One stored input as any conversion's: the files in a zip, each spool file gone once in it.
         const bundle = await packMergeInputs(this.blobs, request.merge, request.markImages);
         // The files sent, and those unpacked from a zip that was sent.
-        for (const path of new Set([...input.files, ...request.merge.map((one) => one.file)].map((file) => file.path))) await this.blobs.discardSpool(path);
+        for (const file of new Set([...input.files, ...request.merge.map((one) => one.file)])) if (spooledOnDisk(file)) await this.blobs.discardSpool(file.path);
         await this.blobs.adoptInput(id, bundle).catch(async (error: unknown) => {
           await this.blobs.discardSpool(bundle);
           throw error;
@@ -153,7 +154,7 @@ export class ConversionService {
         // Before the account's lock: into a bucket this takes as long as the file, and the lock
         // (in PostgreSQL a transaction on a pooled connection) must not wait for it. Removed
         // again below when the submission is refused or replayed.
-        await this.blobs.adoptInput(id, request.input.file.path);
+        await this.blobs.adoptInput(id, await spooledPath(request.input.file));
         adopted = id;
       }
 
@@ -209,7 +210,7 @@ export class ConversionService {
       return outcome;
     } finally {
       hold?.release();
-      if (adopted === null) for (const path of [...input.files.map((file) => file.path), ...unpacked]) await this.blobs.discardSpool(path);
+      if (adopted === null) for (const path of [...input.files.filter(spooledOnDisk).map((file) => file.path), ...unpacked]) await this.blobs.discardSpool(path);
       else if (!kept) await this.blobs.delete('inputs', adopted).catch(() => undefined);
     }
   }

@@ -9,21 +9,9 @@ import type { ConversionOptions } from '../model/conversion.ts';
 import { cleanFileName, extensionOf } from '../inputs/file-name.ts';
 import { nameFromUrl } from '../inputs/url-name.ts';
 import { looksLikeTable, sniffContent } from '../inputs/sniff.ts';
+import { spooledPath, type SpooledFile } from './spooled-file.ts';
 import type { ZipMergeOutcome } from '../inputs/zip-merge.ts';
 import { checkCallbackUrl } from '../webhooks/callback-url.ts';
-
-/** An upload already streamed to disk by the face that received it. */
-export interface SpooledFile {
-  path: string;
-  size: number;
-  sha256: string;
-  filename: string | null;
-  /**
-   * The first bytes (HEAD_BYTES, or all of a smaller file) as the face wrote them: the content is
-   * sniffed from these without opening the file again. Unset: read from the file.
-   */
-  head?: Buffer;
-}
 
 /**
  * The raw conversion request, as any face received it (strings from forms, typed
@@ -313,7 +301,7 @@ function namedFiles(input: CreateRequestInput, fileOptions: ReadonlySet<string>,
 async function checkMarkImages(named: readonly { option: string; file: SpooledFile; name: string }[], registry: FormatRegistry): Promise<MarkImageInput[]> {
   const images: MarkImageInput[] = [];
   for (const one of named) {
-    const sniffed = (await sniffContent(one.file.path, undefined, one.file.head)).format;
+    const sniffed = (await sniffContent(one.file)).format;
     // file-type's names (tif) as the registry's (tiff).
     const format = sniffed === undefined ? undefined : registry.normalize(sniffed) ?? sniffed;
     if (format === undefined || !MARK_IMAGE_FORMATS.has(format)) throw fieldError(`options.${one.option}`, `${one.name} is not a PNG, JPEG, WebP, GIF or TIFF image${sniffed ? ` (it is ${sniffed})` : ''}`);
@@ -347,7 +335,7 @@ async function resolveSource(
   const extension = extensionOf(originalName)?.toLowerCase();
   const fromName = extension ? registry.normalize(extension) : undefined;
   if (file) {
-    const sniffed = await sniffContent(file.path, fromName, file.head);
+    const sniffed = await sniffContent(file, fromName);
     const sniffedFormat = sniffed.format ?? (fromName === 'json' && looksLikeTable(sniffed.head) ? 'csv' : undefined);
     const known = sniffedFormat ? registry.normalize(sniffedFormat) : undefined;
     const content = known ?? sniffedFormat;
@@ -399,7 +387,7 @@ async function mergeInputs(files: SpooledFile[], registry: FormatRegistry, optio
  * request is refused.
  */
 async function zipMerge(zip: SpooledFile, zipName: string, registry: FormatRegistry, options: Record<string, unknown>, unpack: NonNullable<RequestRules['unpackZip']>): Promise<MergeInput[] | undefined> {
-  const outcome = await unpack(zip.path);
+  const outcome = await unpack(await spooledPath(zip));
   if (outcome.kind === 'page') return undefined;
   if (outcome.kind === 'refused') throw validationError({ file: { reason: 'invalid_value', params: { text: `${zipName}: ${outcome.reason}` } } });
   const files: SpooledFile[] = outcome.files.map((file, index) => ({ path: file.path, size: file.size, sha256: `${zip.sha256}:${index}`, filename: file.name }));

@@ -4,7 +4,8 @@ import type { ConversionPair } from '../engines/pairs.ts';
 import type { ConversionInputFile, MarkImageFile } from '../model/conversion.ts';
 import type { BlobStore } from '../store/blob-store.ts';
 import { conversionCost } from './credits.ts';
-import type { MarkImageInput, MergeInput, SpooledFile } from './create-request.ts';
+import type { MarkImageInput, MergeInput } from './create-request.ts';
+import type { SpooledFile } from './spooled-file.ts';
 
 /** A merge's files (and images to draw) in one zip in the spool: the stored input, one blob as any conversion's. */
 export async function packMergeInputs(blobs: BlobStore, inputs: readonly MergeInput[], marks: readonly MarkImageInput[] = []): Promise<string> {

@@ -79,7 +79,8 @@ describe('limits checked before the body', () => {
     const inFlight = [await RawRequest.post(free, headers), await RawRequest.post(free, headers)];
     for (const upload of inFlight) {
       await upload.write(multipartHead({ target: 'webp' }, 'slow.png'));
-      await upload.write(Buffer.alloc(64 * 1024, 1));
+      // Past the first 64 KiB, which an upload holds in memory: from there on its spool file is there to see.
+      await upload.write(Buffer.alloc(96 * 1024, 1));
     }
     // Both passed their pre-check: their files are being spooled.
     await waitFor(async () => (await spoolFiles(daemon.dataDir)).length === 2, 5000, 'two uploads spooling');
@@ -216,7 +217,7 @@ describe(`the disk floor (${FLOOR_MB} MiB) on a 64 MiB data dir`, { skip: disk.s
     // 20 MiB fits on its own...
     const first = await RawRequest.post(accounts.diskA!, headers(20 * MIB));
     await first.write(multipartHead({ target: 'webp' }, 'first.png'));
-    await first.write(Buffer.alloc(64 * 1024, 1));
+    await first.write(Buffer.alloc(96 * 1024, 1));
     await waitFor(async () => (await spoolFiles(disk.dir!)).length === 1, 2000, 'the first upload to be spooling');
     try {
       // ...but not beside another 20 MiB still to come, whoever announced it.

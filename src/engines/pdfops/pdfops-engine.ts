@@ -84,23 +84,28 @@ export function createPdfOperationsEngine(settings: PdfOperationsOptions = {}): 
     async convert(job: EngineJob): Promise<EngineOutput> {
       job.signal.throwIfAborted();
       if (job.source !== 'pdf') throw new ConversionFailure('conversion_failed', `The pdfops engine has no source ${job.source}.`);
-      const scratch = await mkdtemp(join(dirname(job.outputPath), 'pdfops-'));
+      // Made when a step first writes a file of its own: a merge in one run never does.
+      let made: Promise<string> | undefined;
+      const scratch: Scratch = (name) => (made ??= mkdtemp(join(dirname(job.outputPath), 'pdfops-'))).then((directory) => join(directory, name));
       try {
         if (job.target === 'json') return await describe(job, scratch);
         if (job.target === 'pdf') return await operate(job, scratch, pdfa, settings);
         throw new ConversionFailure('conversion_failed', `The pdfops engine has no target ${job.target}.`);
       } finally {
-        await rm(scratch, { recursive: true, force: true });
+        if (made) await made.then((directory) => rm(directory, { recursive: true, force: true }), () => undefined);
       }
     },
   };
 }
 
+/** A path for `name` in the run's own scratch folder (made with the first). */
+type Scratch = (name: string) => Promise<string>;
+
 /** pdf-lib, loaded with the first conversion that draws or reads (a merge or a compression never does). */
 const loadPdf = async (path: string): Promise<PDFDocument> => (await import('pdf-lib')).PDFDocument.load(await readFile(path), { updateMetadata: false });
 
 /** pdf -> pdf: each step the options ask for, in the fixed order formats.ts documents. */
-async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccProfile: string } | undefined, settings: PdfOperationsOptions): Promise<EngineOutput> {
+async function operate(job: EngineJob, scratch: Scratch, pdfa: { gs: string; iccProfile: string } | undefined, settings: PdfOperationsOptions): Promise<EngineOutput> {
   const { options, signal } = job;
   job.onProgress(0);
   const hasPassword = typeof options.password === 'string';
@@ -116,22 +121,28 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
   // Nothing between the first qpdf run and the last (no drawing, no PDF/A, no split): one run
   // does both. Each run costs qpdf's start, about 50 ms, beside 100 ms for 50 pages.
   const oneRun = !drawing && level === undefined && !asksForSplit(options);
-  const bundled = job.bundledInputs ? await bundledSources(job.inputPath, job.bundledInputs, scratch) : undefined;
-  const sources: PageSource[] | undefined = bundled ? [bundled.primary, ...bundled.inMemory] : job.inputPaths;
-  let current = bundled?.primary ?? job.inputPaths?.[0] ?? job.inputPath;
+  const bundled = job.bundledInputs ? await bundledPdfs(job.inputPath, job.bundledInputs) : undefined;
+  const sources: PageSource[] | undefined = bundled ?? job.inputPaths;
+  let current = job.inputPaths?.[0] ?? job.inputPath;
+  if (bundled?.length === 1) {
+    // One PDF with images to draw: the steps below take it from a file.
+    current = await scratch('input.pdf');
+    await writeFile(current, bundled[0]!.data);
+  }
   if (sources && sources.length > 1) {
+    const [primary, ...others] = sources as [PageSource, ...PageSource[]];
     // A merge: the files' pages in order, the first file's document information kept. The first
     // file is qpdf's primary input, opened with the top-level password; the others with theirs.
     const password = hasPassword ? String(options.password) : undefined;
     const merging = ['--decrypt', ...(password === undefined ? [] : [`--password=${password}`]), ...pagesFromFiles(sources, password)];
-    const memory = bundled?.inMemory ?? [];
+    const memory = others.filter((source): source is MemoryFile => typeof source !== 'string');
     if (oneRun && !needsOpening(options)) {
       job.onProgress(50);
-      await qpdfPass(withFinishing(merging, finishing), current, job.outputPath, signal, hasPassword, memory);
+      await qpdfPass(withFinishing(merging, finishing), primary, job.outputPath, signal, hasPassword, memory);
       return finished(job, false, []);
     }
-    const merged = join(scratch, 'merged.pdf');
-    await qpdfPass(merging, current, merged, signal, hasPassword, memory);
+    const merged = await scratch('merged.pdf');
+    await qpdfPass(merging, primary, merged, signal, hasPassword, memory);
     current = merged;
   }
   if (needsOpening(options) && oneRun) {
@@ -140,7 +151,7 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
     return finished(job, false, []);
   }
   if (needsOpening(options) || drawing || level !== undefined) {
-    const opened = join(scratch, 'opened.pdf');
+    const opened = await scratch('opened.pdf');
     await qpdfPass(openingArguments(options), current, opened, signal, hasPassword);
     current = opened;
   }
@@ -152,13 +163,13 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
     applyMetadata(doc, options);
     if (accessible) makePdfUa(doc);
     if (drawing) {
-      const marked = join(scratch, 'marked.pdf');
+      const marked = await scratch('marked.pdf');
       await writeFile(marked, await doc.save({ useObjectStreams: false, updateFieldAppearances: false }));
       current = marked;
     }
     if (level !== undefined && pdfa !== undefined) {
       job.onProgress(75);
-      const archival = join(scratch, 'pdfa.pdf');
+      const archival = await scratch('pdfa.pdf');
       warnings = await makePdfa({
         ...pdfa, level, info: readInfo(doc), inputPath: current, outputPath: archival, signal, timeLimitMs: job.timeLimitMs, memoryLimitMb: settings.processMemoryMb,
       });
@@ -178,14 +189,12 @@ async function operate(job: EngineJob, scratch: string, pdfa: { gs: string; iccP
 }
 
 /**
- * A merge's PDFs read from their stored bundle: the first written to the scratch folder (qpdf's
- * primary input, whose document information the merge keeps), the others handed to qpdf in memory.
+ * A merge's PDFs read from their stored bundle, each handed to qpdf in memory: none is written to
+ * a file of its own (the first is qpdf's primary input, whose document information the merge keeps).
  */
-async function bundledSources(bundle: string, names: readonly string[], scratch: string): Promise<{ primary: string; inMemory: MemoryFile[] }> {
+async function bundledPdfs(bundle: string, names: readonly string[]): Promise<MemoryFile[]> {
   const entries = await storedEntries(await readFile(bundle), names);
-  const primary = join(scratch, 'first.pdf');
-  await writeFile(primary, entries.get(names[0]!)!);
-  return { primary, inMemory: names.slice(1).map((name) => ({ name, data: entries.get(name)! })) };
+  return names.map((name) => ({ name, data: entries.get(name)! }));
 }
 
 /** A first run's arguments with the last run's: decrypted as it opens, unless the result is encrypted again. */
@@ -210,10 +219,10 @@ async function finished(job: EngineJob, archive: boolean, warnings: ConversionWa
  * be: qpdf's own --split-pages drops the Info dictionary), in order; undefined when no split was
  * asked for.
  */
-async function splitParts(job: EngineJob, scratch: string, current: string, finishing: string[], hasPassword: boolean): Promise<ArchiveEntry[] | undefined> {
+async function splitParts(job: EngineJob, scratch: Scratch, current: string, finishing: string[], hasPassword: boolean): Promise<ArchiveEntry[] | undefined> {
   const { split_every: every, split_ranges: listed } = job.options;
   if (typeof every !== 'number' && typeof listed !== 'string') return undefined;
-  const directory = join(scratch, 'parts');
+  const directory = await scratch('parts');
   await mkdir(directory);
   let ranges: string[];
   if (typeof every === 'number') {
@@ -243,7 +252,7 @@ async function splitParts(job: EngineJob, scratch: string, current: string, fini
   return entries;
 }
 /** pdf -> json: pages, their sizes, the document information, encryption, tags, fields, PDF/A. */
-async function describe(job: EngineJob, scratch: string): Promise<EngineOutput> {
+async function describe(job: EngineJob, scratch: Scratch): Promise<EngineOutput> {
   job.onProgress(0);
   let doc: PDFDocument;
   try {
@@ -254,7 +263,7 @@ async function describe(job: EngineJob, scratch: string): Promise<EngineOutput> 
   const encrypted = doc.isEncrypted;
   if (encrypted) {
     // Its strings (the title, ...) are encrypted too: read them from a decrypted copy.
-    const opened = join(scratch, 'opened.pdf');
+    const opened = await scratch('opened.pdf');
     await qpdfPass(openingArguments({ ...(typeof job.options.password === 'string' ? { password: job.options.password } : {}) }), job.inputPath, opened, job.signal, typeof job.options.password === 'string');
     doc = await loadPdf(opened);
   }

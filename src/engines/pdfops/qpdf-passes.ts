@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionOptions } from '../../model/conversion.ts';
-import { runQpdf, type MemoryFile } from './qpdf.ts';
+import { runQpdf, type MemoryFile, type PageSource } from './qpdf.ts';
 
 /** qpdf options of each pdf -> pdf variant. */
 const VARIANT_OPTIONS: Record<string, string[]> = {
@@ -68,8 +68,8 @@ export function finishingArguments(variant: string | null, options: ConversionOp
  * Runs one qpdf pass; its failures become the job's: a file qpdf cannot read or had to repair
  * is input_invalid, as is a password that is missing or wrong and a page the file does not have.
  */
-export async function qpdfPass(args: string[], inputPath: string, outputPath: string | null, signal: AbortSignal, hasPassword: boolean, memory: readonly MemoryFile[] = []): Promise<string[]> {
-  const result = await runQpdf(args, inputPath, outputPath, signal, memory);
+export async function qpdfPass(args: string[], input: PageSource, outputPath: string | null, signal: AbortSignal, hasPassword: boolean, memory: readonly MemoryFile[] = []): Promise<string[]> {
+  const result = await runQpdf(args, input, outputPath, signal, memory);
   const lines = result.messages.filter((line) => line.trim().length > 0);
   const detail = lines.slice(-3).join(' | ');
   if (lines.some((line) => /invalid password/i.test(line))) {

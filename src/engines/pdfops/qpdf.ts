@@ -22,8 +22,8 @@ const messages = [];
 const collect = (...parts) => messages.push(parts.join(' '));
 console.log = collect; console.error = collect; console.warn = collect; console.info = collect;
 require(workerData.modulePath)({}).then((qpdf) => {
-  qpdf.FS.mkdir('/in'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.inputDir }, '/in');
-  qpdf.FS.mkdir('/out'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.outputDir }, '/out');
+  if (workerData.inputDir !== null) { qpdf.FS.mkdir('/in'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.inputDir }, '/in'); }
+  if (workerData.outputDir !== null) { qpdf.FS.mkdir('/out'); qpdf.FS.mount(qpdf.NODEFS, { root: workerData.outputDir }, '/out'); }
   qpdf.FS.mkdir('/mem');
   for (const file of workerData.memory) qpdf.FS.writeFile('/mem/' + file.name, file.data);
   let code;
@@ -51,23 +51,31 @@ export interface MemoryFile {
   data: Uint8Array;
 }
 
+/** A file handed to qpdf in memory, or one on disk: where qpdf's worker sees it. */
+function workerPath(source: PageSource, mount: '/in' | '/out'): string {
+  return typeof source === 'string' ? `${mount}/${basename(source)}` : `/mem/${source.name}`;
+}
+
 /**
  * Runs `qpdf [options] input output` in a worker thread (qpdf's main is synchronous and would
  * block the event loop); `qpdf [options] input` when `outputPath` is null (a question such as
- * --show-npages, answered in the messages). `memory`: files the options take pages from as
+ * --show-npages, answered in the messages). The input is a file, or one handed over in memory
+ * (then nothing of its directory is mounted). `memory`: files the options take pages from as
  * /mem/<name> (pagesFromFiles). Abort terminates the worker at once and rejects with the
  * signal's reason.
  */
-export function runQpdf(options: string[], inputPath: string, outputPath: string | null, signal: AbortSignal, memory: readonly MemoryFile[] = []): Promise<QpdfResult> {
+export function runQpdf(options: string[], input: PageSource, outputPath: string | null, signal: AbortSignal, memory: readonly MemoryFile[] = []): Promise<QpdfResult> {
   if (signal.aborted) return Promise.reject(signal.reason);
+  const inputName = workerPath(input, '/in');
+  const outputName = outputPath === null ? null : workerPath(outputPath, '/out');
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       modulePath: qpdfModulePath(),
-      inputDir: dirname(inputPath),
-      outputDir: dirname(outputPath ?? inputPath),
-      memory,
-      args: [...options, `/in/${basename(inputPath)}`, ...(outputPath === null ? [] : [`/out/${basename(outputPath)}`])],
+      inputDir: typeof input === 'string' ? dirname(input) : null,
+      outputDir: outputPath === null ? null : dirname(outputPath),
+      memory: typeof input === 'string' ? memory : [input, ...memory],
+      args: [...options, inputName, ...(outputName === null ? [] : [outputName])],
     },
   });
   return new Promise<QpdfResult>((resolve, reject) => {
@@ -82,9 +90,10 @@ export function runQpdf(options: string[], inputPath: string, outputPath: string
     const onAbort = (): void => void worker.terminate();
     signal.addEventListener('abort', onAbort, { once: true });
     worker.once('message', (message: { code: number; messages: string[] }) => {
-      const clean = message.messages.map((line) =>
-        line.split(`/in/${basename(inputPath)}`).join('input').split(`/out/${basename(outputPath ?? inputPath)}`).join('output').replace(/^\[worker eval\]:\s*/, ''),
-      );
+      const clean = message.messages.map((line) => {
+        const named = line.split(inputName).join('input');
+        return (outputName === null ? named : named.split(outputName).join('output')).replace(/^\[worker eval\]:\s*/, '');
+      });
       // The result is in: settle before terminate(), whose 'exit' would otherwise look like a crash.
       finish(() => resolve({ code: message.code, messages: clean }));
       void worker.terminate();
@@ -100,12 +109,13 @@ export type PageSource = string | MemoryFile;
 /**
  * The arguments that take pages from several files, for a run whose input is the first of them:
  * inside qpdf's worker the input's directory is /in, so every file on disk must be in that
- * directory; files in memory are /mem/<name>.
+ * directory (and the input on disk); files in memory are /mem/<name>.
  */
 export function pagesFromFiles(sources: readonly PageSource[], password?: string): string[] {
   const onDisk = sources.filter((source): source is string => typeof source === 'string');
+  if (onDisk.length > 0 && typeof sources[0] !== 'string') throw new Error('files on disk are taken pages from only beside an input on disk');
   if (onDisk.some((path) => dirname(path) !== dirname(onDisk[0]!))) throw new Error('the files to take pages from must share a directory');
-  return pagesFrom(sources.map((source) => (typeof source === 'string' ? `/in/${basename(source)}` : `/mem/${source.name}`)), password);
+  return pagesFrom(sources.map((source) => workerPath(source, '/in')), password);
 }
 
 /** `--pages` with every page of each of these files (as qpdf's worker sees them). */

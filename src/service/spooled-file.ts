@@ -1,0 +1,39 @@
+import { writeFile } from 'node:fs/promises';
+
+/** An upload as the face that received it spooled it: on disk, or (a small one) still in memory. */
+export interface SpooledFile {
+  path: string;
+  size: number;
+  sha256: string;
+  filename: string | null;
+  /**
+   * The first bytes (HEAD_BYTES, or all of a smaller file) as the face wrote them: the content is
+   * sniffed from these without opening the file again. Unset: read from the file.
+   */
+  head?: Buffer;
+  /**
+   * Set when the whole file is `head` and nothing is at `path` yet: whoever needs the file on
+   * disk asks spooledPath() for it (a merge's inputs go into its bundle from memory).
+   */
+  inMemory?: boolean;
+}
+
+/** The writes of files held in memory, each made once however many ask for its path. */
+const written = new WeakMap<SpooledFile, Promise<string>>();
+
+/** The file's path, with the file there: one held in memory (SpooledFile.inMemory) is written first. */
+export function spooledPath(file: SpooledFile): Promise<string> {
+  if (!file.inMemory) return Promise.resolve(file.path);
+  let write = written.get(file);
+  if (!write) {
+    if (!file.head || file.head.length !== file.size) return Promise.reject(new Error('a file held in memory without its bytes'));
+    write = writeFile(file.path, file.head, { mode: 0o600, flag: 'wx' }).then(() => file.path);
+    written.set(file, write);
+  }
+  return write;
+}
+
+/** Whether the file may be on disk (to remove once done with): false for one only ever in memory. */
+export function spooledOnDisk(file: SpooledFile): boolean {
+  return !file.inMemory || written.has(file);
+}
