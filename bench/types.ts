@@ -10,3 +10,10 @@ export interface BenchResult {
   /** Anything that makes the figure invalid or needs a second look. */
   notes: string[];
 }
+
+/**
+ * What the service may spend of its own CPU per conversion around the engine (the daemon's work:
+ * the upload, the store, the hand-offs, the download), printed by the benches of single
+ * conversions beside their ratio.
+ */
+export const SERVICE_CPU_TARGET_MS = 3;

@@ -367,8 +367,20 @@ export class ConversionService {
     return ended;
   }
 
+  /** The time as ISO 8601, made once per millisecond: every poll compares it with the result's expiry (toISOString formats through printf). */
+  private isoAt = Number.NaN;
+  private iso = '';
+  private nowIso(): string {
+    const now = this.now().getTime();
+    if (now !== this.isoAt) {
+      this.isoAt = now;
+      this.iso = new Date(now).toISOString();
+    }
+    return this.iso;
+  }
+
   private async expireIfDue(record: ConversionRecord): Promise<ConversionRecord> {
-    if (record.status !== 'succeeded' || !record.result || record.result.expires_at > this.now().toISOString()) return record;
+    if (record.status !== 'succeeded' || !record.result || record.result.expires_at > this.nowIso()) return record;
     return this.expire(record.id);
   }
 

@@ -251,20 +251,26 @@ describe('/metrics and the log lines move with traffic', () => {
     assert.equal(now.delta('retrying'), 5, 'five failed attempts with another one scheduled, then the sixth gives up');
   });
 
-  it('logs one JSON line per request (route pattern, no key) and one per state change', async () => {
+  it('logs one JSON line per request (route pattern, no key; an answered poll only at debug) and one per state change', async () => {
     const { body } = await call(daemon, '/v1/conversions', { method: 'POST', body: pngUpload(await smallPng(), 'logged.png', { target: 'webp', wait: '20' }) });
     await call(daemon, `/v1/conversions/${body.id}`);
+    const missing = 'cnv_01m8tq83n7wva311mhtxdc474w';
+    assert.equal((await call(daemon, `/v1/conversions/${missing}`)).status, 404);
     await new Promise((resolve) => setTimeout(resolve, 100));
     const logs = daemon.logs();
     const requests = logs.filter((l) => l.event === 'request');
-    const get = requests.find((l) => l.route === '/v1/conversions/:id' && l.status === 200);
-    assert.ok(get, 'a request line with the route pattern, not the id');
-    assert.equal(get.method, 'GET');
-    assert.equal(get.account, daemon.accountId);
-    assert.equal(get.client, '127.0.0.1');
-    assert.equal(typeof get.duration_ms, 'number');
-    assert.equal(get.level, 'info');
-    assert.ok(requests.some((l) => l.route === '/v1/conversions' && l.method === 'POST' && l.status === 200));
+    const post = requests.find((l) => l.route === '/v1/conversions' && l.method === 'POST' && l.status === 200);
+    assert.ok(post, 'a request line with the route pattern');
+    assert.equal(post.account, daemon.accountId);
+    assert.equal(post.client, '127.0.0.1');
+    assert.equal(typeof post.duration_ms, 'number');
+    assert.equal(post.level, 'info');
+    // A waiting client's polls are counted by the metrics, not logged at info; a poll that fails is.
+    assert.ok(!requests.some((l) => l.route === '/v1/conversions/:id' && l.method === 'GET' && l.status === 200), 'no line for an answered poll at info');
+    const failed = requests.find((l) => l.route === '/v1/conversions/:id' && l.status === 404);
+    assert.ok(failed, 'a line for a poll that failed, with the route pattern, not the id');
+    assert.equal(failed.method, 'GET');
+    assert.equal(failed.level, 'info');
     const lines = daemon.stderr().split('\n').filter((line) => line.startsWith('{'));
     assert.ok(lines.every((line) => !line.includes(daemon.apiKey) && !line.includes('cvk_')), 'no key in any log line');
     const states = logs.filter((l) => l.event === 'conversion' && l.id === body.id).map((l) => `${l.from}->${l.to}`);
@@ -351,15 +357,23 @@ describe('/metrics on an address of its own, behind a token', () => {
     assert.ok(!daemon.logs().some((l) => l.event === 'metrics.not_served'), 'no warning: /metrics has an address of its own');
   });
 
-  it('logs at the level asked for: --log-level warn drops request lines', async () => {
+  it('logs at the level asked for: --log-level warn drops request lines, debug adds the answered polls', async () => {
     const quiet = await startConvd({ args: ['--log-level', 'warn'] });
+    const chatty = await startConvd({ args: ['--log-level', 'debug'] });
     try {
       await call(quiet, '/v1/account');
+      const { body } = await call(chatty, '/v1/conversions', { method: 'POST', body: pngUpload(await smallPng(), 'polled.png', { target: 'webp', wait: '20' }) });
+      assert.equal((await call(chatty, `/v1/conversions/${body.id}`)).status, 200);
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(quiet.logs().filter((l) => l.event === 'request').length, 0);
       assert.ok(quiet.logs().some((l) => l.event === 'started'), 'lifecycle lines stay');
+      const poll = chatty.logs().find((l) => l.event === 'request' && l.route === '/v1/conversions/:id' && l.status === 200);
+      assert.ok(poll, 'the answered poll at debug');
+      assert.equal(poll.level, 'debug');
+      assert.equal(poll.method, 'GET');
+      assert.equal(poll.account, chatty.accountId);
     } finally {
-      await quiet.dispose();
+      await Promise.all([quiet.dispose(), chatty.dispose()]);
     }
   });
 });
