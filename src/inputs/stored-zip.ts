@@ -1,5 +1,5 @@
 import { crc32 } from 'node:zlib';
-import { fromBuffer as zipFromBuffer, type Entry, type ZipFile } from 'yauzl';
+import { fromBuffer as zipFromBuffer, type Entry, type Options, type ZipFile } from 'yauzl';
 import { nextEntry } from './zip-entries.ts';
 
 /**
@@ -18,9 +18,9 @@ export function storedData(zip: Buffer, entry: Entry): Buffer | undefined {
   return data;
 }
 
-/** A zip held in memory, opened by yauzl (its central directory read and checked). */
-export function openZipBuffer(zip: Buffer): Promise<ZipFile> {
-  return new Promise((resolve, reject) => zipFromBuffer(zip, { lazyEntries: true }, (error, file) => (error ? reject(error) : resolve(file))));
+/** A zip held in memory, opened by yauzl (its central directory read and checked); entries read one by one unless `options` say otherwise. */
+export function openZipBuffer(zip: Buffer, options: Options = { lazyEntries: true }): Promise<ZipFile> {
+  return new Promise((resolve, reject) => zipFromBuffer(zip, options, (error, file) => (error ? reject(error) : resolve(file))));
 }
 
 /** The named entries of a zip in memory, each stored: name -> bytes. An entry missing, or not stored, is an error. */
@@ -65,6 +65,24 @@ function dosDateTime(when: Date): { time: number; date: number } {
 }
 
 /**
+ * The 26 bytes a local header and a central directory record share, from `at`: version 2.0
+ * needed, UTF-8 names, stored, the time, the CRC-32, both sizes (known: no data descriptor), the
+ * name's length, no extra field.
+ */
+function writeEntryFacts(zip: Buffer, at: number, facts: { crc: number; size: number; nameLength: number; time: number; date: number }): void {
+  zip.writeUInt16LE(20, at);
+  zip.writeUInt16LE(UTF8_NAMES, at + 2);
+  zip.writeUInt16LE(0, at + 4);
+  zip.writeUInt16LE(facts.time, at + 6);
+  zip.writeUInt16LE(facts.date, at + 8);
+  zip.writeUInt32LE(facts.crc, at + 10);
+  zip.writeUInt32LE(facts.size, at + 14);
+  zip.writeUInt32LE(facts.size, at + 18);
+  zip.writeUInt16LE(facts.nameLength, at + 22);
+  zip.writeUInt16LE(0, at + 24);
+}
+
+/**
  * A zip of the entries, each stored as it is, built whole in memory: the bundles and small
  * results the service writes itself. yazl streams an archive as many small pieces, a header
  * and the data of each entry one after another; for fifty one-page PDFs that cost more than
@@ -87,33 +105,16 @@ export function storedZip(entries: readonly StoredZipEntry[], modified = new Dat
     const name = names[index]!;
     const crc = crc32(entry.data);
     const size = entry.data.length;
-    // The local header: version 2.0, UTF-8 names, stored, sizes known (no data descriptor).
+    const facts = { crc, size, nameLength: name.length, time, date };
+    // The local header: its signature, then the entry's facts.
     zip.writeUInt32LE(0x04034b50, at);
-    zip.writeUInt16LE(20, at + 4);
-    zip.writeUInt16LE(UTF8_NAMES, at + 6);
-    zip.writeUInt16LE(0, at + 8);
-    zip.writeUInt16LE(time, at + 10);
-    zip.writeUInt16LE(date, at + 12);
-    zip.writeUInt32LE(crc, at + 14);
-    zip.writeUInt32LE(size, at + 18);
-    zip.writeUInt32LE(size, at + 22);
-    zip.writeUInt16LE(name.length, at + 26);
-    zip.writeUInt16LE(0, at + 28);
+    writeEntryFacts(zip, at + 4, facts);
     name.copy(zip, at + 30);
     zip.set(entry.data, at + 30 + name.length);
-    // Its central directory record: the same facts, where its local header is, a plain file (0644).
+    // Its central directory record: made by Unix, the same facts, no comment, a plain file (0644), where its local header is.
     zip.writeUInt32LE(0x02014b50, central);
     zip.writeUInt16LE((3 << 8) | 20, central + 4);
-    zip.writeUInt16LE(20, central + 6);
-    zip.writeUInt16LE(UTF8_NAMES, central + 8);
-    zip.writeUInt16LE(0, central + 10);
-    zip.writeUInt16LE(time, central + 12);
-    zip.writeUInt16LE(date, central + 14);
-    zip.writeUInt32LE(crc, central + 16);
-    zip.writeUInt32LE(size, central + 20);
-    zip.writeUInt32LE(size, central + 24);
-    zip.writeUInt16LE(name.length, central + 28);
-    zip.writeUInt16LE(0, central + 30);
+    writeEntryFacts(zip, central + 6, facts);
     zip.writeUInt16LE(0, central + 32);
     zip.writeUInt16LE(0, central + 34);
     zip.writeUInt16LE(0, central + 36);

@@ -1,5 +1,6 @@
 import { promisify } from 'node:util';
 import yauzl, { type ZipFile } from 'yauzl';
+import { openZipBuffer } from './stored-zip.ts';
 import { nextEntry } from './zip-entries.ts';
 
 /**
@@ -22,7 +23,6 @@ const MARKERS: Record<string, string[]> = {
 const MAX_ENTRIES = 20_000;
 
 const openZip = promisify(yauzl.open) as (path: string, options: yauzl.Options) => Promise<ZipFile>;
-const openZipBuffer = promisify(yauzl.fromBuffer) as (buffer: Buffer, options: yauzl.Options) => Promise<ZipFile>;
 
 /**
  * Whether the zip (at a path, or all of it in memory) holds the entries of a `format` document, wherever they are in it.

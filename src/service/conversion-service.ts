@@ -54,6 +54,9 @@ export class ConversionService {
   cancelElsewhere?: (id: string) => void;
   /** Uploads between `admitUpload` and the end of `create`. */
   readonly uploads = new UploadHolds();
+  /** nowIso's last answer, and the millisecond it was made for. */
+  private iso = '';
+  private isoAt = Number.NaN;
 
   constructor(
     readonly store: Store,
@@ -368,8 +371,6 @@ export class ConversionService {
   }
 
   /** The time as ISO 8601, made once per millisecond: every poll compares it with the result's expiry (toISOString formats through printf). */
-  private isoAt = Number.NaN;
-  private iso = '';
   private nowIso(): string {
     const now = this.now().getTime();
     if (now !== this.isoAt) {
