@@ -1,8 +1,10 @@
-import type { Readable } from 'node:stream';
 import { FastResponse } from 'srvx';
 import { ApiError } from '../../src/errors/api-error.ts';
 import type { DownloadHandle } from '../../src/service/conversion-service.ts';
 import { attachmentHeader } from './content-disposition.ts';
+
+/** Results up to this size are read whole and sent as one buffer rather than streamed. */
+const WHOLE_READ_BYTES = 256 * 1024;
 
 /**
  * A conversion's result as an answer (GET /v1/conversions/{id}/download and the web pages'
@@ -21,17 +23,24 @@ export async function resultResponse(download: DownloadHandle, range: { start: n
   const status = range ? 206 : 200;
   // The file's size was just read: a HEAD has what it asked for without opening the file.
   if (headOnly) return new FastResponse(null, { status, headers });
-  // Opened before the answer starts: a file gone meanwhile (expired, deleted) is the spec's
-  // 410, not a 500 with an empty body after the headers of a 200 were promised.
-  let stream: Readable;
+  // Opened (or read) before the answer starts: a file gone meanwhile (expired, deleted) is the
+  // spec's 410, not a 500 with an empty body after the headers of a 200 were promised.
   try {
-    stream = await download.open(range ?? undefined);
+    // A small result whole in one read: a stream's setup and its pipe into the socket (an
+    // AbortController and its DOMException for each) cost more than the bytes themselves.
+    if (!range && download.size <= WHOLE_READ_BYTES) {
+      const bytes = await download.readAll();
+      // Replaced between the size and the read (it never is: a result is written once) would
+      // break the promised length; the stream below sends what the file holds.
+      if (bytes.length === download.size) return new FastResponse(bytes, { status, headers });
+    }
+    const stream = await download.open(range ?? undefined);
+    // srvx pipes a Node stream body straight into the socket; a web stream (Readable.toWeb)
+    // would copy every chunk through the web streams machinery and back.
+    return new FastResponse(stream as unknown as ConstructorParameters<typeof FastResponse>[0], { status, headers });
   } catch (error) {
     // Gone (expired, deleted meanwhile) is 410; a bucket that does not answer is not that.
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ApiError('expired');
     throw error;
   }
-  // srvx pipes a Node stream body straight into the socket; a web stream (Readable.toWeb)
-  // would copy every chunk through the web streams machinery and back.
-  return new FastResponse(stream as unknown as ConstructorParameters<typeof FastResponse>[0], { status, headers });
 }

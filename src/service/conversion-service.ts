@@ -17,7 +17,7 @@ import type { ServiceConfig } from './config.ts';
 import { conversionCost } from './credits.ts';
 import { creditCost, markImageFiles, mergeInputFiles, packMergeInputs } from './merge-bundle.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
-import { spooledOnDisk, spooledPath } from './spooled-file.ts';
+import { adoptUpload, spooledOnDisk, spooledPath } from './spooled-file.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from '../model/ids.ts';
 import { PublicJsonCache } from './public-json-cache.ts';
@@ -40,6 +40,8 @@ export interface DownloadHandle {
   size: number;
   /** The result (or the inclusive range), once open; rejects when it is gone (expired, deleted meanwhile). */
   open(range?: { start: number; end: number }): Promise<Readable>;
+  /** The whole result in memory (a small one); rejects as `open` does. */
+  readAll(): Promise<Buffer>;
   /** Where the result file is, for a caller on this machine that copies rather than streams it; null in a bucket. */
   localPath: string | null;
 }
@@ -137,7 +139,10 @@ export class ConversionService {
       if (request.merge && request.merge.length > plan.max_inputs) {
         throw validationError({ file: { reason: 'invalid_value', params: { text: `${request.merge.length} files; at most ${plan.max_inputs} are merged on the ${plan.name} plan` } } });
       }
-      if (request.input.kind === 'file' && !request.merge) await checkPageCap(this.registry, request.pair, await spooledPath(request.input.file), plan);
+      if (request.input.kind === 'file' && !request.merge) {
+        const file = request.input.file;
+        await checkPageCap(this.registry, request.pair, () => spooledPath(file), plan);
+      }
       const inputs = request.merge ? mergeInputFiles(request.merge) : undefined;
       const inputSize = inputs ? inputs.reduce((sum, one) => sum + one.size, 0) : request.input.kind === 'file' ? request.input.file.size : null;
       const cost = plan.credits_type === 'unmetered' ? 0 : creditCost(this.registry, request.pair, inputSize, inputs);
@@ -157,7 +162,7 @@ export class ConversionService {
         // Before the account's lock: into a bucket this takes as long as the file, and the lock
         // (in PostgreSQL a transaction on a pooled connection) must not wait for it. Removed
         // again below when the submission is refused or replayed.
-        await this.blobs.adoptInput(id, await spooledPath(request.input.file));
+        await adoptUpload(this.blobs, id, request.input.file);
         adopted = id;
       }
 
@@ -308,7 +313,10 @@ export class ConversionService {
     if (record.status !== 'succeeded' || !record.result) throw new ApiError('not_ready');
     const size = await this.blobs.size('results', record.id);
     if (size === null) throw new ApiError('expired');
-    return { record, size, open: (range) => this.blobs.openRead('results', record.id, range), localPath: this.blobs.localPath('results', record.id) };
+    return {
+      record, size, open: (range) => this.blobs.openRead('results', record.id, range), readAll: () => this.blobs.readAll('results', record.id),
+      localPath: this.blobs.localPath('results', record.id),
+    };
   }
 
   listFormats(): FormatListing {

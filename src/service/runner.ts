@@ -1,5 +1,6 @@
 import type { Lane } from '../queue/job-source.ts';
 import type { ConversionService } from './conversion-service.ts';
+import { RunDirs } from './job-dir.ts';
 import { ConversionRun } from './run/conversion-run.ts';
 import { EngineGates } from './run/engine-gates.ts';
 import type { RunnerLog } from './run/runner-log.ts';
@@ -13,7 +14,8 @@ export type { RunnerLog } from './run/runner-log.ts';
  * quick lane (its gate keeps them for quick jobs).
  */
 export function createRunner(service: ConversionService, log: RunnerLog = () => undefined, quickRuns = 0) {
-  const parts = { service, log, moves: new RunTransitions(service, log), gates: new EngineGates(quickRuns) };
+  const dirs = new RunDirs(() => service.blobs.workDirFor('run'));
+  const parts = { service, log, moves: new RunTransitions(service, log), gates: new EngineGates(quickRuns), dirs };
   /** `releaseSlot`: see JobHandler; called once the engine has ended, whichever way. */
   return function run(id: string, signal: AbortSignal, releaseSlot: () => void, lane: Lane = 'regular'): Promise<void> {
     return new ConversionRun(parts, id, signal, releaseSlot, lane).run();

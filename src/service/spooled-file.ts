@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import type { BlobStore } from '../store/blob-store.ts';
 
 /** An upload as the face that received it spooled it: on disk, or (a small one) still in memory. */
 export interface SpooledFile {
@@ -36,4 +37,16 @@ export function spooledPath(file: SpooledFile): Promise<string> {
 /** Whether the file may be on disk (to remove once done with): false for one only ever in memory. */
 export function spooledOnDisk(file: SpooledFile): boolean {
   return !file.inMemory || written.has(file);
+}
+
+/**
+ * Makes an upload the input of conversion `id`: one still only in memory is written where the
+ * store keeps inputs (no spool file made and moved: an inode and a rename fewer for a small
+ * upload); any other has its spool file moved into place.
+ */
+export async function adoptUpload(blobs: Pick<BlobStore, 'adoptInput' | 'adoptInputBytes'>, id: string, file: SpooledFile): Promise<void> {
+  if (file.inMemory && !written.has(file)) {
+    if (!file.head || file.head.length !== file.size) throw new Error('a file held in memory without its bytes');
+    await blobs.adoptInputBytes(id, file.head);
+  } else await blobs.adoptInput(id, await spooledPath(file));
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { access, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -25,6 +25,11 @@ export interface BlobStore {
   spoolPath(): string;
   /** Moves a spooled file into place as the input of a conversion (the spooled file is gone after). */
   adoptInput(id: string, spooledPath: string): Promise<void>;
+  /**
+   * Stores bytes held in memory as the input of a conversion (a small upload that was never
+   * spooled): written where the store keeps inputs, without a spool file moved into place.
+   */
+  adoptInputBytes(id: string, bytes: Uint8Array): Promise<void>;
   /** The input as a local file for an engine run. */
   localInput(id: string): Promise<LocalFile>;
   /** Where one engine run writes its output, before it is moved into place as the result. */
@@ -40,6 +45,8 @@ export interface BlobStore {
   size(kind: BlobKind, id: string): Promise<number | null>;
   /** A stream of the file (or of the inclusive byte range), once it is open; rejects when the file is not there. */
   openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): Promise<Readable>;
+  /** The whole file in memory (for a small one: no stream to set up); rejects when the file is not there. */
+  readAll(kind: BlobKind, id: string): Promise<Buffer>;
   /** The stored file's own path where it is on this machine's disk (the CLI moves rather than copies it); null in a bucket. */
   localPath(kind: BlobKind, id: string): string | null;
   delete(kind: BlobKind, id: string): Promise<void>;
@@ -75,6 +82,11 @@ export class LocalBlobStore implements BlobStore {
 
   async adoptInput(id: string, spooledPath: string): Promise<void> {
     await rename(spooledPath, this.path('inputs', id));
+  }
+
+  async adoptInputBytes(id: string, bytes: Uint8Array): Promise<void> {
+    // `wx`: an id is new; a file already there is never another conversion's to overwrite.
+    await writeFile(this.path('inputs', id), bytes, { mode: 0o600, flag: 'wx' });
   }
 
   async localInput(id: string): Promise<LocalFile> {
@@ -125,6 +137,10 @@ export class LocalBlobStore implements BlobStore {
       throw error;
     }
     return stream;
+  }
+
+  async readAll(kind: BlobKind, id: string): Promise<Buffer> {
+    return readFile(this.path(kind, id));
   }
 
   async delete(kind: BlobKind, id: string): Promise<void> {

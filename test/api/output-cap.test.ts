@@ -14,6 +14,7 @@ import sharp from 'sharp';
 import { download, getAccount, newAccount, submitFile, waitForEnd, type Client, type PublicConversion } from '../helpers/api-support.ts';
 import { startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
 import { ffmpegRun, mediaTools } from '../helpers/registry-pairs-fixtures.ts';
+import { workFiles } from '../helpers/work-files.ts';
 
 const MIB = 1024 * 1024;
 let daemon: DaemonHandle;
@@ -54,7 +55,7 @@ async function assertCapped(client: Client, done: PublicConversion, message: Reg
   assert.equal((await getAccount(client)).body.credits.remaining, credits, 'nothing was charged');
   const blobs = join(daemon.dataDir, 'blobs');
   assert.ok(!(await readdir(join(blobs, 'results'))).includes(done.id), 'no result file');
-  assert.deepEqual(await readdir(join(blobs, 'work')), [], 'no partial output');
+  assert.deepEqual(await workFiles(daemon.dataDir), [], 'no partial output');
 }
 
 describe('output cap', () => {

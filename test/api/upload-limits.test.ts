@@ -17,6 +17,7 @@ import {
 import { startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
 import { BOUNDARY, multipartHead, RawRequest, type RawAnswer } from '../helpers/raw-upload.ts';
 import { smallDisk } from '../helpers/small-disk.ts';
+import { workFiles } from '../helpers/work-files.ts';
 
 const MIB = 1024 * 1024;
 /** The daemon's upload_idle_timeout and request_timeout here, through their variables. */
@@ -288,7 +289,7 @@ describe(`the disk floor (${FLOOR_MB} MiB) on a 64 MiB data dir`, { skip: disk.s
     assert.equal(done.error?.code, 'conversion_failed');
     assert.match(done.error!.message, /room left on the server's disk/);
     assert.equal(done.credits, 0);
-    await waitFor(async () => (await readdir(join(disk.dir!, 'blobs', 'work'))).length === 0, 5000, 'no partial result');
+    await waitFor(async () => (await workFiles(disk.dir!)).length === 0, 5000, 'no partial result');
     // The input goes once the end state is on disk, a moment after the answer.
     await waitFor(async () => !(await readdir(join(disk.dir!, 'blobs', 'inputs'))).includes(done.id), 5000, 'the input to be removed');
     const after = await freeBytes();

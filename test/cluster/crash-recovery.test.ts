@@ -27,6 +27,7 @@ import { HAS_SETPRIV } from '../helpers/engines-proc.ts';
 import { mediaProcessesOf, meteredClient } from '../helpers/registry-pairs-daemon.ts';
 import { waitUntil } from '../helpers/ops-support.ts';
 import { ffmpegRun, mediaTools } from '../helpers/registry-pairs-fixtures.ts';
+import { workFiles } from '../helpers/work-files.ts';
 
 interface ConversionView {
   id: string;
@@ -246,7 +247,7 @@ describe('crash recovery (kill -9 and restart)', () => {
     if (second.stores) await waitUntil('the inputs gone with their ends', async () => ((await inputsLeft(second)).length === 0 ? true : undefined), 10_000);
     assert.deepEqual(await inputsLeft(second), []);
     assert.deepEqual(await readdir(join(blobs, 'spool')), []);
-    assert.deepEqual(await readdir(join(blobs, 'work')), []);
+    assert.deepEqual(await workFiles(second.dataDir), []);
   });
 
   it('fails an interrupted conversion with a code when its input vanished while the daemon was down', async () => {

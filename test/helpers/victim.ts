@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import type { PublicConversion } from '../../src/model/conversion.ts';
 import type { DaemonHandle } from './daemon.ts';
+import { workFiles } from './work-files.ts';
 
 /**
  * The other tenant of the hostile suite: while an attack runs it keeps asking the daemon for
@@ -104,14 +105,14 @@ export async function victimConverts(daemon: DaemonHandle, key: string, png: Buf
   assert.equal(meta.format, 'webp');
 }
 
-/** Files of the daemon's spool and work dirs (uploads being received, conversions being written). */
+/**
+ * Files of the daemon's spool and work dirs (uploads being received, conversions being written);
+ * an emptied run directory kept for the next run holds none.
+ */
 export async function scratchFiles(daemon: DaemonHandle): Promise<string[]> {
   const { readdir } = await import('node:fs/promises');
-  const names: string[] = [];
-  for (const sub of ['spool', 'work']) {
-    for (const name of await readdir(join(daemon.dataDir, 'blobs', sub)).catch(() => [] as string[])) names.push(`${sub}/${name}`);
-  }
-  return names;
+  const spooled = await readdir(join(daemon.dataDir, 'blobs', 'spool')).catch(() => [] as string[]);
+  return [...spooled.map((name) => `spool/${name}`), ...(await workFiles(daemon.dataDir)).map((name) => `work/${name}`)];
 }
 
 /** The daemon is the same process, still running. */

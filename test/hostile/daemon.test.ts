@@ -17,6 +17,7 @@ import {
 import { processesInGroup } from '../helpers/engines-proc.ts';
 import { breakXref, silentWav, storedZip } from '../helpers/hostile-files.ts';
 import { ffmpegRun, makeFixture, mediaTools } from '../helpers/registry-pairs-fixtures.ts';
+import { workFiles } from '../helpers/work-files.ts';
 
 /** The media time limit of the second daemon, through the environment variable convd reads. */
 const MEDIA_LIMIT_MS = 1500;
@@ -52,7 +53,7 @@ async function assertNothingLeft(d: DaemonHandle, id: string): Promise<void> {
   assert.deepEqual(mediaProcessesOf(d.process.pid!), [], 'no ffmpeg or ffprobe under the daemon, zombies included');
   // The work dir goes right after the end state is stored, the input once that state is on disk
   // (after the store's fsync): both a moment after the API shows `failed`. A moment, not more.
-  await waitUntil(async () => (await blobEntries(d, 'work')).length === 0, 2000, 'blobs/work to be empty');
+  await waitUntil(async () => (await workFiles(d.dataDir)).length === 0, 2000, 'no file in blobs/work');
   await waitUntil(async () => !(await blobEntries(d, 'inputs')).includes(id), 2000, 'the input to be deleted');
   assert.deepEqual(await blobEntries(d, 'spool'), [], 'blobs/spool is empty');
   assert.ok(!(await blobEntries(d, 'results')).includes(id), 'no result');

@@ -21,6 +21,7 @@ import { billionLaughsDocx, manyPagesPdf, storedZip } from '../helpers/hostile-f
 import { OFFICE_MARKER, makeOfficeFixtures } from '../helpers/office.ts';
 import { pdfPageTexts } from '../helpers/pdf-text.ts';
 import { blobEntries, download, meteredClient, remainingCredits, uploadFile, waitForEnd, waitUntil, type Client } from '../helpers/registry-pairs-daemon.ts';
+import { workFiles } from '../helpers/work-files.ts';
 
 const office = await findOffice(process.env);
 const required = process.env.CI === 'true';
@@ -87,7 +88,7 @@ async function expectFailure(path: string, name: string, fields: Record<string, 
   assert.ok(!done.error!.message.includes(daemon.dataDir) && !done.error!.message.includes(tmpdir() + '/'), `no server path: ${done.error!.message}`);
   assert.equal(done.credits, 0);
   assert.equal(await remainingCredits(client), before, 'nothing charged');
-  await waitUntil(async () => (await blobEntries(daemon, 'work')).length === 0, 3000, `blobs/work to be empty (${(await blobEntries(daemon, 'work')).join(', ')})`);
+  await waitUntil(async () => (await workFiles(daemon.dataDir)).length === 0, 3000, `no file in blobs/work (${(await workFiles(daemon.dataDir)).join(', ')})`);
   assert.deepEqual(await blobEntries(daemon, 'spool'), []);
 }
 

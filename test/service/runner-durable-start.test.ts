@@ -18,6 +18,8 @@ let dir: string;
 let system: ConversionSystem;
 /** What the store's files on disk said about each conversion when the engine was called. */
 const onDiskAtStart = new Map<string, string | undefined>();
+/** Each conversion's id by its input's text: what the engine is given names neither. */
+const idByInput = new Map<string, string>();
 
 /** The status of conversion `id` in the newest whole copy of the store's files on disk. */
 async function statusOnDisk(storeDir: string, id: string): Promise<string | undefined> {
@@ -40,7 +42,10 @@ const looking: Engine = {
   pairs: () => [{ source: 'txt', target: 'csv', engine: 'looking', kind: 'data', options: [], variants: [] }],
   formats: () => [{ key: 'txt', extensions: ['txt'], mime: 'text/plain' }, { key: 'csv', extensions: ['csv'], mime: 'text/csv' }],
   async convert(job) {
-    const id = /(cnv_[a-z0-9]+)-/.exec(job.outputPath)![1]!;
+    const text = await readFile(job.inputPath, 'utf8');
+    // The submission's answer may come a moment after its run starts.
+    while (!idByInput.has(text)) await new Promise((resolve) => setTimeout(resolve, 1));
+    const id = idByInput.get(text)!;
     onDiskAtStart.set(id, await statusOnDisk(join(dir, 'data', 'store'), id));
     // Long enough for the next conversion's submission to be on disk well before it starts.
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -61,13 +66,15 @@ after(async () => {
 describe('the start of a conversion', () => {
   it('is on disk as processing before its engine is called, also when it waited in the queue', async () => {
     const owner = await system.accounts.createAccount({ plan: 'unmetered', name: 'durable' });
-    const submit = async () => {
+    const submit = async (text: string) => {
       const path = system.blobs.spoolPath();
-      await writeFile(path, 'x');
-      return (await system.conversions.create(owner, { fields: { target: 'csv' }, options: {}, files: [{ path, size: 1, sha256: '', filename: 'a.txt' }] })).record;
+      await writeFile(path, text);
+      const { record } = await system.conversions.create(owner, { fields: { target: 'csv' }, options: {}, files: [{ path, size: text.length, sha256: '', filename: 'a.txt' }] });
+      idByInput.set(text, record.id);
+      return record;
     };
     // One worker: the second waits for the first, and starts long after its submission was written.
-    const [first, second] = [await submit(), await submit()];
+    const [first, second] = [await submit('first'), await submit('second')];
     for (const record of [first, second]) {
       const ended = await system.conversions.waitForEnd(record, 10);
       assert.equal(ended.status, 'succeeded', JSON.stringify(ended.error));

@@ -4,6 +4,8 @@ import type { EngineJob } from '../types.ts';
 /** Past these an image's work leaves the daemon's own threads for an engine host. */
 const HEAVY_BYTES = 1024 * 1024;
 const HEAVY_PIXELS = 4_000_000;
+/** Where the dimensions are looked for: a JPEG's frame header may follow tens of KiB of EXIF. */
+const HEAD_BYTES = 64 * 1024;
 /** Encoders that take seconds of every core even for a photo of ordinary size. */
 const SLOW_TARGETS = new Set(['avif', 'heic', 'heif']);
 
@@ -19,10 +21,10 @@ export async function isHeavyImage(job: Pick<EngineJob, 'inputPath' | 'target'>)
   if (SLOW_TARGETS.has(job.target)) return true;
   const file = await open(job.inputPath, 'r');
   try {
-    const { size } = await file.stat();
-    if (size >= HEAVY_BYTES) return true;
-    const head = Buffer.alloc(64 * 1024);
+    const head = Buffer.allocUnsafe(HEAD_BYTES);
     const { bytesRead } = await file.read(head, 0, head.length, 0);
+    // A file that ended within the head is small; only a longer one is measured.
+    if (bytesRead === head.length && (await file.stat()).size >= HEAVY_BYTES) return true;
     const pixels = headerPixels(head.subarray(0, bytesRead));
     return pixels !== null && pixels >= HEAVY_PIXELS;
   } finally {

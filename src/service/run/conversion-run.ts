@@ -18,6 +18,7 @@ import type { EngineGates } from './engine-gates.ts';
 import { fetchInput } from './fetch-input.ts';
 import { progressWriter } from './progress.ts';
 import { RunFiles } from './run-files.ts';
+import type { RunDirs } from '../job-dir.ts';
 import type { RunnerLog } from './runner-log.ts';
 import type { RunTransitions } from './transitions.ts';
 
@@ -27,6 +28,8 @@ export interface RunnerParts {
   moves: RunTransitions;
   gates: EngineGates;
   log: RunnerLog;
+  /** The runs' directories, kept from one run to the next. */
+  dirs: RunDirs;
 }
 
 /**
@@ -47,7 +50,7 @@ export class ConversionRun {
     private readonly releaseSlot: () => void,
     private readonly lane: Lane,
   ) {
-    this.files = new RunFiles(parts.service.blobs, id);
+    this.files = new RunFiles(parts.service.blobs, parts.dirs, id);
   }
 
   async run(): Promise<void> {

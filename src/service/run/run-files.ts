@@ -1,6 +1,6 @@
 import type { ConversionRecord } from '../../model/conversion.ts';
 import type { BlobStore, LocalFile } from '../../store/blob-store.ts';
-import { prepareJobFiles, removeJobDir, type JobFiles } from '../job-dir.ts';
+import { prepareJobFiles, type JobFiles, type RunDirs } from '../job-dir.ts';
 
 /**
  * What one run keeps on disk: a local copy of the input, the run's own directory (the input under
@@ -12,17 +12,20 @@ export class RunFiles {
   known: Record<string, string> = {};
   private input: LocalFile | null = null;
   private jobDir: string | null = null;
+  /** What prepare() made in the run's directory, once it has. */
+  private jobFiles: JobFiles | undefined;
   /** The output of this run while it is not the conversion's result: removed on any failure. */
   private pendingOutput: string | null = null;
 
-  constructor(private readonly blobs: BlobStore, private readonly id: string) {}
+  constructor(private readonly blobs: BlobStore, private readonly dirs: RunDirs, private readonly id: string) {}
 
   /** The run's directory with the input in it, and where the engine writes the output. */
   async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string): Promise<JobFiles> {
     this.input = await this.blobs.localInput(this.id);
-    this.jobDir = await this.blobs.workDirFor(this.id);
+    this.jobDir = await this.dirs.take();
     const jobDir = this.jobDir;
     const files = await prepareJobFiles(jobDir, this.input.path, record.original_name, sourceExtension, targetExtension);
+    this.jobFiles = files;
     this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file', [`${jobDir}/`]: '', [jobDir]: '.' };
     this.pendingOutput = files.outputPath;
     return files;
@@ -40,13 +43,13 @@ export class RunFiles {
    */
   async discardBeforeFailure(): Promise<void> {
     if (this.pendingOutput) await this.blobs.discardOutput(this.pendingOutput).then(() => (this.pendingOutput = null), () => undefined);
-    if (this.jobDir) await removeJobDir(this.jobDir).then(() => (this.jobDir = null), () => undefined);
+    if (this.jobDir) await this.dirs.give(this.jobDir, this.jobFiles).then(() => (this.jobDir = null), () => undefined);
   }
 
   /** At the end of the run, whichever way it ended. */
   async release(): Promise<void> {
     if (this.pendingOutput) await this.blobs.discardOutput(this.pendingOutput);
-    if (this.jobDir) await removeJobDir(this.jobDir);
+    if (this.jobDir) await this.dirs.give(this.jobDir, this.jobFiles);
     await this.input?.release();
   }
 }

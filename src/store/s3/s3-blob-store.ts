@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
-  DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, S3Client,
+  DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { BlobKind, BlobStore, LocalFile } from '../blob-store.ts';
@@ -86,6 +86,10 @@ export class S3BlobStore implements BlobStore {
     await this.upload('inputs', id, spooledPath);
   }
 
+  async adoptInputBytes(id: string, bytes: Uint8Array): Promise<void> {
+    await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.key('inputs', id), Body: bytes }));
+  }
+
   async localInput(id: string): Promise<LocalFile> {
     const path = join(this.root, 'work', `${id}-input-${randomUUID().slice(0, 8)}`);
     try {
@@ -137,6 +141,12 @@ export class S3BlobStore implements BlobStore {
     });
     // In Node the SDK's body is the response's IncomingMessage, a Readable.
     return got.Body as Readable;
+  }
+
+  async readAll(kind: BlobKind, id: string): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await this.openRead(kind, id)) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
   }
 
   localPath(): null {
