@@ -42,8 +42,9 @@ export async function prepareJobFiles(dir: string, storedInput: string, original
  * Run directories, each kept for a later run once its run has left it empty. A directory is an
  * inode allocated and freed: on an ext4 without a journal (as on the development box) that scan
  * past recently freed inodes was 6 % of the daemon's CPU for a small image, one mkdir per run.
- * A directory goes back only when it is seen empty (a run of another account gets nothing of
- * this one's); what an engine left in it takes the directory with it, removed recursively.
+ * A directory goes back only after a run that succeeded (an engine stopped by a time limit or a
+ * cancel may still be writing) and when it is seen empty (a run of another account gets nothing
+ * of this one's); what an engine left in it takes the directory with it, removed recursively.
  * The process's own: `clearScratch` empties the store's work area at every start.
  */
 export class RunDirs {
@@ -64,8 +65,8 @@ export class RunDirs {
   /**
    * The run is done with `dir`. Once the output has become the result, what is left is what
    * prepareJobFiles made (`made`): removed name by name, and the directory kept if nothing else is
-   * in it. Anything an engine left beside them, a name that is not there, or a directory whose
-   * files were never made: the directory is removed recursively.
+   * in it. Anything an engine left beside them, a name that is not there, or no `made` (files
+   * never made, or a run that failed): the directory is removed recursively.
    */
   async give(dir: string, made?: Pick<JobFiles, 'inputPath' | 'outputDir'>): Promise<void> {
     if (made) {

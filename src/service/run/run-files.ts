@@ -43,7 +43,10 @@ export class RunFiles {
    */
   async discardBeforeFailure(): Promise<void> {
     if (this.pendingOutput) await this.blobs.discardOutput(this.pendingOutput).then(() => (this.pendingOutput = null), () => undefined);
-    if (this.jobDir) await this.dirs.give(this.jobDir, this.jobFiles).then(() => (this.jobDir = null), () => undefined);
+    // Removed whole, never kept for another run (release() included): an engine stopped by a
+    // time limit or a cancel may still be writing into it.
+    this.jobFiles = undefined;
+    if (this.jobDir) await this.dirs.give(this.jobDir).then(() => (this.jobDir = null), () => undefined);
   }
 
   /** At the end of the run, whichever way it ended. */
