@@ -85,8 +85,15 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async adoptInputBytes(id: string, bytes: Uint8Array): Promise<void> {
-    // `wx`: an id is new; a file already there is never another conversion's to overwrite.
-    await writeFile(this.path('inputs', id), bytes, { mode: 0o600, flag: 'wx' });
+    const path = this.path('inputs', id);
+    try {
+      // `wx`: an id is new; a file already there is never another conversion's to overwrite.
+      await writeFile(path, bytes, { mode: 0o600, flag: 'wx' });
+    } catch (error) {
+      // Written in part (a full disk): no input is left that no conversion will own.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') await unlinkIfThere(path);
+      throw error;
+    }
   }
 
   async localInput(id: string): Promise<LocalFile> {
