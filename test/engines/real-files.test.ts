@@ -50,7 +50,8 @@ async function convert(path: string, target: string): Promise<Conversion> {
   form.append('file', new Blob([path.endsWith('.gz') ? gunzipSync(raw) : raw]), uploadName(path));
   const created = await api(daemon, '/conversions', { method: 'POST', body: form });
   if (created.status === 422) return { id: '', status: 'failed', error: (created.body as { error: Conversion['error'] }).error };
-  assert.equal(created.status, 200, JSON.stringify(created.body));
+  // 200 when it ended within the wait, 202 when it still runs (a large document on a busy machine).
+  assert.ok(created.status === 200 || created.status === 202, `${created.status}: ${JSON.stringify(created.body)}`);
   let conversion = created.body as Conversion;
   while (conversion.status === 'queued' || conversion.status === 'processing') {
     const polled = await api(daemon, `/conversions/${conversion.id}?wait=30`);
