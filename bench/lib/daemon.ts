@@ -46,8 +46,6 @@ export interface BenchDaemonOptions {
   args?: string[];
   apiKey?: string;
   env?: Record<string, string | undefined>;
-  /** This daemon's main.js, for two builds side by side in one run (BENCH_DAEMON_MAIN sets every daemon's). */
-  main?: string;
 }
 
 function daemonEnv(changes: Record<string, string | undefined> | undefined): NodeJS.ProcessEnv {
@@ -60,10 +58,9 @@ function daemonEnv(changes: Record<string, string | undefined> | undefined): Nod
 }
 
 export async function startBenchDaemon(options: BenchDaemonOptions): Promise<BenchDaemon> {
-  const main = options.main ?? MAIN;
-  if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` (npm run bench does)`);
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` (npm run bench does)`);
   const started = performance.now();
-  const child = spawnTracked(process.execPath, [...EXTRA_NODE_ARGS, main, 'serve', '--port', '0', '--data-dir', options.dataDir, ...(options.args ?? []), ...EXTRA_ARGS], {
+  const child = spawnTracked(process.execPath, [...EXTRA_NODE_ARGS, MAIN, 'serve', '--port', '0', '--data-dir', options.dataDir, ...(options.args ?? []), ...EXTRA_ARGS], {
     cwd: ROOT,
     env: daemonEnv(options.env),
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -30,9 +30,9 @@ export async function resultResponse(download: DownloadHandle, range: { start: n
     // AbortController and its DOMException for each) cost more than the bytes themselves.
     if (!range && download.size <= WHOLE_READ_BYTES) {
       const bytes = await download.readAll();
-      // Replaced between the size and the read (it never is: a result is written once) would
-      // break the promised length; the stream below sends what the file holds.
-      if (bytes.length === download.size) return new FastResponse(bytes, { status, headers });
+      // The length of what was read: a result is written once, so it is the size told above.
+      headers['content-length'] = String(bytes.length);
+      return new FastResponse(bytes, { status, headers });
     }
     const stream = await download.open(range ?? undefined);
     // srvx pipes a Node stream body straight into the socket; a web stream (Readable.toWeb)

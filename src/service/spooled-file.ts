@@ -22,13 +22,18 @@ export interface SpooledFile {
 /** The writes of files held in memory, each made once however many ask for its path. */
 const written = new WeakMap<SpooledFile, Promise<string>>();
 
+/** The bytes of a file held in memory (SpooledFile.inMemory): all of it is its head. */
+function heldBytes(file: SpooledFile): Buffer {
+  if (!file.head || file.head.length !== file.size) throw new Error('a file held in memory without its bytes');
+  return file.head;
+}
+
 /** The file's path, with the file there: one held in memory (SpooledFile.inMemory) is written first. */
-export function spooledPath(file: SpooledFile): Promise<string> {
-  if (!file.inMemory) return Promise.resolve(file.path);
+export async function spooledPath(file: SpooledFile): Promise<string> {
+  if (!file.inMemory) return file.path;
   let write = written.get(file);
   if (!write) {
-    if (!file.head || file.head.length !== file.size) return Promise.reject(new Error('a file held in memory without its bytes'));
-    write = writeFile(file.path, file.head, { mode: 0o600, flag: 'wx' }).then(() => file.path);
+    write = writeFile(file.path, heldBytes(file), { mode: 0o600, flag: 'wx' }).then(() => file.path);
     written.set(file, write);
   }
   return write;
@@ -45,8 +50,6 @@ export function spooledOnDisk(file: SpooledFile): boolean {
  * upload); any other has its spool file moved into place.
  */
 export async function adoptUpload(blobs: Pick<BlobStore, 'adoptInput' | 'adoptInputBytes'>, id: string, file: SpooledFile): Promise<void> {
-  if (file.inMemory && !written.has(file)) {
-    if (!file.head || file.head.length !== file.size) throw new Error('a file held in memory without its bytes');
-    await blobs.adoptInputBytes(id, file.head);
-  } else await blobs.adoptInput(id, await spooledPath(file));
+  if (file.inMemory && !written.has(file)) await blobs.adoptInputBytes(id, heldBytes(file));
+  else await blobs.adoptInput(id, await spooledPath(file));
 }

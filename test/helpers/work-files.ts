@@ -8,7 +8,6 @@ import { join, relative } from 'node:path';
  */
 export async function workFiles(dataDir: string): Promise<string[]> {
   const work = join(dataDir, 'blobs', 'work');
-  const entries = await readdir(work, { recursive: true, withFileTypes: true }).catch(() => []);
-  // `parentPath` from Node 20.12 on; `path` before it (the same value).
-  return entries.filter((entry) => !entry.isDirectory()).map((entry) => relative(work, join((entry as { parentPath?: string }).parentPath ?? entry.path, entry.name))).sort();
+  const entries = await readdir(work, { recursive: true, withFileTypes: true });
+  return entries.filter((entry) => !entry.isDirectory()).map((entry) => relative(work, join(entry.parentPath, entry.name))).sort();
 }

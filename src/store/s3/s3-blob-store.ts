@@ -3,6 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
@@ -144,9 +145,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async readAll(kind: BlobKind, id: string): Promise<Buffer> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of await this.openRead(kind, id)) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks);
+    return buffer(await this.openRead(kind, id));
   }
 
   localPath(): null {
