@@ -3,10 +3,12 @@
  * against a daemon on the lowdb store, same run, same machine, driven as get-throughput drives its
  * two servers: one finished conversion per account, 16 keep-alive connections from a load generator
  * of its own, rounds alternating between the two daemons, the best round of each. On PostgreSQL
- * every such request is three queries (the key by its hash, the account, the conversion); lowdb
- * answers them from memory. The database is the bench's own, on the server of
- * bench/lib/postgres.ts, dropped at the end. No target was set: the figures are reported, and pass
- * when valid.
+ * the key, its account and the settings are kept for a second (SecondCache), and so is an ended
+ * conversion (EndedRecords): a repeated GET of a finished conversion is answered without a query,
+ * as lowdb answers from memory, and the bench's figure is the cost of that path. A conversion still
+ * queued or running is read from the database on every GET (one query), which this bench does not
+ * measure. The database is the bench's own, on the server of bench/lib/postgres.ts, dropped at the
+ * end. Target (issue #29): at least 0.6x of lowdb's throughput.
  */
 import pg from 'pg';
 import { checkAllOk, rate, targetsOf as throughputTargets } from './get-throughput.ts';
@@ -24,6 +26,7 @@ const ACCOUNTS = 8;
 const WARMUP_MS = 1000;
 const DURATION_MS = 3000;
 const ROUNDS = 2;
+const TARGET_RATIO = 0.6;
 
 /** get-throughput's targets, and the size of one answer. */
 async function targetsOf(daemon: BenchDaemon, accounts: SeededAccount[]): Promise<{ targets: LoadTarget[]; bodyBytes: number }> {
@@ -111,8 +114,8 @@ export async function benchPostgresGetThroughput(): Promise<BenchResult> {
       title: 'GET throughput on PostgreSQL',
       figures: `convd on PostgreSQL ${pgRate.toFixed(0)} req/s vs on lowdb ${lowdbRate.toFixed(0)} req/s`,
       ratio: `${(pgRate / lowdbRate).toFixed(2)}x`,
-      target: 'none (reported)',
-      pass: notes.length === 0,
+      target: `>= ${TARGET_RATIO}x`,
+      pass: notes.length === 0 && pgRate / lowdbRate >= TARGET_RATIO,
       notes: [
         `${CONNECTIONS} keep-alive connections over ${ACCOUNTS} accounts, best of ${ROUNDS} alternating rounds of ${DURATION_MS / 1000} s (after ${WARMUP_MS / 1000} s warm-up); `
           + `${pgTargets.bodyBytes}-byte body on PostgreSQL, ${lowdbTargets.bodyBytes} on lowdb`,

@@ -11,8 +11,9 @@ const CANCELLED = 'convd_cancel';
 
 /**
  * What the nodes of one database tell each other through LISTEN/NOTIFY:
- * a conversion's end, so that `wait` on any node answers the moment another finishes it; and a
- * cancel, so that the node running the conversion stops its engine at once.
+ * a conversion's end, so that `wait` on any node answers the moment another finishes it; a
+ * cancel, so that the node running the conversion stops its engine at once; and a change to an
+ * ended conversion (a delete, an expiry), so that no node goes on answering with what it kept of it.
  */
 export class PeerSignals {
   private stops: (() => Promise<void>)[] = [];
@@ -36,6 +37,7 @@ export class PeerSignals {
     const lost = (error: Error) => this.log('peers.listen_lost', { error: error.message });
     this.stops.push(await this.database.notifications.listen(ENDED, (id) => this.ended(id), lost));
     this.stops.push(await this.database.notifications.listen(CANCELLED, (id) => void this.pool.abort(id, 'cancelled'), lost));
+    this.stops.push(await this.database.followChanges(lost));
     this.listening = true;
   }
 

@@ -4,7 +4,8 @@
  * racing for the credits of 10 pass 10; requests per minute are the plan's over all nodes; an
  * API-only node (`--workers 0`) answers `wait` the moment another node finishes (NOTIFY) and
  * serves the result from the bucket, and `conv convert --wait` against it downloads a result
- * another node made. A fourth node with six workers joins for the crashes: kill -9 of it while it
+ * another node made; a result deleted on one node is expired on the others at once (NOTIFY),
+ * though each had just read it as succeeded. A fourth node with six workers joins for the crashes: kill -9 of it while it
  * runs 5 long conversions: every one ends `succeeded` on the others within the lease plus their
  * run time, each charged once; kill -9 of the node that made a webhook's failed first attempt
  * (and holds its retry): another node sends the retry once that claim runs out, with the same
@@ -134,6 +135,27 @@ describe('a cluster on one database and one bucket: three nodes, and a fourth fo
     const download = await fetch(`${apiOnly.baseUrl}/conversions/${made.body.id}/download`, { headers: { authorization: `Bearer ${apiOnly.apiKey}` } });
     const meta = await sharp(Buffer.from(await download.arrayBuffer())).metadata();
     assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 90, 60]);
+  });
+
+  it('a result deleted on one node is expired on every other at once, though each had just read it as succeeded', async () => {
+    const client = { baseUrl: nodes[0]!.baseUrl, apiKey: nodes[0]!.apiKey };
+    const made = await submitFile(client, { target: 'webp', wait: '30' }, { data: await png(40, 30), name: 'deleted.png' });
+    assert.equal(made.body.status, 'succeeded', JSON.stringify(made.body));
+    // Every node reads it twice: each now keeps the ended conversion (for a second at most).
+    for (let i = 0; i < 6; i++) assert.equal((await call<{ status: string }>(on(client, i), `/conversions/${made.body.id}`)).body.status, 'succeeded');
+    const deleted = await call<{ status: string }>(on(client, 1), `/conversions/${made.body.id}`, { method: 'DELETE' });
+    assert.equal(deleted.body.status, 'expired');
+    const deletedAt = Date.now();
+    for (const i of [0, 2]) {
+      const download = await fetch(`${nodes[i]!.baseUrl}/conversions/${made.body.id}/download`, { headers: { authorization: `Bearer ${client.apiKey}` } });
+      assert.equal(download.status, 410, `node ${i}: the deleted result's download`);
+      await download.arrayBuffer();
+      let status = '';
+      while (Date.now() - deletedAt < 1000 && (status = (await call<{ status: string }>(on(client, i), `/conversions/${made.body.id}`)).body.status) !== 'expired') await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(status, 'expired', `node ${i}`);
+    }
+    // The notification, not the second: both nodes saw it well before their copies ran out.
+    assert.ok(Date.now() - deletedAt < 500, `seen on both after ${Date.now() - deletedAt} ms`);
   });
 
   it('conv convert --wait against the API-only node downloads what another node made', async () => {

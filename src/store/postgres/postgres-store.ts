@@ -1,10 +1,11 @@
 import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.ts';
 import type { ConversionRecord } from '../../model/conversion.ts';
-import type { ConversionStatus } from '../../model/status.ts';
+import { END_STATUSES, type ConversionStatus } from '../../model/status.ts';
 import { conversionIdFloor, conversionIdTime } from '../../model/ids.ts';
 import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
 import { connect, disconnect, type Connections, type PostgresStoreOptions } from './connect.ts';
 import { DeliveryClaims } from './delivery-claims.ts';
+import { EndedRecords } from './ended-records.ts';
 import { Notifications } from './notifications.ts';
 import { QueueSql } from './queue-sql.ts';
 import { RateBuckets } from './rate-buckets.ts';
@@ -14,6 +15,9 @@ import { inLockedTransaction, lockInTransaction } from './transaction.ts';
 
 export type { PostgresStoreOptions } from './connect.ts';
 export { DatabaseInUseError, type NodeLockMode } from './node-lock.ts';
+
+/** An ended conversion changed on some node (payload: its id, or `*` for many): the others drop what they keep of it. */
+const CONVERSION_CHANGED = 'convd_changed';
 
 /**
  * The Store on PostgreSQL: every node that shares the database sees the
@@ -45,6 +49,8 @@ export class PostgresStore implements Store {
     private readonly committed: (() => void)[] | null = null,
     /** Shared by the store and its transactions; reads inside a transaction never use it. */
     private readonly hot: SecondCache = new SecondCache(),
+    /** Ended conversions read recently; shared with the transactions, which never read from it. */
+    private readonly ended: EndedRecords = new EndedRecords(),
   ) {
     // Single statements nobody is told about go to the relaxed pool (Connections.relaxed); in a
     // transaction, to its connection (a deferred `exclusive` sets the same in its transaction).
@@ -92,11 +98,30 @@ export class PostgresStore implements Store {
       return work(this);
     }
     return inLockedTransaction(this.connections.pool, key, options?.deferred === true,
-      (client, committed) => work(new PostgresStore(client, null, committed, this.hot)));
+      (client, committed) => work(new PostgresStore(client, null, committed, this.hot, this.ended)));
+  }
+
+  /**
+   * Drops what this process keeps of ended conversions when another node changes one (a delete,
+   * an expiry); `onLost` is told when the listening connection drops, after which the kept
+   * records still last no more than a second. Resolves to a function that stops listening.
+   */
+  async followChanges(onLost: (error: Error) => void): Promise<() => Promise<void>> {
+    return this.notifications.listen(CONVERSION_CHANGED, (id) => (id === '*' ? this.ended.clear() : this.ended.forget(id)), (error) => {
+      this.ended.clear();
+      onLost(error);
+    });
   }
 
   async getConversion(id: string): Promise<ConversionRecord | undefined> {
-    return queryDoc(this.db, 'convd-conversion', 'SELECT doc FROM convd_conversions WHERE id = $1', [id]);
+    const load = () => queryDoc<ConversionRecord>(this.db, 'convd-conversion', 'SELECT doc FROM convd_conversions WHERE id = $1', [id]);
+    return this.connections === null ? load() : this.ended.get(id, load);
+  }
+
+  /** As `forget`, for a kept ended conversion. */
+  private forgetConversion(id: string): void {
+    this.ended.forget(id);
+    if (this.committed) this.afterCommit(() => this.ended.forget(id));
   }
 
   async insertConversion(record: ConversionRecord): Promise<void> {
@@ -129,6 +154,13 @@ export class PostgresStore implements Store {
         values: [id, removed, toJson(rest), ACTIVE],
       }
       : { name: 'convd-conversion-update', text: 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 RETURNING doc', values: [id, removed, toJson(rest)] })).rows;
+    // An update only while active changes no ended record.
+    if (!options?.whileActive) this.forgetConversion(id);
+    // A change to a conversion that had already ended (an end itself changes one nobody keeps):
+    // other nodes may keep it. Inside a transaction the message leaves at the commit.
+    if (row && END_STATUSES.has(row.doc.status) && (rest.status === undefined || rest.status === 'expired')) {
+      await this.notifications.notify(CONVERSION_CHANGED, id).catch(() => undefined);
+    }
     // Ended meanwhile (whileActive): left as it is.
     return row ? row.doc : options?.whileActive ? this.getConversion(id) : undefined;
   }
@@ -220,7 +252,7 @@ export class PostgresStore implements Store {
 
   async pruneFinishedBefore(isoTime: string): Promise<number> {
     // Charges of the account's current period stay: they are its balance.
-    return this.exclusive('prune', async (store) => {
+    const pruned = await this.exclusive('prune', async (store) => {
       const db = (store as PostgresStore).db;
       const pruned = await db.query<{ id: string }>({
         name: 'convd-prune',
@@ -236,6 +268,11 @@ export class PostgresStore implements Store {
       }
       return ids.length;
     });
+    if (pruned > 0) {
+      this.ended.clear();
+      await this.notifications.notify(CONVERSION_CHANGED, '*').catch(() => undefined);
+    }
+    return pruned;
   }
 
   async getAccount(id: string): Promise<AccountRecord | undefined> {
