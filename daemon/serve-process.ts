@@ -3,6 +3,7 @@ import { SETTINGS_BY_KEY } from './config-settings.ts';
 import type { DaemonConfig } from './config.ts';
 import { createLogger, type Logger } from './log.ts';
 import { memoryAllocator } from './ops/allocator.ts';
+import { steadyHeapGrowth } from './ops/heap-growth.ts';
 import { startDaemon, type RunningDaemon } from './compose-daemon.ts';
 import { DataDirLockedError } from '../src/store/data-dir-lock.ts';
 import { StoreUnavailableError } from '../src/store/unavailable.ts';
@@ -24,6 +25,8 @@ export async function serve(loaded: LoadedConfig, input: ConfigInput): Promise<v
   const { config } = loaded;
   const logger: Logger = createLogger(config.logLevel, config.logFormat);
   logStartWarnings(loaded, logger);
+  // For as long as the process lives: a daemon's small heap, collected in full far less often.
+  steadyHeapGrowth();
   const daemon = await startOrExit(config, logger);
   announce(daemon, config, logger);
   const inForce: InForce = { loaded };

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);
 /**
  * The real convd, compiled (`npm run bench` builds first), in its own process on an ephemeral
  * port: what a deployment runs, without tsx in the way of its memory or CPU figures.
@@ -63,7 +64,7 @@ export async function startBenchDaemon(options: BenchDaemonOptions): Promise<Ben
   const child = spawnTracked(process.execPath, [...EXTRA_NODE_ARGS, MAIN, 'serve', '--port', '0', '--data-dir', options.dataDir, ...(options.args ?? []), ...EXTRA_ARGS], {
     cwd: ROOT,
     env: daemonEnv(options.env),
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', require('node:fs').openSync(process.env.GCLOG ?? '/dev/null', 'a'), 'pipe'],
   });
   // Only the head of stderr matters (address, the first key's file); the per-conversion log lines are dropped.
   let head = '';
