@@ -1,9 +1,8 @@
-import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);
 /**
  * The real convd, compiled (`npm run bench` builds first), in its own process on an ephemeral
  * port: what a deployment runs, without tsx in the way of its memory or CPU figures.
  */
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +33,11 @@ export interface BenchDaemon {
  * to profile it.
  */
 const EXTRA_NODE_ARGS = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+/**
+ * BENCH_DAEMON_STDOUT appends every daemon's stdout (which convd leaves empty) to a file, for what
+ * node flags print there: `BENCH_DAEMON_NODE_ARGS=--trace-gc BENCH_DAEMON_STDOUT=/tmp/gc.log`.
+ */
+const STDOUT_FILE = process.env.BENCH_DAEMON_STDOUT;
 /** BENCH_DAEMON_ARGS adds convd options after a bench's own, e.g. `--log-level warn` to see what logging costs. */
 const EXTRA_ARGS = (process.env.BENCH_DAEMON_ARGS ?? '').split(/\s+/).filter(Boolean);
 
@@ -61,11 +65,13 @@ function daemonEnv(changes: Record<string, string | undefined> | undefined): Nod
 export async function startBenchDaemon(options: BenchDaemonOptions): Promise<BenchDaemon> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` (npm run bench does)`);
   const started = performance.now();
+  const stdout = STDOUT_FILE ? openSync(STDOUT_FILE, 'a') : undefined;
   const child = spawnTracked(process.execPath, [...EXTRA_NODE_ARGS, MAIN, 'serve', '--port', '0', '--data-dir', options.dataDir, ...(options.args ?? []), ...EXTRA_ARGS], {
     cwd: ROOT,
     env: daemonEnv(options.env),
-    stdio: ['ignore', require('node:fs').openSync(process.env.GCLOG ?? '/dev/null', 'a'), 'pipe'],
+    stdio: ['ignore', stdout ?? 'ignore', 'pipe'],
   });
+  if (stdout !== undefined) closeSync(stdout);
   // Only the head of stderr matters (address, the first key's file); the per-conversion log lines are dropped.
   let head = '';
   const ready = await new Promise<{ url: string; keyFile?: string }>((resolve, reject) => {
