@@ -88,6 +88,9 @@ for (const place of places) {
       assert.ok((await blobs.readAll('results', 'cnv_result1')).equals(data), 'read whole');
       const range = await bytesOf(await blobs.openRead('results', 'cnv_result1', { start: 9_000_000, end: 9_000_099 }));
       assert.ok(range.equals(data.subarray(9_000_000, 9_000_100)));
+      // Across several of the reads a download makes (256 KiB each on disk).
+      const wide = await bytesOf(await blobs.openRead('results', 'cnv_result1', { start: 200_001, end: 1_300_000 }));
+      assert.ok(wide.equals(data.subarray(200_001, 1_300_001)));
       assert.deepEqual(await blobs.list('results'), ['cnv_result1']);
     });
 
