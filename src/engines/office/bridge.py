@@ -409,12 +409,7 @@ def convert(desktop, request, detection=None):
         except Exception as error:
             message = str(getattr(error, "Message", "") or error).strip().splitlines()
             raise Failure("conversion_failed", "LibreOffice could not write the %s file%s." % (request["target"], ": " + message[0] if message else ""), error)
-        pages = None
-        try:
-            pages = document.getCurrentController().getPropertyValue("PageCount")
-        except Exception:
-            pass
-        written = {"kind": kind, "pages": pages, "warnings": font_warnings(request)}
+        written = {"kind": kind, "warnings": font_warnings(request)}
     finally:
         # After a crash the close fails on the dead bridge; that must not hide a Failure above.
         gone = close(document)
