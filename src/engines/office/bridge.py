@@ -193,10 +193,13 @@ def launch_office(soffice, profile, setpriv):
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
-        if office.poll() == RESTART_REQUESTED:
+        # One look per turn: with two, an exit between them (81, a fresh profile's restart) was
+        # taken for a failure.
+        code = office.poll()
+        if code == RESTART_REQUESTED:
             office = launch()
-        elif office.poll() is not None:
-            raise RuntimeError("soffice exited with %s before it accepted a connection" % office.returncode)
+        elif code is not None:
+            raise RuntimeError("soffice exited with %s before it accepted a connection" % code)
         try:
             context = resolver.resolve("uno:pipe,name=%s;urp;StarOffice.ComponentContext" % pipe)
             break
