@@ -4,7 +4,7 @@
  * two servers: one finished conversion per account, 16 keep-alive connections from a load generator
  * of its own, rounds alternating between the two daemons, the best round of each. On PostgreSQL
  * the key, its account and the settings are kept for a second (SecondCache), and so is an ended
- * conversion (EndedRecords): a repeated GET of a finished conversion is answered without a query,
+ * conversion (PostgresStore.getConversion): a repeated GET of a finished conversion is answered without a query,
  * as lowdb answers from memory, and the bench's figure is the cost of that path. A conversion still
  * queued or running is read from the database on every GET (one query), which this bench does not
  * measure. The database is the bench's own, on the server of bench/lib/postgres.ts, dropped at the

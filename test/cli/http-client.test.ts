@@ -7,8 +7,6 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { EventEmitter, once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import busboy from 'busboy';
@@ -17,6 +15,7 @@ import { parseRetryAfter, retryDelay } from '../../src/client/retry.ts';
 import { filenameFromContentDisposition } from '../../src/client/content-disposition.ts';
 import { normalizeBaseUrl } from '../../src/client/base-url.ts';
 import { ClientError } from '../../src/client/types.ts';
+import { fullCollection } from '../helpers/full-gc.ts';
 
 /**
  * HttpClient against a real HTTP server on 127.0.0.1 whose answers each test scripts: what goes
@@ -200,10 +199,8 @@ describe('HttpClient requests', () => {
     // What is alive, not what waits for the collector: a full collection before each look (the
     // chunks read and sent, dead at once, made a run on Node 24 measure 69 MiB; a buffered file
     // stays alive through every collection and is still seen whole).
-    setFlagsFromString('--expose-gc');
-    const collect = runInNewContext('gc') as () => void;
     const alive = () => {
-      collect();
+      fullCollection();
       return process.memoryUsage().arrayBuffers;
     };
     const baseline = alive();

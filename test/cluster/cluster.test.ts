@@ -5,9 +5,9 @@
  * API-only node (`--workers 0`) answers `wait` the moment another node finishes (NOTIFY) and
  * serves the result from the bucket, and `conv convert --wait` against it downloads a result
  * another node made; a result deleted on one node is expired on the others at once (NOTIFY),
- * though each had just read it as succeeded. A fourth node with six workers joins for the crashes: kill -9 of it while it
- * runs 5 long conversions: every one ends `succeeded` on the others within the lease plus their
- * run time, each charged once; kill -9 of the node that made a webhook's failed first attempt
+ * though each had just read it as succeeded. A fourth node with six workers joins for the
+ * crashes: kill -9 of it while it runs 5 long conversions: every one ends `succeeded` on the
+ * others within the lease plus their run time, each charged once; kill -9 of the node that made a webhook's failed first attempt
  * (and holds its retry): another node sends the retry once that claim runs out, with the same
  * delivery id, and the receiver sees no third request.
  */

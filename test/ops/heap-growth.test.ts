@@ -3,19 +3,15 @@
  * heap's factor is set at once; a full collection that leaves more alive than the ceiling hands
  * the factor back to V8 (0), and one that leaves little again sets it back; the flag it sets is
  * one this Node's V8 knows (V8 complains of an unknown one on stderr and goes on). Full
- * collections are asked of V8 through `gc`, exposed for this process by the test itself.
+ * collections are asked of V8 (test/helpers/full-gc.ts).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { steadyHeapGrowth } from '../../daemon/ops/heap-growth.ts';
+import { fullCollection as collect } from '../helpers/full-gc.ts';
 
-setFlagsFromString('--expose-gc');
-/** A full collection (Node 20's V8 takes `{ type: 'major' }` for a young one: no option, then). */
-const collect = runInNewContext('gc') as () => void;
 /** gc entries reach the observer on a later turn of the event loop. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 

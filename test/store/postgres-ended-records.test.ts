@@ -1,9 +1,9 @@
 /**
- * What a PostgreSQL node keeps of ended conversions (src/store/postgres/ended-records.ts), seen
- * from outside, on a real server with two stores as two nodes: a read of an ended conversion
- * again within a second is answered from what the node kept (a change made behind its back is
- * not in it yet); a queued or running one is read from the database every time; the node's own writes are seen at once, inside
- * and after a transaction; another node's delete or expiry is seen as soon as its notification
+ * What a PostgreSQL node keeps of ended conversions (PostgresStore.getConversion), seen from
+ * outside, on a real server with two stores as two nodes: a read of an ended conversion again
+ * within a second is answered from what the node kept (a change made behind its back is not in
+ * it yet); a queued or running one is read from the database every time; the node's own writes
+ * are seen at once, inside and after a transaction; another node's delete or expiry is seen as soon as its notification
  * arrives (long before the second); a change nobody announced (a lost notification) is seen
  * within the second; a succeeded record is never answered past its result's expiry; and a caller
  * that changes what it read changes nothing for the next one.

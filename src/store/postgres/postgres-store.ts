@@ -5,7 +5,6 @@ import { conversionIdFloor, conversionIdTime } from '../../model/ids.ts';
 import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
 import { connect, disconnect, type Connections, type PostgresStoreOptions } from './connect.ts';
 import { DeliveryClaims } from './delivery-claims.ts';
-import { EndedRecords } from './ended-records.ts';
 import { Notifications } from './notifications.ts';
 import { QueueSql } from './queue-sql.ts';
 import { RateBuckets } from './rate-buckets.ts';
@@ -49,8 +48,8 @@ export class PostgresStore implements Store {
     private readonly committed: (() => void)[] | null = null,
     /** Shared by the store and its transactions; reads inside a transaction never use it. */
     private readonly hot: SecondCache = new SecondCache(),
-    /** Ended conversions read recently; shared with the transactions, which never read from it. */
-    private readonly ended: EndedRecords = new EndedRecords(),
+    /** Ended conversions read recently (see getConversion); shared with the transactions, which never read from it. */
+    private readonly ended: SecondCache = new SecondCache(1000, 10_000, shallowCopy),
   ) {
     // Single statements nobody is told about go to the relaxed pool (Connections.relaxed); in a
     // transaction, to its connection (a deferred `exclusive` sets the same in its transaction).
@@ -81,9 +80,9 @@ export class PostgresStore implements Store {
    * Drops a cached read that a write here replaces: at once, and again once the write is
    * committed (inside a transaction, a read between the two still finds the old row and may keep it).
    */
-  private forget(key: string): void {
-    this.hot.drop(key);
-    if (this.committed) this.afterCommit(() => this.hot.drop(key));
+  private forget(key: string, cache: SecondCache = this.hot): void {
+    cache.drop(key);
+    if (this.committed) this.afterCommit(() => cache.drop(key));
   }
 
   afterCommit(callback: () => void): void {
@@ -107,21 +106,25 @@ export class PostgresStore implements Store {
    * records still last no more than a second. Resolves to a function that stops listening.
    */
   async followChanges(onLost: (error: Error) => void): Promise<() => Promise<void>> {
-    return this.notifications.listen(CONVERSION_CHANGED, (id) => (id === '*' ? this.ended.clear() : this.ended.forget(id)), (error) => {
+    return this.notifications.listen(CONVERSION_CHANGED, (id) => (id === '*' ? this.ended.clear() : this.ended.drop(id)), (error) => {
       this.ended.clear();
       onLost(error);
     });
   }
 
+  /**
+   * Outside a transaction an ended conversion is kept for a second: a client that reads a finished
+   * conversion again and again (a dashboard, a script polling a list it already has) then costs no
+   * round trip to the database. A queued or running one changes with every step of a worker on any
+   * node and is read every time. An ended one changes only by a delete or an expiry (succeeded ->
+   * expired), a cancel's engine time and a prune: this process's own writes drop it at once (and
+   * again at their commit), another node's arrive on CONVERSION_CHANGED (followChanges), and one
+   * whose notification was lost is at most a second old, the same bound as a revoked key. A
+   * succeeded one is never kept past its result's expiry, so the service's expiry on read sees it due.
+   */
   async getConversion(id: string): Promise<ConversionRecord | undefined> {
     const load = () => queryDoc<ConversionRecord>(this.db, 'convd-conversion', 'SELECT doc FROM convd_conversions WHERE id = $1', [id]);
-    return this.connections === null ? load() : this.ended.get(id, load);
-  }
-
-  /** As `forget`, for a kept ended conversion. */
-  private forgetConversion(id: string): void {
-    this.ended.forget(id);
-    if (this.committed) this.afterCommit(() => this.ended.forget(id));
+    return this.connections === null ? load() : this.ended.get(id, load, keptUntil);
   }
 
   async insertConversion(record: ConversionRecord): Promise<void> {
@@ -155,7 +158,7 @@ export class PostgresStore implements Store {
       }
       : { name: 'convd-conversion-update', text: 'UPDATE convd_conversions SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1 RETURNING doc', values: [id, removed, toJson(rest)] })).rows;
     // An update only while active changes no ended record.
-    if (!options?.whileActive) this.forgetConversion(id);
+    if (!options?.whileActive) this.forget(id, this.ended);
     // A change to a conversion that had already ended (an end itself changes one nobody keeps):
     // other nodes may keep it. Inside a transaction the message leaves at the commit.
     if (row && END_STATUSES.has(row.doc.status) && (rest.status === undefined || rest.status === 'expired')) {
@@ -428,4 +431,18 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.connections) await disconnect(this.connections);
   }
+}
+
+/**
+ * A record as the lowdb store hands it out: callers replace a record's fields and never change
+ * what is inside one, and the public JSON's cache knows an unchanged record by its fields.
+ */
+function shallowCopy<T>(value: T): T {
+  return value === undefined ? value : { ...value };
+}
+
+/** Until when a conversion just read may be kept: an ended one at most until its result expires; any other not at all. */
+function keptUntil(record: ConversionRecord | undefined): number {
+  if (!record || !END_STATUSES.has(record.status)) return -Infinity;
+  return record.status === 'succeeded' && record.result ? Date.parse(record.result.expires_at) : Infinity;
 }
