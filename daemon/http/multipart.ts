@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { ApiError } from '../../src/errors/api-error.ts';
 import { HEAD_BYTES } from '../../src/inputs/sniff.ts';
 import { fieldError, MAX_MERGE_INPUTS } from '../../src/service/create-request.ts';
 import type { SpooledFile } from '../../src/service/spooled-file.ts';
+import { SpoolWriter } from './spool-writer.ts';
 
 export interface MultipartLimits {
   maxFileBytes: number;
@@ -127,35 +126,49 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
         stream.destroy();
       });
 
-      /** The rest of a file larger than its head, streamed to its spool file after the chunks `held`. */
+      /** The rest of a file larger than its head, written to its spool file after the chunks `held`. */
       const spoolRest = (held: Buffer[]): Promise<void> => {
         spooled.push(path);
-        const inspect = new Transform({
-          transform(chunk: Buffer, _encoding, callback) {
+        const spool = new SpoolWriter(path, { pause: () => stream.pause(), resume: () => stream.resume() });
+        spool.push(Buffer.concat(held));
+        return new Promise<void>((resolve) => {
+          let settled = false;
+          // The promise settles once the spool file is closed, whichever way the part ended.
+          const settle = (outcome: 'whole' | 'broken'): void => {
+            if (settled) return;
+            settled = true;
+            void spool.end(outcome === 'broken' || failure !== undefined).then(
+              () => {
+                if (outcome === 'whole' && !failure) files[place] = described(false);
+              },
+              () => {
+                if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));
+              },
+            ).then(resolve);
+          };
+          // The listeners stay after the part has settled: an 'error' from its destruction must
+          // still find one (an 'error' event with none would end the process).
+          const onData = (chunk: Buffer): void => {
+            if (settled) return;
             const refused = take(chunk);
             // Before the write: the chunk that would cross the limit or the disk floor is never written.
             if (refused) {
               fail(refused);
-              callback(refused);
+              settle('broken');
               return;
             }
-            callback(null, chunk);
-          },
-        });
-        const spool = createWriteStream(path, { mode: 0o600 });
-        // A failed pipeline settles before the spool file's descriptor is closed, and a file
-        // removed while still open keeps its blocks: the space must really be free once it is
-        // discarded (the disk floor reads free space right after).
-        const closed = new Promise<void>((resolve) => spool.once('close', () => resolve()));
-        spool.write(Buffer.concat(held));
-        return pipeline([stream, inspect, spool])
-          .then(() => {
-            if (!failure) files[place] = described(false);
-          })
-          .catch(() => {
+            if (!spool.push(chunk)) settle('whole'); // a write failed: end() reports it
+          };
+          const onEnd = (): void => settle('whole');
+          // Destroyed (a failure elsewhere, the size limit) or broken off: what was written goes.
+          const onBroken = (): void => {
+            if (settled) return; // 'close' after 'end', or the error of a destruction already told
             if (!failure) fail(new ApiError('validation_failed', { details: { body: 'the upload was interrupted' } }));
-          })
-          .then(() => closed);
+            settle('broken');
+          };
+          stream.on('data', onData).once('end', onEnd).on('error', onBroken).once('close', onBroken);
+          stream.resume();
+        });
       };
 
       // A file no larger than its head (a merge's one-page PDF, an icon) stays in memory: most are
@@ -171,7 +184,7 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
           }
           held.push(chunk);
           if (size <= HEAD_BYTES) return;
-          // Paused before this handler returns: no chunk flows past until the pipeline reads on.
+          // Paused before this handler returns: no chunk flows past until the spool file takes them.
           stream.pause();
           stream.off('data', onData).off('end', onEnd).off('error', onError);
           resolve(spoolRest(held));

@@ -1,4 +1,5 @@
 import { defineEngine } from '../descriptor.ts';
+import { isHeavyImage } from './heavy-image.ts';
 
 /**
  * sharp (libvips, on libuv's threads: the event loop stays free). An image heavy enough to hold
@@ -8,7 +9,8 @@ export const image = defineEngine({
   name: 'image',
   limits: { timeLimitMs: 120_000, listedAt: 1 },
   loader: (settings) => ({
-    isolateWhen: async (job) => (await import('./heavy-image.ts')).isHeavyImage(job),
+    // Imported up front (node:fs only): a dynamic import() goes through the module loader at every conversion.
+    isolateWhen: isHeavyImage,
     load: async () => (await import('./sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }),
   }),
   // libheif's decoder for HEVC HEIC photos (heif-hevc.ts).
