@@ -4,6 +4,12 @@ import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Adapter } from 'lowdb';
 
+/**
+ * Writes that return once on disk. Where the platform has no O_DSYNC (Windows), 0: each write is
+ * then followed by an fdatasync instead.
+ */
+const DATA_SYNC_FLAG = constants.O_DSYNC ?? 0;
+
 /** The two copies of a file: `<base>.a.json` and `<base>.b.json`. */
 const SLOTS = ['a', 'b'] as const;
 type SlotName = (typeof SLOTS)[number];
@@ -121,10 +127,10 @@ export class DurableJsonFile<T> implements Adapter<T> {
     const slot = this.slots[this.next];
     if (!slot.handle) {
       try {
-        slot.handle = await open(slot.path, constants.O_RDWR | constants.O_DSYNC);
+        slot.handle = await open(slot.path, constants.O_RDWR | DATA_SYNC_FLAG);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-        slot.handle = await open(slot.path, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC | constants.O_DSYNC, 0o600);
+        slot.handle = await open(slot.path, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC | DATA_SYNC_FLAG, 0o600);
         slot.unsyncedName = true;
       }
     }
@@ -135,10 +141,8 @@ export class DurableJsonFile<T> implements Adapter<T> {
       done += (await slot.handle.write(bytes, done, bytes.length - done, done)).bytesWritten;
     }
     // The bytes are on disk (O_DSYNC); a shorter copy's new length is not until it is synced.
-    if (bytes.length < slot.length) {
-      await slot.handle.truncate(bytes.length);
-      await slot.handle.datasync();
-    }
+    if (bytes.length < slot.length) await slot.handle.truncate(bytes.length);
+    if (bytes.length < slot.length || DATA_SYNC_FLAG === 0) await slot.handle.datasync();
     slot.length = bytes.length;
     // A new file's name is durable once its directory is synced (twice per file's lifetime).
     if (slot.unsyncedName) {

@@ -6,6 +6,7 @@
  * written before they existed opens with none).
  */
 import assert from 'node:assert/strict';
+import { constants } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -452,5 +453,32 @@ describe('LowdbStore', () => {
     await file.write({ text: 'c' });
     await file.close();
     assert.deepEqual(await new DurableJsonFile<{ text: string }>(base).read(), { text: 'c' });
+  });
+  it('writes each copy through O_DSYNC (on disk when write returns) and still syncs a copy that shrinks', { skip: process.platform !== 'linux' && 'reads /proc/self/fdinfo' }, async () => {
+    const base = join(dir, 'synced');
+    const file = new DurableJsonFile<{ text: string }>(base);
+    const slots = (file as unknown as { slots: Record<'a' | 'b', { handle: { fd: number; datasync: () => Promise<void> } | null }> }).slots;
+    await file.write({ text: 'x'.repeat(300) });
+    await file.write({ text: 'y'.repeat(300) });
+    for (const name of ['a', 'b'] as const) {
+      const info = await readFile(`/proc/self/fdinfo/${slots[name]!.handle!.fd}`, 'utf8');
+      const flags = parseInt(/^flags:\s+([0-7]+)/m.exec(info)![1]!, 8);
+      assert.notEqual(flags & constants.O_DSYNC, 0, `copy ${name} open with O_DSYNC (flags ${flags.toString(8)})`);
+    }
+    const synced: string[] = [];
+    for (const name of ['a', 'b'] as const) {
+      const handle = slots[name]!.handle!;
+      const real = handle.datasync.bind(handle);
+      handle.datasync = async () => {
+        synced.push(name);
+        await real();
+      };
+    }
+    await file.write({ text: 'z'.repeat(400) });
+    assert.deepEqual(synced, [], 'a copy no shorter: the write alone');
+    await file.write({ text: 'short' });
+    assert.deepEqual(synced, ['b'], 'a shorter copy: its new length synced');
+    await file.close();
+    assert.deepEqual(await new DurableJsonFile<{ text: string }>(base).read(), { text: 'short' });
   });
 });
