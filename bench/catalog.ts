@@ -16,6 +16,7 @@ import { benchPdfMerge } from './pdf-merge.ts';
 import { benchPdfPages } from './pdf-pages.ts';
 import { benchPostgresGetThroughput } from './postgres-get-throughput.ts';
 import { benchPostgresSubmitLatency } from './postgres-submit.ts';
+import { benchServiceCost } from './service-cost.ts';
 import { benchSubmitLatency } from './submit-latency.ts';
 import { benchUploadRss } from './upload-rss.ts';
 import { benchVideo } from './video.ts';
@@ -57,6 +58,7 @@ export const BENCHES: readonly Bench[] = [
   { name: 'pdf-all-pages', letter: 'v', measures: 'a 20-page PDF -> a zip of PNGs at 150 dpi through convd against PDFium, sharp and yazl called directly', run: benchPdfAllPages },
   { name: 'pdf-merge', letter: 'w', measures: '50 one-page PDFs merged into one through convd against qpdf (WebAssembly) called directly', run: benchPdfMerge },
   { name: 'ocr-pdf', letter: 'x', measures: 'a 10-page scanned PDF -> searchable PDF (ocr=true) through convd against OCRmyPDF run directly with the engine\'s arguments', run: benchOcrPdf },
+  { name: 'service-cost', letter: 'y', measures: 'the daemon\'s own CPU per read, download, upload and small conversion against a bare node:http server answering the same bytes (and sharp)', run: benchServiceCost },
 ];
 
 /** The bench a command-line word names: its name, or its letter. */
