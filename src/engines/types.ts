@@ -6,6 +6,12 @@ import type { ConversionPair, FormatInfo } from './pairs.ts';
 export interface EngineJob {
   inputPath: string;
   /**
+   * What the submission already read of the file at `path`: its size, and the pixels its image
+   * header gives (null where it gives none). An engine may decide from these without opening the
+   * file; they say nothing of a job whose `inputPath` is another file (a chain's next step).
+   */
+  inputFacts?: { path: string; size: number; pixels: number | null };
+  /**
    * Several inputs, in order (a merge into one PDF: each already a PDF); `inputPath` is the
    * first. Unset for one input.
    */

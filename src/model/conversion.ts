@@ -58,6 +58,12 @@ export interface ConversionRecord {
   secret_options?: ConversionOptions;
   original_name: string;
   input_size: number | null;
+  /**
+   * The pixels the uploaded file's image header gives (PNG, GIF, JPEG), read from its first bytes
+   * at submission; null where the header gives none; absent where they were not at hand (a URL,
+   * a merge, a record of an older version). Not shown: the run's heavy-image check reads it.
+   */
+  input_pixels?: number | null;
   input: ConversionInput;
   /**
    * The files of a merge, in the order they are merged (absent for one input sent as itself; a

@@ -20,6 +20,7 @@ import { validateCreateRequest, validationError, type CreateRequestInput, type R
 import { adoptUpload, spooledOnDisk, spooledPath } from './spooled-file.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from '../model/ids.ts';
+import { headerPixels } from '../inputs/image-header.ts';
 import { PublicJsonCache } from './public-json-cache.ts';
 import { checkSubmissionLimits } from './submission-limits.ts';
 import { checkPageCap } from './page-cap.ts';
@@ -186,6 +187,7 @@ export class ConversionService {
           ...(Object.keys(request.secretOptions).length > 0 ? { secret_options: request.secretOptions } : {}),
           original_name: request.originalName,
           input_size: inputSize,
+          ...(!inputs && request.input.kind === 'file' && request.input.file.head ? { input_pixels: headerPixels(request.input.file.head) } : {}),
           input: request.input.kind === 'file' ? { kind: 'file', sha256: request.input.file.sha256 } : { kind: 'url', url: request.input.url },
           ...(inputs ? { inputs } : {}),
           ...(request.markImages ? { mark_images: markImageFiles(request.markImages) } : {}),

@@ -1,5 +1,5 @@
 import { handedOver } from '../../engines/hand-over.ts';
-import type { Engine, EngineOutput } from '../../engines/types.ts';
+import type { Engine, EngineJob, EngineOutput } from '../../engines/types.ts';
 import { formatSeconds } from '../../engines/units.ts';
 import type { FormatRegistry } from '../../formats/registry.ts';
 import type { ConversionPair } from '../../engines/pairs.ts';
@@ -75,6 +75,7 @@ async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engi
       tenant: record.account_id,
       ...(call.lane === 'quick' ? { quick: true } : {}),
       ...(record.input.kind === 'url' ? { sourceUrl: record.input.url } : {}),
+      ...inputFactsOf(call),
     });
   } catch (error) {
     if (limited.timedOut()) {
@@ -85,4 +86,15 @@ async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engi
     if (began !== null) call.onEngineTime(Math.round(performance.now() - began));
     limited.dispose();
   }
+}
+
+/**
+ * What the submission read of a single uploaded file (EngineJob.inputFacts), for the job whose
+ * input is that file: not a merge's or a bundle's (their input is one of several files).
+ */
+function inputFactsOf(call: EngineCall): Pick<EngineJob, 'inputFacts'> {
+  const { record } = call;
+  if (record.input_pixels === undefined || record.input_size === null || record.input.kind !== 'file') return {};
+  if (record.inputs?.length || record.mark_images?.length || call.inputPaths || call.bundledInputs) return {};
+  return { inputFacts: { path: call.inputPath, size: record.input_size, pixels: record.input_pixels } };
 }
