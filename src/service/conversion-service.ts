@@ -316,7 +316,7 @@ export class ConversionService {
     const size = await this.blobs.size('results', record.id);
     if (size === null) throw new ApiError('expired');
     return {
-      record, size, open: (range) => this.blobs.openRead('results', record.id, range), readAll: () => this.blobs.readAll('results', record.id),
+      record, size, open: (range) => this.blobs.openRead('results', record.id, range), readAll: () => this.blobs.readAll('results', record.id, size),
       localPath: this.blobs.localPath('results', record.id),
     };
   }

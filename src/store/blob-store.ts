@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { access, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -45,8 +45,12 @@ export interface BlobStore {
   size(kind: BlobKind, id: string): Promise<number | null>;
   /** A stream of the file (or of the inclusive byte range), once it is open; rejects when the file is not there. */
   openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): Promise<Readable>;
-  /** The whole file in memory (for a small one: no stream to set up); rejects when the file is not there. */
-  readAll(kind: BlobKind, id: string): Promise<Buffer>;
+  /**
+   * The whole file in memory (for a small one: no stream to set up); rejects when the file is not
+   * there. `size`: its size as the caller just read it (a result's is fixed once written), so the
+   * disk store reads it in one call without asking for it again.
+   */
+  readAll(kind: BlobKind, id: string, size?: number): Promise<Buffer>;
   /** The stored file's own path where it is on this machine's disk (the CLI moves rather than copies it); null in a bucket. */
   localPath(kind: BlobKind, id: string): string | null;
   delete(kind: BlobKind, id: string): Promise<void>;
@@ -152,8 +156,22 @@ export class LocalBlobStore implements BlobStore {
     return stream;
   }
 
-  async readAll(kind: BlobKind, id: string): Promise<Buffer> {
-    return readFile(this.path(kind, id));
+  async readAll(kind: BlobKind, id: string, size?: number): Promise<Buffer> {
+    if (size === undefined) return readFile(this.path(kind, id));
+    // open, one read, close: readFile would fstat for the size and read again to see the end.
+    const handle = await open(this.path(kind, id), 'r');
+    try {
+      const bytes = Buffer.allocUnsafe(size);
+      let filled = 0;
+      while (filled < size) {
+        const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return filled === size ? bytes : bytes.subarray(0, filled);
+    } finally {
+      await handle.close();
+    }
   }
 
   async delete(kind: BlobKind, id: string): Promise<void> {

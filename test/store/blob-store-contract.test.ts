@@ -86,6 +86,7 @@ for (const place of places) {
       assert.equal(await blobs.size('results', 'cnv_result1'), data.length);
       assert.ok((await bytesOf(await blobs.openRead('results', 'cnv_result1'))).equals(data));
       assert.ok((await blobs.readAll('results', 'cnv_result1')).equals(data), 'read whole');
+      assert.ok((await blobs.readAll('results', 'cnv_result1', data.length)).equals(data), 'read whole at the size told');
       const range = await bytesOf(await blobs.openRead('results', 'cnv_result1', { start: 9_000_000, end: 9_000_099 }));
       assert.ok(range.equals(data.subarray(9_000_000, 9_000_100)));
       // Across several of the reads a download makes (256 KiB each on disk).
@@ -105,6 +106,7 @@ for (const place of places) {
       await assert.rejects(blobs.openRead('results', 'cnv_gone'));
       // ENOENT is what the download tells apart as the spec's 410 from a store that does not answer.
       await assert.rejects(blobs.readAll('results', 'cnv_gone'), { code: 'ENOENT' });
+      await assert.rejects(blobs.readAll('results', 'cnv_gone', 100), { code: 'ENOENT' });
       await assert.rejects(blobs.localInput('cnv_never'));
     });
 
