@@ -53,7 +53,7 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
     // File parts still being written: a failure (an aborted request above all, which never ends
     // them) must end them, or their writes never settle and their spool files are never removed.
     // Destroyed with an error: a part that busboy already ended but that is not yet drained would
-    // otherwise leave its pipeline() pending forever (Node 20).
+    // otherwise never tell its end, and its spool file would stay open (Node 20).
     const streams: Readable[] = [];
     let failure: ApiError | undefined;
     let parser: busboy.Busboy;
@@ -167,7 +167,7 @@ export function parseMultipart(req: IncomingMessage, limits: MultipartLimits): P
             settle('broken');
           };
           stream.on('data', onData).once('end', onEnd).on('error', onBroken).once('close', onBroken);
-          stream.resume();
+          if (!spool.pausing) stream.resume();
         });
       };
 

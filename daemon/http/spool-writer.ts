@@ -17,6 +17,8 @@ export class SpoolWriter {
   private writing: Promise<void> | null = null;
   private failure: unknown = null;
   private ended = false;
+  /** The source was told to pause and not yet to resume. */
+  private holding = false;
 
   /**
    * `pause`/`resume`: told when the bytes waiting pass PAUSE_ABOVE_BYTES and when they are
@@ -37,8 +39,22 @@ export class SpoolWriter {
     this.queue.push(chunk);
     this.queuedBytes += chunk.length;
     this.writing ??= this.drain();
-    if (this.queuedBytes > PAUSE_ABOVE_BYTES) this.flow.pause();
+    if (this.queuedBytes > PAUSE_ABOVE_BYTES && !this.holding) {
+      this.holding = true;
+      this.flow.pause();
+    }
     return true;
+  }
+
+  /** Whether the source is paused by this writer (the bytes waiting are more than it holds). */
+  get pausing(): boolean {
+    return this.holding;
+  }
+
+  private release(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    this.flow.resume();
   }
 
   private async drain(): Promise<void> {
@@ -47,15 +63,17 @@ export class SpoolWriter {
       while (this.queue.length > 0 && this.failure === null) {
         const batch = this.queue;
         this.queue = [];
-        const paused = this.queuedBytes > PAUSE_ABOVE_BYTES;
         this.queuedBytes = 0;
         await writeAll(handle, batch);
-        if (paused && !this.ended) this.flow.resume();
+        if (!this.ended) this.release();
       }
     } catch (error) {
       this.failure ??= error;
       this.queue = [];
       this.queuedBytes = 0;
+      // A paused source would never send the chunk (or the end) through which its owner learns
+      // of the failure (push() returning false, end() rejecting): the upload would hang.
+      if (!this.ended) this.release();
     } finally {
       this.writing = null;
     }
@@ -85,6 +103,7 @@ async function writeAll(handle: FileHandle, buffers: Buffer[]): Promise<void> {
   let pending = buffers;
   while (pending.length > 0) {
     const { bytesWritten } = await handle.writev(pending);
+    if (bytesWritten === 0 && pending.some((buffer) => buffer.length > 0)) throw new Error('the spool file took no bytes');
     let skip = bytesWritten;
     let index = 0;
     while (index < pending.length && skip >= pending[index]!.length) skip -= pending[index++]!.length;

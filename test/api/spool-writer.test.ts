@@ -57,6 +57,24 @@ describe('the spool writer', () => {
     assert.deepEqual(await readFile(path), Buffer.concat(chunks));
   });
 
+  it('a write that fails while the source is paused resumes it, so that its owner learns of the failure', { skip: process.platform !== 'linux' && 'writes to /dev/full', timeout: 10_000 }, async () => {
+    const flow: string[] = [];
+    let resumed: (() => void) | null = null;
+    // Every write to /dev/full fails with ENOSPC: a full disk.
+    const writer = new SpoolWriter('/dev/full', {
+      pause: () => flow.push('pause'),
+      resume: () => {
+        flow.push('resume');
+        resumed?.();
+      },
+    });
+    for (let index = 0; index < 24; index++) writer.push(randomBytes(64 * 1024));
+    assert.deepEqual(flow, ['pause'], 'paused once, past 1 MiB waiting');
+    await new Promise<void>((resolve) => (resumed = resolve));
+    assert.equal(writer.push(randomBytes(10)), false, 'the next chunk is refused');
+    await assert.rejects(writer.end(), { code: 'ENOSPC' });
+  });
+
   it('reports a file it cannot create at its end, and refuses more chunks', async () => {
     const writer = new SpoolWriter(join(dir, 'no-such-dir', 'file'), { pause: () => undefined, resume: () => undefined });
     writer.push(Buffer.from('first'));
