@@ -1,4 +1,11 @@
 /**
+ * Where an image's dimensions are looked for: a JPEG's frame header may follow tens of KiB of
+ * EXIF. An upload keeps this much of its head (sniff.ts HEAD_BYTES), so the pixels read from it
+ * at submission are those the heavy-image check would read from the file.
+ */
+export const IMAGE_HEADER_BYTES = 64 * 1024;
+
+/**
  * The pixels an image's header gives (width x height) where the format puts them near the start:
  * PNG (IHDR right after the signature), GIF (the logical screen), JPEG (the first start-of-frame
  * marker, which may follow tens of KiB of EXIF). Null for anything else, or a header not within

@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import { IMAGE_HEADER_BYTES } from './image-header.ts';
 import { zipHoldsDocument } from './zip-document.ts';
 
 /** What an upload's first bytes tell. */
@@ -13,9 +14,10 @@ export interface SniffedContent {
  * Bytes read from the start of an upload. file-type is given this buffer, not the file: reading
  * the file itself it may walk a zip's entries or skip tags through the whole file, on the
  * daemon's event loop, for every upload. A format it cannot tell from these bytes goes by the
- * file's name instead.
+ * file's name instead. As much as an image's header is looked for in: the pixels the submission
+ * reads from these bytes are those the heavy-image check would read from the file.
  */
-export const HEAD_BYTES = 64 * 1024;
+export const HEAD_BYTES = IMAGE_HEADER_BYTES;
 /** What the text checks look at. */
 const TEXT_BYTES = 4096;
 const SVG = /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]/i;

@@ -141,8 +141,9 @@ export class DurableJsonFile<T> implements Adapter<T> {
       done += (await slot.handle.write(bytes, done, bytes.length - done, done)).bytesWritten;
     }
     // The bytes are on disk (O_DSYNC); a shorter copy's new length is not until it is synced.
-    if (bytes.length < slot.length) await slot.handle.truncate(bytes.length);
-    if (bytes.length < slot.length || DATA_SYNC_FLAG === 0) await slot.handle.datasync();
+    const shorter = bytes.length < slot.length;
+    if (shorter) await slot.handle.truncate(bytes.length);
+    if (shorter || DATA_SYNC_FLAG === 0) await slot.handle.datasync();
     slot.length = bytes.length;
     // A new file's name is durable once its directory is synced (twice per file's lifetime).
     if (slot.unsyncedName) {

@@ -1,12 +1,10 @@
 import { open } from 'node:fs/promises';
-import { headerPixels } from '../../inputs/image-header.ts';
+import { headerPixels, IMAGE_HEADER_BYTES } from '../../inputs/image-header.ts';
 import type { EngineJob } from '../types.ts';
 
 /** Past these an image's work leaves the daemon's own threads for an engine host. */
 const HEAVY_BYTES = 1024 * 1024;
 const HEAVY_PIXELS = 4_000_000;
-/** Where the dimensions are looked for: a JPEG's frame header may follow tens of KiB of EXIF (as much as an upload keeps of its head: sniff.ts). */
-const HEAD_BYTES = 64 * 1024;
 /** Encoders that take seconds of every core even for a photo of ordinary size. */
 const SLOW_TARGETS = new Set(['avif', 'heic', 'heif']);
 
@@ -25,7 +23,7 @@ export async function isHeavyImage(job: Pick<EngineJob, 'inputPath' | 'target' |
   if (facts) return facts.size >= HEAVY_BYTES || (facts.pixels !== null && facts.pixels >= HEAVY_PIXELS);
   const file = await open(job.inputPath, 'r');
   try {
-    const head = Buffer.allocUnsafe(HEAD_BYTES);
+    const head = Buffer.allocUnsafe(IMAGE_HEADER_BYTES);
     const { bytesRead } = await file.read(head, 0, head.length, 0);
     // A file that ended within the head is small; only a longer one is measured.
     if (bytesRead === head.length && (await file.stat()).size >= HEAVY_BYTES) return true;
