@@ -23,6 +23,8 @@ export interface EngineLoader {
   isolateWhen?: (job: EngineJob) => Promise<boolean>;
   /** The created engine's `startsClock`, known before it loads (the runner asks first). */
   startsClock?: boolean;
+  /** The created engine's `readsAnyName`, known before it loads (the runner asks first). */
+  readsAnyName?: boolean;
   load(): Promise<Engine>;
 }
 
@@ -64,6 +66,7 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
     name: loader.name,
     maxConcurrentRuns: loader.maxConcurrentRuns,
     startsClock: loader.startsClock,
+    readsAnyName: loader.readsAnyName,
     // Only what was loaded has something running to end.
     close: async () => {
       await loaded?.close?.();

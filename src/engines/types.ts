@@ -133,6 +133,14 @@ export interface Engine {
    * helper process; otherwise the time limit runs from the call to `convert`.
    */
   readonly startsClock?: boolean;
+  /**
+   * The engine reads its input by its content, whatever the file is called, and writes its output
+   * wherever it is told: the run hands it the stored input itself and an output path of the
+   * store's own, without a run directory where the input is linked under the user's name (that
+   * name shows in documents, never in an image's pixels). A pair of several steps, with a
+   * fallback or of several inputs still gets the directory.
+   */
+  readonly readsAnyName?: boolean;
   /** Ends what the engine keeps running (helper processes); it converts no more afterwards. */
   close?(): Promise<void>;
 }

@@ -13,7 +13,7 @@ export interface JobFiles {
 }
 
 /** A format's extension as a file name's, or `bin` for one that could name more than an extension. */
-function safeExtension(extension: string): string {
+export function safeExtension(extension: string): string {
   return /^[a-z0-9]{1,16}$/i.test(extension) ? extension.toLowerCase() : 'bin';
 }
 

@@ -11,6 +11,8 @@ export const image = defineEngine({
   loader: (settings) => ({
     // Imported up front (node:fs only): a dynamic import() goes through the module loader at every conversion.
     isolateWhen: isHeavyImage,
+    // libvips finds the format from the bytes, in the daemon and in an engine host alike.
+    readsAnyName: true,
     load: async () => (await import('./sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }),
   }),
   // libheif's decoder for HEVC HEIC photos (heif-hevc.ts).

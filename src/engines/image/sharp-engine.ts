@@ -57,6 +57,7 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
     },
     formats: () => IMAGE_FORMATS,
     convert: (job) => convertImage(job, options),
+    readsAnyName: true,
   };
 }
 

@@ -85,7 +85,9 @@ export class ConversionRun {
     if (!pair || !engine) throw new ConversionFailure('internal_error', `No engine for ${record.source} -> ${record.target} is available.`);
     refuseOptionsNotOffered(registry, record);
     const extension = registry.format(record.target)?.extensions[0] ?? record.target;
-    const { inputPath, outputPath } = await this.files.prepare(record, registry.format(record.source)?.extensions[0] ?? record.source, extension);
+    // Without a run directory where nothing in the work shows a file's name.
+    const anyName = engine.readsAnyName === true && !pair.steps && !pair.fallback && !record.inputs?.length && !record.mark_images?.length;
+    const { inputPath, outputPath } = await this.files.prepare(record, registry.format(record.source)?.extensions[0] ?? record.source, extension, anyName);
     const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
     const limitOf = (name: string) => planTimeLimitMs(config, plan, name);
     // A chain has the time of its steps together.

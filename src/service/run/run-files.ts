@@ -1,6 +1,6 @@
 import type { ConversionRecord } from '../../model/conversion.ts';
 import type { BlobStore, LocalFile } from '../../store/blob-store.ts';
-import { prepareJobFiles, type JobFiles, type RunDirs } from '../job-dir.ts';
+import { prepareJobFiles, safeExtension, type JobFiles, type RunDirs } from '../job-dir.ts';
 
 /**
  * What one run keeps on disk: a local copy of the input, the run's own directory (the input under
@@ -19,9 +19,20 @@ export class RunFiles {
 
   constructor(private readonly blobs: BlobStore, private readonly dirs: RunDirs, private readonly id: string) {}
 
-  /** The run's directory with the input in it, and where the engine writes the output. */
-  async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string): Promise<JobFiles> {
+  /**
+   * The run's directory with the input in it, and where the engine writes the output. `anyName`:
+   * the engine reads files whatever they are called (Engine.readsAnyName): it is given the
+   * stored input itself and an output path of the store's, and no directory is made, linked
+   * into and emptied again (four hops to the thread pool of a small image's few dozen).
+   */
+  async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string, anyName = false): Promise<Pick<JobFiles, 'inputPath' | 'outputPath'>> {
     this.input = await this.blobs.localInput(this.id);
+    if (anyName) {
+      const files = { inputPath: this.input.path, outputPath: this.blobs.outputPathFor(this.id, safeExtension(targetExtension)) };
+      this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file' };
+      this.pendingOutput = files.outputPath;
+      return files;
+    }
     this.jobDir = await this.dirs.take();
     const jobDir = this.jobDir;
     const files = await prepareJobFiles(jobDir, this.input.path, record.original_name, sourceExtension, targetExtension);
