@@ -33,9 +33,8 @@ export type CopyState<T> = { valid: true; seq: number; data: T } | { valid: fals
 
 const HEADER = /^\{"seq":(\d+),"crc32":(\d+),"data":/;
 
-/** One copy's bytes: `{"seq":N,"crc32":C,"data":<the data>}`, C being the CRC-32 of the data's JSON (as UTF-8). */
-function encode(seq: number, data: unknown): Buffer {
-  const json = JSON.stringify(data);
+/** One copy's bytes: `{"seq":N,"crc32":C,"data":<json>}`, C being the CRC-32 of the data's JSON (as UTF-8). */
+function encode(seq: number, json: string): Buffer {
   return Buffer.from(`{"seq":${seq},"crc32":${crc32(json)},"data":${json}}`);
 }
 
@@ -63,14 +62,15 @@ export function decodeCopy<T>(bytes: Buffer): CopyState<T> {
  * bench -- convert-e2e` that cost the daemon more CPU than writing the data.)
  *
  * `legacyPath`: a plain JSON file of an older layout, read when neither copy exists yet and
- * removed once the first copy is on disk.
+ * removed once the first copy is on disk. `serialize`: the data's JSON, as JSON.stringify would
+ * write it (a caller that keeps parts of it already written passes its own).
  */
 export class DurableJsonFile<T> implements Adapter<T> {
   private readonly slots: Record<SlotName, Slot>;
   private seq = 0;
   private next: SlotName = 'a';
 
-  constructor(base: string, private legacyPath: string | null = null) {
+  constructor(base: string, private legacyPath: string | null = null, private readonly serialize: (data: T) => string = (data) => JSON.stringify(data)) {
     const slot = (name: SlotName): Slot => ({ path: `${base}.${name}.json`, handle: null, length: 0, unsyncedName: false });
     this.slots = { a: slot('a'), b: slot('b') };
   }
@@ -123,7 +123,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
 
   async write(data: T): Promise<void> {
     const seq = this.seq + 1;
-    const bytes = encode(seq, data);
+    const bytes = encode(seq, this.serialize(data));
     const slot = this.slots[this.next];
     if (!slot.handle) {
       try {

@@ -77,6 +77,12 @@ export class LowdbStore implements Store {
   private readonly accountsByName = new Map<string, Set<string>>();
   /** The same objects as `main.data.web_tokens`: a session is looked up on every page. */
   private readonly webTokensByHash = new Map<string, WebTokenRecord>();
+  /**
+   * Each stored conversion's JSON as last written, until it changes (updateConversion): a
+   * shard's write serializes only the records that changed, not every one the shard holds (a
+   * box keeping a day of results has dozens in each).
+   */
+  private readonly recordJson = new WeakMap<ConversionRecord, string>();
 
   private constructor(options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
@@ -129,7 +135,7 @@ export class LowdbStore implements Store {
     this.shards = await Promise.all(Array.from({ length: this.shardCount }, async (_, index) => {
       const base = shardBase(index);
       currentBases.add(base);
-      const adapter = new DurableJsonFile<ShardData>(join(conversionsDir, base));
+      const adapter = new DurableJsonFile<ShardData>(join(conversionsDir, base), null, (data) => this.shardJson(data));
       const shard = new Low<ShardData>(adapter, { conversions: [] });
       const present = DurableJsonFile.paths(base).filter((path) => names.has(basename(path)));
       const data = present.length > 0 ? await adapter.read() : null;
@@ -340,12 +346,26 @@ export class LowdbStore implements Store {
     this.markDirty(shard);
   }
 
+  /** A shard's JSON, byte for byte JSON.stringify's, from each record's as last written where it has not changed. */
+  private shardJson(data: ShardData): string {
+    const parts = data.conversions.map((record) => {
+      let json = this.recordJson.get(record);
+      if (json === undefined) {
+        json = JSON.stringify(record);
+        this.recordJson.set(record, json);
+      }
+      return json;
+    });
+    return `{"conversions":[${parts.join(',')}]}`;
+  }
+
   async updateConversion(id: string, patch: Partial<ConversionRecord>, options: UpdateOptions = {}): Promise<ConversionRecord | undefined> {
     const record = this.conversions.get(id);
     if (!record) return undefined;
     if (options.whileActive && !ACTIVE_STATUSES.has(record.status)) return { ...record };
     const { id: _ignored, account_id: _owner, ...rest } = patch;
     Object.assign(record, rest);
+    this.recordJson.delete(record);
     if (patch.status) this.indexStatus(record);
     if (options.deferred) this.markDeferred(this.shardOf(id));
     else this.markDirty(this.shardOf(id));

@@ -208,6 +208,29 @@ describe('LowdbStore', () => {
     records.forEach((record, i) => assert.equal(disk.get(record.id)?.progress, i % 100));
   });
 
+  it('writes a shard as JSON.stringify would, records changed since the last write and those not alike', async () => {
+    const records = Array.from({ length: 40 }, () => conversion('acc_a'));
+    for (const record of records) await store.insertConversion(record);
+    await store.flush();
+    // One record at a time changes, its shard written after each: every other record of the
+    // shard is written from what was kept of the write before.
+    for (const [index, record] of records.entries()) {
+      if (index % 7 !== 0) continue;
+      await store.updateConversion(record.id, { status: 'processing', progress: index, result: null });
+      await store.flush();
+      const disk = await conversionsOnDisk(dir);
+      for (const other of records) assert.deepEqual(disk.get(other.id), await store.getConversion(other.id));
+    }
+    for (let shard = 0; shard < 4; shard++) {
+      const base = join(dir, 'conversions', shard.toString(16).padStart(3, '0'));
+      const newest = await newestCopy<{ conversions: ConversionRecord[] }>(base);
+      if (!newest) continue;
+      const bytes = await Promise.all(DurableJsonFile.paths(base).map((path) => readFile(path, 'utf8').catch(() => '')));
+      const written = bytes.find((copy) => copy.startsWith(`{"seq":${newest.seq},`))!;
+      assert.equal(written.slice(written.indexOf('"data":') + 7, -1), JSON.stringify(newest.data));
+    }
+  });
+
   it('redistributes conversions when the shard count changes, leaving no stray files', async () => {
     await store.close();
     const small = await LowdbStore.open({ dir, shards: 4 });
