@@ -21,7 +21,7 @@ export async function resultResponse(download: DownloadHandle, range: { start: n
   };
   if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${download.size}`;
   const status = range ? 206 : 200;
-  // The file's size was just read: a HEAD has what it asked for without opening the file.
+  // The file's size was just read (ConversionService.download): a HEAD has what it asked for without opening the file.
   if (headOnly) return new FastResponse(null, { status, headers });
   // Opened (or read) before the answer starts: a file gone meanwhile (expired, deleted) is the
   // spec's 410, not a 500 with an empty body after the headers of a 200 were promised.

@@ -128,10 +128,11 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
     },
 
     async downloadResult({ caller, event, nodeReq }) {
-      const download = await conversions.download(caller.account, id(event));
+      const headOnly = wasHead(nodeReq);
+      const download = await conversions.download(caller.account, id(event), { headOnly });
       // Range is defined for GET only (RFC 9110, 14.2): a HEAD is told the whole file.
-      const range = wasHead(nodeReq) ? null : parseRange(event.req.headers.get('range'), download.size);
-      return resultResponse(download, range, wasHead(nodeReq));
+      const range = headOnly ? null : parseRange(event.req.headers.get('range'), download.size);
+      return resultResponse(download, range, headOnly);
     },
 
     async listFormats() {
