@@ -1,5 +1,6 @@
 import type { EngineDescriptor } from './descriptor.ts';
 import type { EngineHost } from './host/engine-host.ts';
+import { withInputFile } from './input-file.ts';
 import { lazyEngine, type EngineLoader, type KnownEngine, type LazyEngine } from './lazy.ts';
 import type { EngineSettings } from './types.ts';
 import { data } from './data/descriptor.ts';
@@ -46,7 +47,7 @@ export function defaultEngines(settings: EngineSettings, known: ReadonlyMap<stri
       const isolateWhen = loader.isolateWhen;
       return {
         ...engine,
-        convert: async (job) => ((await isolateWhen(job)) ? host.convert(loader.name, settings, job) : engine.convert(job)),
+        convert: async (job) => ((await isolateWhen(job)) ? withInputFile(job, (onDisk) => host.convert(loader.name, settings, onDisk)) : engine.convert(job)),
         close: async () => {
           await engine.close?.();
           await host.close();
@@ -62,7 +63,7 @@ export function defaultEngines(settings: EngineSettings, known: ReadonlyMap<stri
         const status = await engine.probe();
         return { ...status, detail: [status.detail, `runs in engine host processes (${host.memoryLimitMb} MB each)`].filter(Boolean).join('; ') };
       },
-      convert: (job) => host.convert(loader.name, settings, job),
+      convert: (job) => withInputFile(job, (onDisk) => host.convert(loader.name, settings, onDisk)),
       close: () => host.close(),
     };
   });

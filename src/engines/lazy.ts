@@ -25,6 +25,8 @@ export interface EngineLoader {
   startsClock?: boolean;
   /** The created engine's `readsAnyName`, known before it loads (the runner asks first). */
   readsAnyName?: boolean;
+  /** The created engine's `readsBytesOf`, known before it loads (a submission asks first). */
+  readsBytesOf?: readonly string[];
   load(): Promise<Engine>;
 }
 
@@ -67,6 +69,7 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
     maxConcurrentRuns: loader.maxConcurrentRuns,
     startsClock: loader.startsClock,
     readsAnyName: loader.readsAnyName,
+    readsBytesOf: loader.readsBytesOf,
     // Only what was loaded has something running to end.
     close: async () => {
       await loaded?.close?.();

@@ -12,6 +12,12 @@ export interface EngineJob {
    */
   inputFacts?: { path: string; size: number; pixels: number | null };
   /**
+   * The input itself, where it came in small and whole with the submission and the engine reads
+   * bytes of this source (Engine.readsBytesOf): no file is at `inputPath` then (the path only
+   * names it in messages). An engine host is given the file instead (catalog.ts writes it).
+   */
+  inputBytes?: Buffer;
+  /**
    * Several inputs, in order (a merge into one PDF: each already a PDF); `inputPath` is the
    * first. Unset for one input.
    */
@@ -141,6 +147,13 @@ export interface Engine {
    * fallback or of several inputs still gets the directory.
    */
   readonly readsAnyName?: boolean;
+  /**
+   * Sources whose input the engine reads from EngineJob.inputBytes when it is given. A small
+   * upload of one of them travels in the conversion's record instead of a file of its own
+   * (nothing written, read back and removed); only an engine that also reads any name
+   * (readsAnyName) is given bytes.
+   */
+  readonly readsBytesOf?: readonly string[];
   /** Ends what the engine keeps running (helper processes); it converts no more afterwards. */
   close?(): Promise<void>;
 }

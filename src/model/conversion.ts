@@ -64,6 +64,12 @@ export interface ConversionRecord {
    * a merge, a record of an older version). Not shown: the run's heavy-image check reads it.
    */
   input_pixels?: number | null;
+  /**
+   * The uploaded file itself, base64, where it was small and its engine reads bytes
+   * (src/service/engine-input.ts): there is no stored input file then. Dropped when the
+   * conversion ends; never shown.
+   */
+  input_bytes?: string;
   input: ConversionInput;
   /**
    * The files of a merge, in the order they are merged (absent for one input sent as itself; a

@@ -18,6 +18,7 @@ import { conversionCost } from './credits.ts';
 import { creditCost, markImageFiles, mergeInputFiles, packMergeInputs } from './merge-bundle.ts';
 import { validateCreateRequest, validationError, type CreateRequestInput, type RequestRules } from './create-request.ts';
 import { adoptUpload, spooledOnDisk, spooledPath } from './spooled-file.ts';
+import { inlineInput } from './engine-input.ts';
 import { EndEvents } from './end-events.ts';
 import { isConversionId, newConversionId } from '../model/ids.ts';
 import { headerPixels } from '../inputs/image-header.ts';
@@ -149,6 +150,8 @@ export class ConversionService {
       const cost = plan.credits_type === 'unmetered' ? 0 : creditCost(this.registry, request.pair, inputSize, inputs);
       const created = this.now();
       const id = newConversionId(created.getTime());
+      const inlined = request.input.kind === 'file' && !request.merge && !request.markImages
+        ? inlineInput(request.input.file, this.registry.engine(request.pair.engine), request.pair) : undefined;
       if (request.merge) {
         // One stored input as any conversion's: the files in a zip, each spool file gone once in it.
         const bundle = await packMergeInputs(this.blobs, request.merge, request.markImages);
@@ -159,6 +162,8 @@ export class ConversionService {
           throw error;
         });
         adopted = id;
+      } else if (request.input.kind === 'file' && inlined !== undefined) {
+        // Kept in the record: no file to store.
       } else if (request.input.kind === 'file') {
         // Before the account's lock: into a bucket this takes as long as the file, and the lock
         // (in PostgreSQL a transaction on a pooled connection) must not wait for it. Removed
@@ -188,6 +193,7 @@ export class ConversionService {
           original_name: request.originalName,
           input_size: inputSize,
           ...(!inputs && request.input.kind === 'file' && request.input.file.head ? { input_pixels: headerPixels(request.input.file.head) } : {}),
+          ...(inlined !== undefined ? { input_bytes: inlined } : {}),
           input: request.input.kind === 'file' ? { kind: 'file', sha256: request.input.file.sha256 } : { kind: 'url', url: request.input.url },
           ...(inputs ? { inputs } : {}),
           ...(request.markImages ? { mark_images: markImageFiles(request.markImages) } : {}),
@@ -368,8 +374,9 @@ export class ConversionService {
     if (patch.status) assertTransition(record.id, record.status, patch.status);
     const updated = await store.updateConversion(record.id, {
       ...patch,
-      // A password is kept no longer than the conversion needs it.
+      // A password, and an input kept in the record, no longer than the conversion needs them.
       secret_options: undefined,
+      input_bytes: undefined,
       reserved_credits: 0,
       finished_at: this.now().toISOString(),
     });
@@ -378,7 +385,8 @@ export class ConversionService {
     const announce = () => {
       // The input goes only once the end state is on disk: after a crash before that, the
       // conversion is still active on disk and is run again from its input.
-      void this.store.flush().then(() => this.blobs.delete('inputs', record.id)).catch(() => undefined);
+      // (An input kept in the record went with the end state itself.)
+      if (record.input_bytes === undefined) void this.store.flush().then(() => this.blobs.delete('inputs', record.id)).catch(() => undefined);
       this.events.emit(ended);
     };
     if (store.afterCommit) store.afterCommit(announce);

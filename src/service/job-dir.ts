@@ -1,4 +1,4 @@
-import { mkdir, readdir, rm, rmdir, unlink } from 'node:fs/promises';
+import { mkdir, readdir, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { linkOrCopy } from '../engines/process/link-or-copy.ts';
 import { engineFileStem } from '../inputs/file-name.ts';
@@ -26,12 +26,14 @@ export function safeExtension(extension: string): string {
  * names differ; elsewhere no directory more is made (a directory is an inode created and freed,
  * the dearest file-system work of a small conversion). The caller gives the directory back (RunDirs).
  */
-export async function prepareJobFiles(dir: string, storedInput: string, originalName: string, sourceExtension: string, targetExtension: string): Promise<JobFiles> {
+export async function prepareJobFiles(dir: string, storedInput: string | Buffer, originalName: string, sourceExtension: string, targetExtension: string): Promise<JobFiles> {
   const stem = engineFileStem(originalName);
   const source = safeExtension(sourceExtension);
   const target = safeExtension(targetExtension);
   const inputPath = join(dir, `${stem}.${source}`);
-  await linkOrCopy(storedInput, inputPath);
+  // An input kept in the conversion's record (its bytes) is written there instead.
+  if (typeof storedInput === 'string') await linkOrCopy(storedInput, inputPath);
+  else await writeFile(inputPath, storedInput, { mode: 0o600, flag: 'wx' });
   if (source !== target) return { dir, inputPath, outputPath: join(dir, `${stem}.${target}`) };
   const outputDir = join(dir, 'out');
   await mkdir(outputDir, { mode: 0o700 });

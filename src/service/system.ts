@@ -166,7 +166,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
 
   /** A conversion found running whose runner died (a crash of this box, or of another node): again (true), or failed. */
   async function recoverInterrupted(record: ConversionRecord, into: Store = store): Promise<boolean> {
-    const inputThere = record.input.kind === 'url' || (await blobs.exists('inputs', record.id));
+    const inputThere = record.input.kind === 'url' || record.input_bytes !== undefined || (await blobs.exists('inputs', record.id));
     const interruptions = (record.interruptions ?? 0) + 1;
     if (inputThere && interruptions > RETRIES_AFTER_CRASH) {
       await conversions.finish(record, {

@@ -166,13 +166,13 @@ function waitForAllEnded(daemon: DaemonHandle, ids: string[]): Promise<Map<strin
   }, LONG_WAIT_MS);
 }
 
-async function assertWebpResult(daemon: DaemonHandle, id: string): Promise<void> {
+async function assertWebpResult(daemon: DaemonHandle, id: string, size: { width: number; height: number } = { width: IMAGE_SIZE, height: IMAGE_SIZE }): Promise<void> {
   const response = await fetch(`${daemon.baseUrl}/conversions/${id}/download`, { headers: { authorization: `Bearer ${daemon.apiKey}` } });
   assert.equal(response.status, 200, `download of ${id}`);
   const meta = await sharp(Buffer.from(await response.arrayBuffer())).metadata();
   assert.equal(meta.format, 'webp', `${id} is not a WebP`);
-  assert.equal(meta.width, IMAGE_SIZE);
-  assert.equal(meta.height, IMAGE_SIZE);
+  assert.equal(meta.width, size.width);
+  assert.equal(meta.height, size.height);
 }
 
 /** Live (not zombie) ffmpeg processes whose command line names `dir`: the converter of a data dir. */
@@ -248,6 +248,36 @@ describe('crash recovery (kill -9 and restart)', () => {
     assert.deepEqual(await inputsLeft(second), []);
     assert.deepEqual(await readdir(join(blobs, 'spool')), []);
     assert.deepEqual(await workFiles(second.dataDir), []);
+  });
+
+  it('loses no small upload kept in its record (no input file): each runs after the restart, and the bytes go with its end', async () => {
+    const first = await startDaemon({ args: ['--workers', '1', ...DAEMON_ARGS] });
+    daemons.push(first);
+    // A large image holds the one worker; the small ones wait behind it, their bytes in their records.
+    const ids = [await submit(first, await noisyPng(), 'large.png')];
+    const small = await sharp({ create: { width: 48, height: 32, channels: 3, background: '#2060a0' } }).png().toBuffer();
+    for (let i = 0; i < 4; i++) ids.push(await submit(first, small, `icon-${i}.png`));
+    await waitForMidWork(first, 3);
+    await first.kill();
+
+    const stored = new Map((await storedAfterCrash(first)).conversions.map((c) => [c.id, c]));
+    const waiting = ids.slice(1).filter((id) => stored.get(id)?.status === 'queued');
+    assert.ok(waiting.length >= 3, `statuses on disk: ${ids.map((id) => stored.get(id)?.status).join(',')}`);
+    for (const id of waiting) assert.equal(Buffer.from(stored.get(id)!.input_bytes ?? '', 'base64').compare(small), 0, `${id} keeps its upload in its record`);
+    assert.equal(stored.get(ids[0]!)!.input_bytes, undefined, 'a large upload is a file of its own');
+    const files = await inputsLeft(first);
+    for (const id of waiting) assert.ok(!files.some((name) => name.endsWith(id)), `no input file for ${id}`);
+
+    const second = await first.restart();
+    daemons.push(second);
+    const ended = await waitForAllEnded(second, ids);
+    for (const [index, id] of ids.entries()) {
+      assert.equal(ended.get(id)!.status, 'succeeded', `${id}: ${JSON.stringify(ended.get(id)!.error)}`);
+      await assertWebpResult(second, id, index === 0 ? undefined : { width: 48, height: 32 });
+    }
+    await second.stop();
+    const after = new Map((await storedAfterCrash(second)).conversions.map((c) => [c.id, c]));
+    for (const id of ids) assert.equal(after.get(id)?.input_bytes, undefined, `${id} ended without its bytes`);
   });
 
   it('fails an interrupted conversion with a code when its input vanished while the daemon was down', async () => {

@@ -5,12 +5,16 @@
  * a job whose input is another file (a chain's next step) is still measured from its file.
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { isHeavyImage } from '../../src/engines/image/heavy-image.ts';
+import { withInputFile } from '../../src/engines/input-file.ts';
+import { defaultEngines } from '../../src/engines/catalog.ts';
+import { EngineHost } from '../../src/engines/host/engine-host.ts';
 import { createImageEngine } from '../../src/engines/image/sharp-engine.ts';
 import type { ConversionPair } from '../../src/engines/pairs.ts';
 import type { Engine, EngineJob } from '../../src/engines/types.ts';
@@ -68,6 +72,55 @@ describe('the heavy-image check', () => {
     const facts = { path: join(dir, 'the-upload.png'), size: 900, pixels: 100 };
     assert.equal(await isHeavyImage({ inputPath: big, target: 'webp', inputFacts: facts }), true);
     assert.equal(await isHeavyImage({ inputPath: big, target: 'webp' }), true);
+  });
+});
+
+describe('an input given as bytes (kept in its record)', () => {
+  it('is judged from the bytes, with no file to open', async () => {
+    const small = await blank(300, 200).png().toBuffer();
+    const huge = await blank(2500, 2000).png({ compressionLevel: 9 }).toBuffer();
+    assert.equal(await isHeavyImage({ inputPath: join(dir, 'not-there.png'), target: 'webp', inputBytes: small }), false);
+    assert.equal(await isHeavyImage({ inputPath: join(dir, 'not-there.png'), target: 'webp', inputBytes: huge }), true, `${huge.length} bytes of 5 MP`);
+  });
+
+  it('is written as a file for work that reads one (an engine host), and removed after, however it ends', async () => {
+    const bytes = Buffer.from('pixels');
+    const inputPath = join(dir, 'given.png');
+    const job = { inputPath, inputBytes: bytes } as EngineJob;
+    const seen = await withInputFile(job, async (onDisk) => ({ bytes: onDisk.inputBytes, file: await readFile(onDisk.inputPath, 'utf8') }));
+    assert.deepEqual(seen, { bytes: undefined, file: 'pixels' });
+    assert.equal(existsSync(inputPath), false);
+    await assert.rejects(withInputFile(job, async () => {
+      assert.equal(existsSync(inputPath), true);
+      throw new Error('the host failed');
+    }), /the host failed/);
+    assert.equal(existsSync(inputPath), false);
+    // A job with its file is handed on as it is.
+    const withFile = { inputPath: '/somewhere/else.png' } as EngineJob;
+    assert.equal(await withInputFile(withFile, async (onDisk) => onDisk), withFile);
+  });
+});
+
+describe('a heavy image given as bytes, with an engine host', () => {
+  it('is converted in the host from a file written for it, which is gone after', async () => {
+    const host = new EngineHost({ processes: 1, memoryLimitMb: 1024 });
+    try {
+      const image = defaultEngines({ maxInputPixels: 100_000_000 }, new Map(), host).find((engine) => engine.name === 'image')!;
+      await image.probe();
+      const bytes = await blank(2500, 1800).png().toBuffer();
+      const inputPath = join(dir, 'bytes-input.png');
+      const outputPath = join(dir, 'bytes-output.webp');
+      await image.convert({
+        inputPath, inputBytes: bytes, inputFacts: { path: inputPath, size: bytes.length, pixels: 4_500_000 }, outputPath, source: 'png', target: 'webp', variant: null, options: {},
+        signal: new AbortController().signal, onProgress: () => undefined,
+      });
+      assert.equal((await host.status()).started, 1, 'converted in a host process');
+      const meta = await sharp(outputPath).metadata();
+      assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 2500, 1800]);
+      assert.equal(existsSync(inputPath), false, 'the file written for the host is gone');
+    } finally {
+      await host.close();
+    }
   });
 });
 

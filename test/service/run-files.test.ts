@@ -16,7 +16,11 @@ import type { Engine, EngineJob } from '../../src/engines/types.ts';
 import type { AccountRecord } from '../../src/model/account.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
 import { defaultServiceConfig } from '../../src/service/config.ts';
+import { INLINE_INPUT_BYTES } from '../../src/service/engine-input.ts';
+import { RunDirs } from '../../src/service/job-dir.ts';
+import { RunFiles } from '../../src/service/run/run-files.ts';
 import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
+import { LocalBlobStore } from '../../src/store/blob-store.ts';
 import { waitUntil } from '../helpers/ops-support.ts';
 
 let dir: string;
@@ -27,14 +31,25 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The image engine, telling each job's paths (and whether its input was there) as it converts. */
-function watchedImageEngine(readsAnyName: boolean, seen: { inputPath: string; outputPath: string; inputBytes: number }[]): Engine {
+interface SeenJob {
+  inputPath: string;
+  outputPath: string;
+  /** The input's size as the engine got it: from the file, or from the bytes given. */
+  inputBytes: number;
+  /** Whether the bytes came with the job (EngineJob.inputBytes), and whether a file was at inputPath. */
+  given: boolean;
+  fileThere: boolean;
+}
+
+/** The image engine, telling each job's paths (and how its input came) as it converts. */
+function watchedImageEngine(readsAnyName: boolean, seen: SeenJob[]): Engine {
   const engine = createImageEngine({ maxInputPixels: 100_000_000 });
   return {
     ...engine,
     readsAnyName,
     convert: async (job: EngineJob) => {
-      seen.push({ inputPath: job.inputPath, outputPath: job.outputPath, inputBytes: (await readFile(job.inputPath)).length });
+      const file = await readFile(job.inputPath).catch(() => null);
+      seen.push({ inputPath: job.inputPath, outputPath: job.outputPath, inputBytes: (job.inputBytes ?? file)?.length ?? -1, given: job.inputBytes !== undefined, fileThere: file !== null });
       return engine.convert(job);
     },
   };
@@ -45,8 +60,10 @@ describe('the files of a run', () => {
     describe(readsAnyName ? 'of an engine that reads any name' : 'of an engine that needs the user\'s name', () => {
       let system: ConversionSystem;
       let account: AccountRecord;
-      const seen: { inputPath: string; outputPath: string; inputBytes: number }[] = [];
+      const seen: SeenJob[] = [];
       const work = () => join(dir, `data-${readsAnyName}`, 'blobs', 'work');
+      const inputs = () => join(dir, `data-${readsAnyName}`, 'blobs', 'inputs');
+      let lastCreated: ConversionRecord | undefined;
       before(async () => {
         system = await openSystem({
           dataDir: join(dir, `data-${readsAnyName}`),
@@ -62,11 +79,14 @@ describe('the files of a run', () => {
         await system.stop();
       });
 
-      async function convert(bytes: Buffer, name: string): Promise<ConversionRecord> {
+      /** `inMemory`: the upload as a face holds a small one (SpooledFile.inMemory): all of it in its head, nothing on disk. */
+      async function convert(bytes: Buffer, name: string, inMemory = false): Promise<ConversionRecord> {
         const path = system.blobs.spoolPath();
-        await writeFile(path, bytes);
-        const file = { path, size: bytes.length, sha256: '', filename: name };
-        const id = (await system.conversions.create(account, { fields: { target: 'webp' }, options: {}, files: [file] })).record.id;
+        if (!inMemory) await writeFile(path, bytes);
+        const file = { path, size: bytes.length, sha256: '', filename: name, ...(inMemory ? { head: bytes, inMemory: true } : {}) };
+        const created = (await system.conversions.create(account, { fields: { target: 'webp' }, options: {}, files: [file] })).record;
+        lastCreated = created;
+        const id = created.id;
         return waitUntil('the conversion ends', async () => {
           const now = await system.store.getConversion(id);
           return now && now.status !== 'queued' && now.status !== 'processing' ? now : undefined;
@@ -82,6 +102,7 @@ describe('the files of a run', () => {
 
         const job = seen.at(-1)!;
         assert.equal(job.inputBytes, png.length, 'the input was there, whole');
+        assert.equal(job.given, false, 'a file, not bytes');
         if (readsAnyName) {
           assert.equal(job.inputPath, system.blobs.localPath('inputs', done.id), 'the stored input itself');
           assert.equal(dirname(job.outputPath), work(), 'an output path of the work area, in no directory of its own');
@@ -94,6 +115,38 @@ describe('the files of a run', () => {
           assert.deepEqual(left, [dirname(job.inputPath).slice(work().length + 1)], 'the emptied run directory, kept for the next run');
           assert.deepEqual(await readdir(dirname(job.inputPath)), []);
         }
+      });
+
+      it(readsAnyName ? 'takes a small upload held in memory from its record, as bytes: no input file at all' : 'stores a small upload held in memory as a file: the engine reads no bytes without a name of its own', async () => {
+        const png = await sharp({ create: { width: 30, height: 20, channels: 4, background: '#ff000080' } }).png().toBuffer();
+        assert.ok(png.length <= INLINE_INPUT_BYTES);
+        const done = await convert(png, 'Icon.png', true);
+        assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+        const meta = await sharp(await readFile(system.blobs.localPath('results', done.id)!)).metadata();
+        assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 30, 20]);
+        // Both engines here declare readsBytesOf; only one that also reads any name gets bytes.
+        const kept = Buffer.from(lastCreated!.input_bytes ?? '', 'base64');
+        if (readsAnyName) assert.equal(kept.compare(png), 0, 'the upload is in the record');
+        else assert.equal(lastCreated!.input_bytes, undefined, 'the upload is a stored file');
+        const job = seen.at(-1)!;
+        assert.equal(job.inputBytes, png.length);
+        assert.equal(job.given, readsAnyName);
+        assert.equal(job.fileThere, !readsAnyName);
+        assert.equal(done.input_bytes, undefined, 'no bytes after the end');
+        assert.equal('input_bytes' in system.conversions.publicView(lastCreated!), false, 'never shown');
+        // The stored input (where there was one) goes a moment after the end.
+        await waitUntil('no stored input', async () => ((await readdir(inputs())).includes(done.id) ? undefined : true));
+        if (readsAnyName) assert.deepEqual(await readdir(work()), []);
+      });
+
+      it('stores an upload held in memory but larger than the record keeps as a file', async () => {
+        const png = await sharp({ create: { width: 120, height: 120, channels: 3, background: '#000000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png({ compressionLevel: 0 }).toBuffer();
+        assert.ok(png.length > INLINE_INPUT_BYTES && png.length <= 64 * 1024, `${png.length} bytes: more than the record keeps, less than a face holds in memory`);
+        const done = await convert(png, 'Noise.png', true);
+        assert.equal(lastCreated!.input_bytes, undefined);
+        assert.equal(seen.at(-1)!.given, false);
+        assert.equal(seen.at(-1)!.fileThere, true);
+        assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
       });
 
       it('fails a file it cannot decode without naming a path, and leaves nothing behind', async () => {
@@ -110,4 +163,20 @@ describe('the files of a run', () => {
       });
     });
   }
+});
+
+describe('a run of an input kept in its record, on an engine that reads no bytes (any more)', () => {
+  it('writes the bytes into the run directory under the user\'s name, and empties it after', async () => {
+    const blobs = await LocalBlobStore.open(join(dir, 'record-input'));
+    const dirs = new RunDirs(() => blobs.workDirFor('run'));
+    const files = new RunFiles(blobs, dirs, 'cnv_recordinput');
+    const bytes = Buffer.from('the upload, kept in the record');
+    const record = { id: 'cnv_recordinput', original_name: 'Notes.png', input_bytes: bytes.toString('base64') } as ConversionRecord;
+    const prepared = await files.prepare(record, 'png', 'webp', { anyName: true, bytes: false });
+    assert.equal(prepared.inputBytes, undefined);
+    assert.match(prepared.inputPath, /\/Notes\.png$/);
+    assert.equal((await readFile(prepared.inputPath)).compare(bytes), 0);
+    await files.release();
+    assert.deepEqual(await readdir(dirname(prepared.inputPath)), [], 'emptied, kept for the next run');
+  });
 });

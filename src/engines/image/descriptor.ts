@@ -1,4 +1,5 @@
 import { defineEngine } from '../descriptor.ts';
+import { BYTES_SOURCES } from './formats.ts';
 import { isHeavyImage } from './heavy-image.ts';
 
 /**
@@ -13,6 +14,7 @@ export const image = defineEngine({
     isolateWhen: isHeavyImage,
     // libvips finds the format from the bytes, in the daemon and in an engine host alike.
     readsAnyName: true,
+    readsBytesOf: BYTES_SOURCES,
     load: async () => (await import('./sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }),
   }),
   // libheif's decoder for HEVC HEIC photos (heif-hevc.ts).

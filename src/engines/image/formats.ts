@@ -18,3 +18,11 @@ export const IMAGE_FORMATS: FormatInfo[] = [
 export const IMAGE_TARGETS = ['jpg', 'png', 'webp', 'avif', 'gif', 'tiff'] as const;
 export type ImageTarget = (typeof IMAGE_TARGETS)[number];
 
+
+/**
+ * Sources sharp reads from memory as it reads them from a file (libvips finds the format from
+ * the bytes): a small one comes in the record as bytes (Engine.readsBytesOf). Not XPM (decoded
+ * here from text), not HEIF or AVIF (an HEVC photo goes through a decoder that reads a file),
+ * not SVG (librsvg resolves what it references from a file's place).
+ */
+export const BYTES_SOURCES: readonly string[] = ['png', 'jpg', 'webp', 'gif', 'tiff'];

@@ -16,10 +16,12 @@ const SLOW_TARGETS = new Set(['avif', 'heic', 'heif']);
  * the daemon or from others' small conversions. The pixels come from the PNG, GIF or JPEG header
  * where it is at hand (a small file can hold a huge image); other formats go by size alone.
  */
-export async function isHeavyImage(job: Pick<EngineJob, 'inputPath' | 'target' | 'inputFacts'>): Promise<boolean> {
+export async function isHeavyImage(job: Pick<EngineJob, 'inputPath' | 'target' | 'inputFacts' | 'inputBytes'>): Promise<boolean> {
   if (SLOW_TARGETS.has(job.target)) return true;
-  // What the submission read of this very file: no open, read and close of it again.
-  const facts = job.inputFacts?.path === job.inputPath ? job.inputFacts : undefined;
+  // What the submission read of this very file (no open, read and close of it again), or the
+  // bytes themselves where they came with the job (there is no file).
+  const facts = job.inputFacts?.path === job.inputPath ? job.inputFacts
+    : job.inputBytes ? { size: job.inputBytes.length, pixels: headerPixels(job.inputBytes.subarray(0, IMAGE_HEADER_BYTES)) } : undefined;
   if (facts) return facts.size >= HEAVY_BYTES || (facts.pixels !== null && facts.pixels >= HEAVY_PIXELS);
   const file = await open(job.inputPath, 'r');
   try {

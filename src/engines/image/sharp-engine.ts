@@ -4,7 +4,7 @@ import sharp from './sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../pairs.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
-import { IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
+import { BYTES_SOURCES, IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
 import { imageOptions, MULTI_PAGE_SOURCES, MULTI_PAGE_TARGETS, OPAQUE_TARGETS } from './options.ts';
 import { backgroundOf } from './background.ts';
 import { decodeXpm, type DecodedXpm } from './xpm.ts';
@@ -58,18 +58,19 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
     formats: () => IMAGE_FORMATS,
     convert: (job) => convertImage(job, options),
     readsAnyName: true,
+    readsBytesOf: BYTES_SOURCES,
   };
 }
 
-/** What sharp is given: a file it reads itself, or pixels decoded here (an XPM). */
-type SharpInput = string | DecodedXpm;
+/** What sharp is given: a file it reads itself, the bytes of one (EngineJob.inputBytes), or pixels decoded here (an XPM). */
+type SharpInput = string | Buffer | DecodedXpm;
 
 async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<EngineOutput> {
   if (job.source === 'xpm') {
     const limits = { maxInputPixels: settings.maxInputPixels, resized: asksForResize(job.options), signal: job.signal };
     return convertWithSharp(job, settings, await decodeXpm(await readFile(job.inputPath, 'latin1'), limits));
   }
-  if (job.source !== 'heif' || !(await isHevc(job, settings))) return convertWithSharp(job, settings, job.inputPath);
+  if (job.source !== 'heif' || !(await isHevc(job, settings))) return convertWithSharp(job, settings, job.inputBytes ?? job.inputPath);
   const decoder = await findHeifDecoder();
   if (!decoder) {
     // A libvips built with libde265 reads it; the prebuilt one cannot, and then says what to install.
@@ -98,7 +99,7 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
  * the header: the decoder that reads it must not be handed a bomb.
  */
 async function isHevc(job: EngineJob, settings: ImageEngineOptions): Promise<boolean> {
-  const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
+  const meta = await sharp(job.inputBytes ?? job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
   if (meta?.compression !== 'hevc') return false;
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;
@@ -116,7 +117,7 @@ async function convertWithSharp(job: EngineJob, settings: ImageEngineOptions, in
   if (page !== null) await checkPageExists(job, page);
   const allPages = page === null && MULTI_PAGE_TARGETS.has(target) && MULTI_PAGE_SOURCES.has(job.source);
   job.onProgress(0);
-  let pipeline: Sharp = typeof input === 'string'
+  let pipeline: Sharp = typeof input === 'string' || Buffer.isBuffer(input)
     ? sharp(input, {
       limitInputPixels: settings.maxInputPixels,
       ...(allPages ? { pages: -1 } : page !== null ? { page: page - 1 } : {}),
@@ -180,7 +181,7 @@ const PIXEL_LIMIT = /exceeds pixel limit/i;
 
 /** A page past the last fails in words, with the count (from the header: nothing decoded). */
 async function checkPageExists(job: EngineJob, page: number): Promise<void> {
-  const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
+  const meta = await sharp(job.inputBytes ?? job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
   if (!meta) return; // not readable at all: the conversion says why
   const pages = meta.pages ?? 1;
   if (page > pages) {
@@ -195,7 +196,7 @@ async function checkPageExists(job: EngineJob, page: number): Promise<void> {
  * without the limit: only the header is parsed).
  */
 async function pixelLimitOf(job: EngineJob, limit: number | false | undefined): Promise<ConversionFailure> {
-  const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
+  const meta = await sharp(job.inputBytes ?? job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
   return pixelLimitFailure(meta && { width: meta.width, height: meta.pageHeight ?? meta.height }, limit, asksForResize(job.options));
 }
 

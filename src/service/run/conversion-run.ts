@@ -18,6 +18,7 @@ import type { EngineGates } from './engine-gates.ts';
 import { fetchInput } from './fetch-input.ts';
 import { progressWriter } from './progress.ts';
 import { RunFiles } from './run-files.ts';
+import { runsFromBytes, runsWithoutNames } from '../engine-input.ts';
 import type { RunDirs } from '../job-dir.ts';
 import type { RunnerLog } from './runner-log.ts';
 import type { RunTransitions } from './transitions.ts';
@@ -85,9 +86,11 @@ export class ConversionRun {
     if (!pair || !engine) throw new ConversionFailure('internal_error', `No engine for ${record.source} -> ${record.target} is available.`);
     refuseOptionsNotOffered(registry, record);
     const extension = registry.format(record.target)?.extensions[0] ?? record.target;
-    // Without a run directory where nothing in the work shows a file's name.
-    const anyName = engine.readsAnyName === true && !pair.steps && !pair.fallback && !record.inputs?.length && !record.mark_images?.length;
-    const { inputPath, outputPath } = await this.files.prepare(record, registry.format(record.source)?.extensions[0] ?? record.source, extension, anyName);
+    // Without a run directory where nothing in the work shows a file's name; from the record's
+    // bytes where the input came in it and the engine reads them.
+    const { inputPath, outputPath, inputBytes } = await this.files.prepare(record, registry.format(record.source)?.extensions[0] ?? record.source, extension, {
+      anyName: runsWithoutNames(engine, pair, record), bytes: runsFromBytes(engine, pair, record),
+    });
     const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
     const limitOf = (name: string) => planTimeLimitMs(config, plan, name);
     // A chain has the time of its steps together.
@@ -96,7 +99,7 @@ export class ConversionRun {
     let produced: EngineOutput | void;
     try {
       const call: EngineCall = {
-        record, inputPath, outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf, maxPages: plan.max_pages, maxOcrPages: plan.max_ocr_pages,
+        record, inputPath, ...(inputBytes ? { inputBytes } : {}), outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf, maxPages: plan.max_pages, maxOcrPages: plan.max_ocr_pages,
         onProgress: progressWriter(service.store, this.id),
         onEngineTime: (ms) => {
           this.engineMs += ms;

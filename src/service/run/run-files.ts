@@ -23,19 +23,38 @@ export class RunFiles {
    * The run's directory with the input in it, and where the engine writes the output. `anyName`:
    * the engine reads files whatever they are called (Engine.readsAnyName): it is given the
    * stored input itself and an output path of the store's, and no directory is made, linked
-   * into and emptied again (four hops to the thread pool of a small image's few dozen).
+   * into and emptied again (four hops to the thread pool of a small image's few dozen). `bytes`:
+   * it also reads an input kept in the record (`input_bytes`) as bytes: then no file at all.
    */
-  async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string, anyName = false): Promise<Pick<JobFiles, 'inputPath' | 'outputPath'>> {
+  async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string, how: { anyName: boolean; bytes: boolean }): Promise<Pick<JobFiles, 'inputPath' | 'outputPath'> & { inputBytes?: Buffer }> {
+    if (record.input_bytes !== undefined) return this.prepareFromRecord(record, Buffer.from(record.input_bytes, 'base64'), sourceExtension, targetExtension, how.bytes);
     this.input = await this.blobs.localInput(this.id);
-    if (anyName) {
+    if (how.anyName) {
       const files = { inputPath: this.input.path, outputPath: this.blobs.outputPathFor(this.id, safeExtension(targetExtension)) };
       this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file' };
       this.pendingOutput = files.outputPath;
       return files;
     }
+    return this.prepareDir(record, this.input.path, sourceExtension, targetExtension);
+  }
+
+  /**
+   * An input kept in the record: handed over as bytes, with a path that only names it (nothing
+   * is written); or, for an engine that reads no bytes (one that stopped reading them since the
+   * submission), written into a run directory as any input is linked there.
+   */
+  private async prepareFromRecord(record: ConversionRecord, bytes: Buffer, sourceExtension: string, targetExtension: string, asBytes: boolean): Promise<Pick<JobFiles, 'inputPath' | 'outputPath'> & { inputBytes?: Buffer }> {
+    if (!asBytes) return this.prepareDir(record, bytes, sourceExtension, targetExtension);
+    const files = { inputPath: this.blobs.outputPathFor(this.id, safeExtension(sourceExtension)), outputPath: this.blobs.outputPathFor(this.id, safeExtension(targetExtension)) };
+    this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file' };
+    this.pendingOutput = files.outputPath;
+    return { ...files, inputBytes: bytes };
+  }
+
+  private async prepareDir(record: ConversionRecord, input: string | Buffer, sourceExtension: string, targetExtension: string): Promise<JobFiles> {
     this.jobDir = await this.dirs.take();
     const jobDir = this.jobDir;
-    const files = await prepareJobFiles(jobDir, this.input.path, record.original_name, sourceExtension, targetExtension);
+    const files = await prepareJobFiles(jobDir, input, record.original_name, sourceExtension, targetExtension);
     this.jobFiles = files;
     this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file', [`${jobDir}/`]: '', [jobDir]: '.' };
     this.pendingOutput = files.outputPath;
