@@ -129,7 +129,7 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
 
     async downloadResult({ caller, event, nodeReq }) {
       const headOnly = wasHead(nodeReq);
-      const download = await conversions.download(caller.account, id(event), { headOnly });
+      const download = await conversions.download(caller.account, id(event), { checkFile: headOnly });
       // Range is defined for GET only (RFC 9110, 14.2): a HEAD is told the whole file.
       const range = headOnly ? null : parseRange(event.req.headers.get('range'), download.size);
       return resultResponse(download, range, headOnly);

@@ -241,7 +241,8 @@ class LocalClient implements ConvClient {
   download(id: string): Promise<DownloadResult> {
     return this.call(async () => {
       const { system, account } = await this.open();
-      const handle = await system.conversions.download(account, id);
+      // Copied or moved from `localPath`: a file gone is told here, as `expired`.
+      const handle = await system.conversions.download(account, id, { checkFile: true });
       let stream: Readable | null = null;
       return {
         // Opened on first use only: a caller that copies `localPath` never opens it.

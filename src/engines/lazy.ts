@@ -23,8 +23,8 @@ export interface EngineLoader {
   isolateWhen?: (job: EngineJob) => Promise<boolean>;
   /** The created engine's `startsClock`, known before it loads (the runner asks first). */
   startsClock?: boolean;
-  /** The created engine's `readsAnyName`, known before it loads (the runner asks first). */
-  readsAnyName?: boolean;
+  /** The created engine's `readsAnyNameOf`, known before it loads (the runner asks first). */
+  readsAnyNameOf?: readonly string[];
   /** The created engine's `readsBytesOf`, known before it loads (a submission asks first). */
   readsBytesOf?: readonly string[];
   load(): Promise<Engine>;
@@ -68,7 +68,7 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
     name: loader.name,
     maxConcurrentRuns: loader.maxConcurrentRuns,
     startsClock: loader.startsClock,
-    readsAnyName: loader.readsAnyName,
+    readsAnyNameOf: loader.readsAnyNameOf,
     readsBytesOf: loader.readsBytesOf,
     // Only what was loaded has something running to end.
     close: async () => {

@@ -140,18 +140,20 @@ export interface Engine {
    */
   readonly startsClock?: boolean;
   /**
-   * The engine reads its input by its content, whatever the file is called, and writes its output
-   * wherever it is told: the run hands it the stored input itself and an output path of the
-   * store's own, without a run directory where the input is linked under the user's name (that
-   * name shows in documents, never in an image's pixels). A pair of several steps, with a
-   * fallback or of several inputs still gets the directory.
+   * Sources the engine reads by their content, whatever the file is called, and that reach no
+   * file beside them, and whose output it writes wherever it is told: their runs are handed the
+   * stored input itself and an output path of the store's own, without a run directory where the
+   * input is linked under the user's name (that name shows in documents, never in an image's
+   * pixels). Not a format that references other files by a relative path (an SVG's `<image
+   * href>`): beside the stored input are every other conversion's. A pair of several steps, with
+   * a fallback or of several inputs still gets the directory.
    */
-  readonly readsAnyName?: boolean;
+  readonly readsAnyNameOf?: readonly string[];
   /**
    * Sources whose input the engine reads from EngineJob.inputBytes when it is given. A small
    * upload of one of them travels in the conversion's record instead of a file of its own
-   * (nothing written, read back and removed); only an engine that also reads any name
-   * (readsAnyName) is given bytes.
+   * (nothing written, read back and removed); only a source the engine also reads by any name
+   * (readsAnyNameOf) is given as bytes.
    */
   readonly readsBytesOf?: readonly string[];
   /** Ends what the engine keeps running (helper processes); it converts no more afterwards. */

@@ -316,16 +316,18 @@ export class ConversionService {
   }
 
   /**
-   * `headOnly`: the caller opens nothing (a HEAD), so whether the file is still there is asked of
-   * the disk or the bucket. Otherwise the size is the one the success recorded (a result is
-   * written once): a file gone since is found by opening it, 410 all the same, without a stat
-   * (a bucket's HEAD request) before every download.
+   * `checkFile`: the caller reads the file other than through `open`/`readAll` (a HEAD opens
+   * nothing, the CLI copies `localPath`), so whether it is still there is asked of the disk or
+   * the bucket first. Otherwise the size is the one the success recorded (each engine's count of
+   * the bytes it wrote, shown to clients as `result.size`; a result is written once): a file gone
+   * since is found by opening it, 410 all the same, without a stat (on a bucket, a HEAD request)
+   * before every download.
    */
-  async download(account: AccountRecord, id: string, options: { headOnly?: boolean } = {}): Promise<DownloadHandle> {
+  async download(account: AccountRecord, id: string, options: { checkFile?: boolean } = {}): Promise<DownloadHandle> {
     const record = await this.get(account, id);
     if (record.status === 'expired') throw new ApiError('expired');
     if (record.status !== 'succeeded' || !record.result) throw new ApiError('not_ready');
-    const size = options.headOnly ? await this.blobs.size('results', record.id) : record.result.size;
+    const size = options.checkFile ? await this.blobs.size('results', record.id) : record.result.size;
     if (size === null) throw new ApiError('expired');
     return {
       record, size, open: (range) => this.blobs.openRead('results', record.id, range), readAll: () => this.blobs.readAll('results', record.id, size),

@@ -13,10 +13,10 @@ export const INLINE_INPUT_BYTES = 32 * 1024;
 
 /**
  * Whether a run of `pair` on `engine` needs no directory with the input under the user's name
- * (Engine.readsAnyName): one engine, one step, one input.
+ * (Engine.readsAnyNameOf): one engine, one step, one input, of a source read by its content.
  */
 export function runsWithoutNames(engine: Engine, pair: ConversionPair, record: Pick<ConversionRecord, 'inputs' | 'mark_images'>): boolean {
-  return engine.readsAnyName === true && !pair.steps && !pair.fallback && !record.inputs?.length && !record.mark_images?.length;
+  return engine.readsAnyNameOf?.includes(pair.source) === true && !pair.steps && !pair.fallback && !record.inputs?.length && !record.mark_images?.length;
 }
 
 /** Whether a run of `pair` on `engine` can be given its input as bytes (Engine.readsBytesOf). */

@@ -1,7 +1,7 @@
 import { toPublicConversion, type ConversionRecord } from '../model/conversion.ts';
 
 interface Entry {
-  record: ConversionRecord;
+  record: Omit<ConversionRecord, 'input_bytes'>;
   baseUrl: string;
   json: string;
 }
@@ -31,16 +31,20 @@ export class PublicJsonCache {
     if (cached && cached.baseUrl === baseUrl && sameFields(cached.record, record)) return cached.json;
     const json = JSON.stringify(toPublicConversion(record, baseUrl));
     if (!cached && this.entries.size >= this.limit) this.entries.clear();
-    this.entries.set(record.id, { record: { ...record }, baseUrl, json });
+    // Without an input kept in the record (input_bytes): up to 43 KB that nothing here shows.
+    const { input_bytes: _dropped, ...kept } = record;
+    this.entries.set(record.id, { record: kept, baseUrl, json });
     return json;
   }
 }
 
-function sameFields(a: ConversionRecord, b: ConversionRecord): boolean {
-  const left = a as unknown as Record<string, unknown>;
-  const right = b as unknown as Record<string, unknown>;
+/** Whether `record` is `kept` field for field, `input_bytes` (never kept, never shown) aside. */
+function sameFields(kept: Omit<ConversionRecord, 'input_bytes'>, record: ConversionRecord): boolean {
+  const left = kept as unknown as Record<string, unknown>;
+  const right = record as unknown as Record<string, unknown>;
   let count = 0;
   for (const key in right) {
+    if (key === 'input_bytes') continue;
     if (left[key] !== right[key]) return false;
     count++;
   }

@@ -47,8 +47,8 @@ export interface BlobStore {
   openRead(kind: BlobKind, id: string, range?: { start: number; end: number }): Promise<Readable>;
   /**
    * The whole file in memory (for a small one: no stream to set up); rejects when the file is not
-   * there. `size`: its size as the caller just read it (a result's is fixed once written), so the
-   * disk store reads it in one call without asking for it again.
+   * there. `size`: its size as the caller knows it (a result's, recorded with its success, is
+   * fixed once written), so the disk store reads it in one call without asking for it.
    */
   readAll(kind: BlobKind, id: string, size?: number): Promise<Buffer>;
   /** The stored file's own path where it is on this machine's disk (the CLI moves rather than copies it); null in a bucket. */

@@ -62,7 +62,7 @@ describe('a download', () => {
     assert.equal(got.size, got.record.result!.size);
     assert.equal((await sharp(bytes).metadata()).format, 'webp');
 
-    const head = await system.conversions.download(account, id, { headOnly: true });
+    const head = await system.conversions.download(account, id, { checkFile: true });
     assert.deepEqual(sizeAsked, [`results/${id}`]);
     assert.equal(head.size, got.size);
   });
@@ -73,7 +73,7 @@ describe('a download', () => {
     const read = await system.conversions.download(account, id).then((got) => resultResponse(got, null, false)).catch((error: unknown) => error);
     assert.ok(read instanceof ApiError, String(read));
     assert.equal(read.code, 'expired');
-    const head = await system.conversions.download(account, id, { headOnly: true }).catch((error: unknown) => error);
+    const head = await system.conversions.download(account, id, { checkFile: true }).catch((error: unknown) => error);
     assert.ok(head instanceof ApiError, String(head));
     assert.equal(head.code, 'expired');
   });

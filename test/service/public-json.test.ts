@@ -49,6 +49,19 @@ describe('PublicJsonCache', () => {
     assert.equal(cache.render(changed, base), expected(changed, base));
   });
 
+  it('keeps no input held in the record, and finds the record unchanged when only that goes', () => {
+    const cache = new PublicJsonCache();
+    const base = 'http://x/v1';
+    const held = record({ input_bytes: Buffer.alloc(30_000, 1).toString('base64') });
+    const first = cache.render(held, base);
+    assert.doesNotMatch(first, /input_bytes|AQEB/);
+    // The end drops the bytes (as Object.assign with undefined leaves the key): nothing shown changed.
+    assert.equal(cache.render({ ...held, input_bytes: undefined }, base), first);
+    const { input_bytes: _gone, ...without } = held;
+    assert.equal(cache.render(without, base), first);
+    assert.equal(cache.render({ ...held, progress: 90 }, base), expected({ ...held, progress: 90 }, base));
+  });
+
   it('starts over past its limit instead of growing', () => {
     const cache = new PublicJsonCache(2);
     const base = 'http://x/v1';

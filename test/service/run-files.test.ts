@@ -1,6 +1,6 @@
 /**
  * What a run gives its engine. An engine that reads files whatever they are called (the image
- * engine: Engine.readsAnyName) gets the stored input itself and an output path of the store's
+ * engine's raster sources: Engine.readsAnyNameOf) gets the stored input itself and an output path of the store's
  * work area, and no run directory is made for it; any other gets a directory of its own with the
  * input under the user's name. Either way nothing of the run is left in the work area, and an
  * engine's message names neither path.
@@ -22,6 +22,7 @@ import { RunFiles } from '../../src/service/run/run-files.ts';
 import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
 import { LocalBlobStore } from '../../src/store/blob-store.ts';
 import { waitUntil } from '../helpers/ops-support.ts';
+import { workFiles } from '../helpers/work-files.ts';
 
 let dir: string;
 before(async () => {
@@ -46,7 +47,7 @@ function watchedImageEngine(readsAnyName: boolean, seen: SeenJob[]): Engine {
   const engine = createImageEngine({ maxInputPixels: 100_000_000 });
   return {
     ...engine,
-    readsAnyName,
+    readsAnyNameOf: readsAnyName ? engine.readsAnyNameOf : undefined,
     convert: async (job: EngineJob) => {
       const file = await readFile(job.inputPath).catch(() => null);
       seen.push({ inputPath: job.inputPath, outputPath: job.outputPath, inputBytes: (job.inputBytes ?? file)?.length ?? -1, given: job.inputBytes !== undefined, fileThere: file !== null });
@@ -149,6 +150,18 @@ describe('the files of a run', () => {
         assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
       });
 
+      it('gives an SVG a run directory all the same: what it references beside it is its own', async () => {
+        // Beside the stored input are every other conversion's: librsvg would draw
+        // <image href="cnv_..."> from there.
+        const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10" fill="#0a0"/></svg>');
+        const done = await convert(svg, 'Drawing.svg');
+        assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+        const job = seen.at(-1)!;
+        assert.equal(job.inputPath, join(dirname(job.inputPath), 'Drawing.svg'), 'under the user\'s name');
+        assert.equal(dirname(dirname(job.inputPath)), work(), 'in a run directory');
+        assert.notEqual(dirname(job.inputPath), inputs());
+      });
+
       it('fails a file it cannot decode without naming a path, and leaves nothing behind', async () => {
         const before = await readdir(work());
         const done = await convert(Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n'), Buffer.alloc(200, 7)]), 'broken.png');
@@ -157,9 +170,9 @@ describe('the files of a run', () => {
         const job = seen.at(-1)!;
         for (const path of [job.inputPath, job.outputPath, work()]) assert.ok(!done.error!.message.includes(path), `${path} in: ${done.error!.message}`);
         assert.doesNotMatch(done.error!.message, /cnv_|blobs/);
-        // A failed run's directory is removed, never kept for another run.
+        // A failed run's directory is removed, never kept for another run; no file is left.
         assert.deepEqual((await readdir(work())).filter((name) => !before.includes(name)), []);
-        if (readsAnyName) assert.deepEqual(await readdir(work()), []);
+        assert.deepEqual(await workFiles(join(dir, `data-${readsAnyName}`)), []);
       });
     });
   }

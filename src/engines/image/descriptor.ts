@@ -1,5 +1,5 @@
 import { defineEngine } from '../descriptor.ts';
-import { BYTES_SOURCES } from './formats.ts';
+import { ANY_NAME_SOURCES, BYTES_SOURCES } from './formats.ts';
 import { isHeavyImage } from './heavy-image.ts';
 
 /**
@@ -13,7 +13,7 @@ export const image = defineEngine({
     // Imported up front (node:fs only): a dynamic import() goes through the module loader at every conversion.
     isolateWhen: isHeavyImage,
     // libvips finds the format from the bytes, in the daemon and in an engine host alike.
-    readsAnyName: true,
+    readsAnyNameOf: ANY_NAME_SOURCES,
     readsBytesOf: BYTES_SOURCES,
     load: async () => (await import('./sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }),
   }),

@@ -20,6 +20,14 @@ export type ImageTarget = (typeof IMAGE_TARGETS)[number];
 
 
 /**
+ * Sources whose runs need no directory with the user's file name (Engine.readsAnyNameOf): the
+ * raster formats, found by libvips from their bytes and holding nothing that points at another
+ * file. Not SVG: librsvg draws an `<image href="...">` from the file's own folder, and beside a
+ * stored input are every other conversion's.
+ */
+export const ANY_NAME_SOURCES: readonly string[] = ['png', 'jpg', 'webp', 'gif', 'tiff', 'avif', 'heif', 'xpm'];
+
+/**
  * Sources sharp reads from memory as it reads them from a file (libvips finds the format from
  * the bytes): a small one comes in the record as bytes (Engine.readsBytesOf). Not XPM (decoded
  * here from text), not HEIF or AVIF (an HEVC photo goes through a decoder that reads a file),

@@ -4,12 +4,13 @@ import sharp from './sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../pairs.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
-import { BYTES_SOURCES, IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
+import { ANY_NAME_SOURCES, BYTES_SOURCES, IMAGE_FORMATS, IMAGE_TARGETS, type ImageTarget } from './formats.ts';
 import { imageOptions, MULTI_PAGE_SOURCES, MULTI_PAGE_TARGETS, OPAQUE_TARGETS } from './options.ts';
 import { backgroundOf } from './background.ts';
 import { decodeXpm, type DecodedXpm } from './xpm.ts';
 import { decodeHevcToPng, findHeifDecoder, HEVC_INSTALL_HINT, removeWorkDir } from './heif-hevc.ts';
 import { asksForResize, pixelLimitFailure } from './pixel-limit.ts';
+import { withInputFile } from '../input-file.ts';
 
 export interface ImageEngineOptions {
   /** Decompression-bomb guard: images with more pixels than this fail with input_invalid. */
@@ -57,7 +58,7 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
     },
     formats: () => IMAGE_FORMATS,
     convert: (job) => convertImage(job, options),
-    readsAnyName: true,
+    readsAnyNameOf: ANY_NAME_SOURCES,
     readsBytesOf: BYTES_SOURCES,
   };
 }
@@ -66,6 +67,8 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
 type SharpInput = string | Buffer | DecodedXpm;
 
 async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promise<EngineOutput> {
+  // Bytes of a source read from a file below (an XPM's text, a HEIC's decoder): written as one.
+  if (job.inputBytes && !BYTES_SOURCES.includes(job.source)) return withInputFile(job, (onDisk) => convertImage(onDisk, settings));
   if (job.source === 'xpm') {
     const limits = { maxInputPixels: settings.maxInputPixels, resized: asksForResize(job.options), signal: job.signal };
     return convertWithSharp(job, settings, await decodeXpm(await readFile(job.inputPath, 'latin1'), limits));

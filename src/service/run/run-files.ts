@@ -21,7 +21,7 @@ export class RunFiles {
 
   /**
    * The run's directory with the input in it, and where the engine writes the output. `anyName`:
-   * the engine reads files whatever they are called (Engine.readsAnyName): it is given the
+   * the engine reads this source whatever the file is called (Engine.readsAnyNameOf): it is given the
    * stored input itself and an output path of the store's, and no directory is made, linked
    * into and emptied again (four hops to the thread pool of a small image's few dozen). `bytes`:
    * it also reads an input kept in the record (`input_bytes`) as bytes: then no file at all.
