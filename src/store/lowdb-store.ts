@@ -83,6 +83,15 @@ export class LowdbStore implements Store {
    * box keeping a day of results has dozens in each).
    */
   private readonly recordJson = new WeakMap<ConversionRecord, string>();
+  /**
+   * Shards where a conversion dropped what it keeps only while it runs (an upload held in the
+   * record, `input_bytes`; a document's password, `secret_options`: both at its end) since their
+   * last write. The write that drops it overwrites one copy of the file; the other still holds it
+   * until the shard is written once more, which is then done within DEFERRED_FLUSH_MS: an ended
+   * conversion's upload is on disk no longer than a stored input file was (removed once the end
+   * is on disk). A crash within that second leaves it in the older copy until the shard's next write.
+   */
+  private readonly droppedInputs = new Set<number>();
 
   private constructor(options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
@@ -294,6 +303,8 @@ export class LowdbStore implements Store {
     const batch = [...this.dirty];
     this.dirty.clear();
     for (const shard of batch) this.deferred.delete(shard);
+    // Each file's bytes are made as its write starts (below): these writes drop the inputs.
+    const dropping = batch.filter((shard) => this.droppedInputs.delete(shard));
     const waiters = this.waiters;
     this.waiters = [];
     try {
@@ -302,9 +313,12 @@ export class LowdbStore implements Store {
       const written = await Promise.allSettled(batch.map((shard) => (shard === MAIN ? this.main.write() : this.shards[shard]!.write())));
       const failure = written.find((outcome) => outcome.status === 'rejected');
       if (failure) throw failure.reason;
+      // The other copy of each still holds the dropped inputs: written once more, soon.
+      for (const shard of dropping) this.markDeferred(shard);
       for (const waiter of waiters) waiter.resolve();
     } catch (error) {
       // Not on disk: keep the files dirty so that the next flush tries them again.
+      for (const shard of dropping) this.droppedInputs.add(shard);
       for (const shard of batch) this.dirty.add(shard);
       for (const waiter of waiters) waiter.reject(error);
     }
@@ -364,6 +378,7 @@ export class LowdbStore implements Store {
     if (!record) return undefined;
     if (options.whileActive && !ACTIVE_STATUSES.has(record.status)) return { ...record };
     const { id: _ignored, account_id: _owner, ...rest } = patch;
+    if (drops(record, rest, 'input_bytes') || drops(record, rest, 'secret_options')) this.droppedInputs.add(this.shardOf(id));
     Object.assign(record, rest);
     this.recordJson.delete(record);
     if (patch.status) this.indexStatus(record);
@@ -664,6 +679,11 @@ export class LowdbStore implements Store {
 }
 
 /** A shard's files are `<base>.a.json` and `<base>.b.json` (see DurableJsonFile). */
+/** Whether `patch` removes a field `record` has (sets it to undefined). */
+function drops(record: ConversionRecord, patch: Partial<ConversionRecord>, field: 'input_bytes' | 'secret_options'): boolean {
+  return record[field] !== undefined && field in patch && patch[field] === undefined;
+}
+
 function shardBase(index: number): string {
   return index.toString(16).padStart(3, '0');
 }

@@ -231,6 +231,29 @@ describe('LowdbStore', () => {
     }
   });
 
+  it('keeps an upload held in a record, and a password, off both copies of its file soon after the end drops them', async () => {
+    const upload = Buffer.from('the bytes of a small upload, kept in the record while it waits').toString('base64');
+    const record = conversion('acc_a', { input_bytes: upload, secret_options: { password: 'pw-Zq81-secret' } });
+    await store.insertConversion(record);
+    await store.flush();
+    await store.updateConversion(record.id, { status: 'processing', progress: 0 });
+    await store.flush();
+    const shardFiles = async () => {
+      const names = await readdir(join(dir, 'conversions'));
+      return Promise.all(names.map(async (name) => (await readFile(join(dir, 'conversions', name), 'utf8').catch(() => ''))));
+    };
+    assert.ok((await shardFiles()).filter((copy) => copy.includes(upload)).length >= 1);
+    await store.updateConversion(record.id, { status: 'succeeded', progress: 100, input_bytes: undefined, secret_options: undefined });
+    await store.flush();
+    assert.equal((await conversionsOnDisk(dir)).get(record.id)?.input_bytes, undefined, 'the newest copy is without it at once');
+    // The other copy is written within a second (DEFERRED_FLUSH_MS), with no other change to the store.
+    const deadline = Date.now() + 3000;
+    const holding = async () => (await shardFiles()).filter((copy) => copy.includes(upload) || copy.includes('pw-Zq81-secret'));
+    while ((await holding()).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.deepEqual(await holding(), [], 'no copy holds the upload or the password');
+    assert.equal((await conversionsOnDisk(dir)).get(record.id)?.status, 'succeeded');
+  });
+
   it('redistributes conversions when the shard count changes, leaving no stray files', async () => {
     await store.close();
     const small = await LowdbStore.open({ dir, shards: 4 });
