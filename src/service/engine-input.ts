@@ -1,6 +1,7 @@
 import type { ConversionPair } from '../engines/pairs.ts';
 import type { Engine } from '../engines/types.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
+import { headerPixels } from '../inputs/image-header.ts';
 import type { SpooledFile } from './spooled-file.ts';
 
 /**
@@ -11,16 +12,24 @@ import type { SpooledFile } from './spooled-file.ts';
  */
 export const INLINE_INPUT_BYTES = 32 * 1024;
 
+type InputFacts = Pick<ConversionRecord, 'inputs' | 'mark_images' | 'input_pixels'>;
+
 /**
  * Whether a run of `pair` on `engine` needs no directory with the input under the user's name
- * (Engine.readsAnyNameOf): one engine, one step, one input, of a source read by its content.
+ * (Engine.readsAnyNameOf): one engine, one step, one input, of a source read by its content, and
+ * whose content the submission saw to be that of an image (a PNG, GIF or JPEG header read from
+ * the upload itself: `input_pixels`). A declared source is only what the client says, and a URL's
+ * content is not looked at: libvips picks its loader from the bytes, and an SVG sent as `.png`
+ * would be read by librsvg, which draws an `<image href>` from the file's own folder, beside every
+ * other conversion's stored input.
  */
-export function runsWithoutNames(engine: Engine, pair: ConversionPair, record: Pick<ConversionRecord, 'inputs' | 'mark_images'>): boolean {
-  return engine.readsAnyNameOf?.includes(pair.source) === true && !pair.steps && !pair.fallback && !record.inputs?.length && !record.mark_images?.length;
+export function runsWithoutNames(engine: Engine, pair: ConversionPair, record: InputFacts): boolean {
+  return engine.readsAnyNameOf?.includes(pair.source) === true && typeof record.input_pixels === 'number'
+    && !pair.steps && !pair.fallback && !record.inputs?.length && !record.mark_images?.length;
 }
 
 /** Whether a run of `pair` on `engine` can be given its input as bytes (Engine.readsBytesOf). */
-export function runsFromBytes(engine: Engine, pair: ConversionPair, record: Pick<ConversionRecord, 'inputs' | 'mark_images'>): boolean {
+export function runsFromBytes(engine: Engine, pair: ConversionPair, record: InputFacts): boolean {
   return runsWithoutNames(engine, pair, record) && engine.readsBytesOf?.includes(pair.source) === true;
 }
 
@@ -30,6 +39,6 @@ export function runsFromBytes(engine: Engine, pair: ConversionPair, record: Pick
  */
 export function inlineInput(file: SpooledFile, engine: Engine | undefined, pair: ConversionPair): string | undefined {
   if (!file.inMemory || !file.head || file.head.length !== file.size || file.size > INLINE_INPUT_BYTES) return undefined;
-  if (!engine || !runsFromBytes(engine, pair, {})) return undefined;
+  if (!engine || !runsFromBytes(engine, pair, { input_pixels: headerPixels(file.head) })) return undefined;
   return file.head.toString('base64');
 }

@@ -87,9 +87,10 @@ export class LowdbStore implements Store {
    * Shards where a conversion dropped what it keeps only while it runs (an upload held in the
    * record, `input_bytes`; a document's password, `secret_options`: both at its end) since their
    * last write. The write that drops it overwrites one copy of the file; the other still holds it
-   * until the shard is written once more, which is then done within DEFERRED_FLUSH_MS: an ended
-   * conversion's upload is on disk no longer than a stored input file was (removed once the end
-   * is on disk). A crash within that second leaves it in the older copy until the shard's next write.
+   * until the shard is written once more, which is then done within DEFERRED_FLUSH_MS (at once
+   * when the store closes): an ended conversion's upload is on disk about as long as a stored
+   * input file was (removed once the end is on disk). A crash within that second leaves it in the
+   * older copy until the shard's next write.
    */
   private readonly droppedInputs = new Set<number>();
 
@@ -338,6 +339,13 @@ export class LowdbStore implements Store {
     for (const shard of this.deferred) this.dirty.add(shard);
     this.deferred.clear();
     await this.runFlush();
+    // A write of this last flush that dropped an upload or a password asked for the other copy
+    // to be written too (writeBatch): no timer runs any more, so it is written now.
+    if (this.deferred.size > 0) {
+      for (const shard of this.deferred) this.dirty.add(shard);
+      this.deferred.clear();
+      await this.runFlush();
+    }
     for (const low of [this.main, ...this.shards]) if (low.adapter instanceof DurableJsonFile) await low.adapter.close();
   }
 
@@ -678,12 +686,12 @@ export class LowdbStore implements Store {
   }
 }
 
-/** A shard's files are `<base>.a.json` and `<base>.b.json` (see DurableJsonFile). */
 /** Whether `patch` removes a field `record` has (sets it to undefined). */
 function drops(record: ConversionRecord, patch: Partial<ConversionRecord>, field: 'input_bytes' | 'secret_options'): boolean {
   return record[field] !== undefined && field in patch && patch[field] === undefined;
 }
 
+/** A shard's files are `<base>.a.json` and `<base>.b.json` (see DurableJsonFile). */
 function shardBase(index: number): string {
   return index.toString(16).padStart(3, '0');
 }

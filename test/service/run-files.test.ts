@@ -81,11 +81,12 @@ describe('the files of a run', () => {
       });
 
       /** `inMemory`: the upload as a face holds a small one (SpooledFile.inMemory): all of it in its head, nothing on disk. */
-      async function convert(bytes: Buffer, name: string, inMemory = false): Promise<ConversionRecord> {
+      async function convert(bytes: Buffer, name: string, inMemory = false, fields: Record<string, string> = {}): Promise<ConversionRecord> {
         const path = system.blobs.spoolPath();
         if (!inMemory) await writeFile(path, bytes);
-        const file = { path, size: bytes.length, sha256: '', filename: name, ...(inMemory ? { head: bytes, inMemory: true } : {}) };
-        const created = (await system.conversions.create(account, { fields: { target: 'webp' }, options: {}, files: [file] })).record;
+        // The first bytes, as a face keeps them (SpooledFile.head): all of a file held in memory.
+        const file = { path, size: bytes.length, sha256: '', filename: name, head: bytes.subarray(0, 64 * 1024), ...(inMemory ? { inMemory: true } : {}) };
+        const created = (await system.conversions.create(account, { fields: { target: 'webp', ...fields }, options: {}, files: [file] })).record;
         lastCreated = created;
         const id = created.id;
         return waitUntil('the conversion ends', async () => {
@@ -160,6 +161,20 @@ describe('the files of a run', () => {
         assert.equal(job.inputPath, join(dirname(job.inputPath), 'Drawing.svg'), 'under the user\'s name');
         assert.equal(dirname(dirname(job.inputPath)), work(), 'in a run directory');
         assert.notEqual(dirname(job.inputPath), inputs());
+      });
+
+      it('gives SVG content sent as a PNG a run directory, and keeps it out of the record', async () => {
+        // Declared, the source is what the client says; libvips picks librsvg from the bytes.
+        const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="12" height="6"><rect width="12" height="6" fill="#a00"/></svg>');
+        for (const inMemory of [false, true]) {
+          const done = await convert(svg, 'disguised.png', inMemory, { source: 'png' });
+          assert.equal(lastCreated!.source, 'png');
+          assert.equal(lastCreated!.input_bytes, undefined, 'not kept in the record');
+          const job = seen.at(-1)!;
+          assert.equal(job.given, false);
+          assert.equal(dirname(dirname(job.inputPath)), work(), 'in a run directory');
+          assert.ok(done.status === 'succeeded' || done.status === 'failed', done.status);
+        }
       });
 
       it('fails a file it cannot decode without naming a path, and leaves nothing behind', async () => {

@@ -254,6 +254,23 @@ describe('LowdbStore', () => {
     assert.equal((await conversionsOnDisk(dir)).get(record.id)?.status, 'succeeded');
   });
 
+  it('writes both copies free of a dropped upload when it closes at once after the drop', async () => {
+    const upload = Buffer.from('a small upload still in its record as the daemon stops').toString('base64');
+    const record = conversion('acc_a', { input_bytes: upload });
+    await store.insertConversion(record);
+    await store.flush();
+    await store.updateConversion(record.id, { status: 'processing', progress: 0 });
+    await store.flush();
+    await store.updateConversion(record.id, { status: 'succeeded', progress: 100, input_bytes: undefined });
+    // No flush: close() writes what is pending, then the copy the end's write did not reach.
+    await store.close();
+    const names = await readdir(join(dir, 'conversions'));
+    const copies = await Promise.all(names.map((name) => readFile(join(dir, 'conversions', name), 'utf8')));
+    assert.deepEqual(copies.filter((copy) => copy.includes(upload)), []);
+    store = await LowdbStore.open({ dir, shards: 4 });
+    assert.equal((await store.getConversion(record.id))?.status, 'succeeded');
+  });
+
   it('redistributes conversions when the shard count changes, leaving no stray files', async () => {
     await store.close();
     const small = await LowdbStore.open({ dir, shards: 4 });
