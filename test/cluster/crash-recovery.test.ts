@@ -208,6 +208,13 @@ describe('crash recovery (kill -9 and restart)', () => {
 
     // Done, running and waiting work at once: one finished, one in the engine, most still queued.
     await waitForMidWork(first, 5, 1);
+    // The listing reads the daemon's memory; its success reaches the disk with the next group
+    // commit, which a busy box (CI's second Node) can hold for more than a moment.
+    // (A copy read while it is being written may not parse: then the next look.)
+    await waitUntil('a success on disk', async () => {
+      const onDisk = await storedAfterCrash(first).catch(() => null);
+      return onDisk?.conversions.some((c) => c.status === 'succeeded') ? true : undefined;
+    });
     await sleep(50);
     await first.kill();
 
