@@ -102,7 +102,7 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
  * the header: the decoder that reads it must not be handed a bomb.
  */
 async function isHevc(job: EngineJob, settings: ImageEngineOptions): Promise<boolean> {
-  const meta = await sharp(job.inputBytes ?? job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
+  const meta = await sharp(job.inputPath, { limitInputPixels: false }).metadata().catch(() => null);
   if (meta?.compression !== 'hevc') return false;
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;

@@ -29,13 +29,16 @@ export class RunFiles {
   async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string, how: { anyName: boolean; bytes: boolean }): Promise<Pick<JobFiles, 'inputPath' | 'outputPath'> & { inputBytes?: Buffer }> {
     if (record.input_bytes !== undefined) return this.prepareFromRecord(record, Buffer.from(record.input_bytes, 'base64'), sourceExtension, targetExtension, how.bytes);
     this.input = await this.blobs.localInput(this.id);
-    if (how.anyName) {
-      const files = { inputPath: this.input.path, outputPath: this.blobs.outputPathFor(this.id, safeExtension(targetExtension)) };
-      this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file' };
-      this.pendingOutput = files.outputPath;
-      return files;
-    }
+    if (how.anyName) return this.withoutDir(this.input.path, targetExtension);
     return this.prepareDir(record, this.input.path, sourceExtension, targetExtension);
+  }
+
+  /** No run directory: the engine reads `inputPath` and writes to a path of the store's `work` folder. */
+  private withoutDir(inputPath: string, targetExtension: string): Pick<JobFiles, 'inputPath' | 'outputPath'> {
+    const files = { inputPath, outputPath: this.blobs.outputPathFor(this.id, safeExtension(targetExtension)) };
+    this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file' };
+    this.pendingOutput = files.outputPath;
+    return files;
   }
 
   /**
@@ -45,10 +48,7 @@ export class RunFiles {
    */
   private async prepareFromRecord(record: ConversionRecord, bytes: Buffer, sourceExtension: string, targetExtension: string, asBytes: boolean): Promise<Pick<JobFiles, 'inputPath' | 'outputPath'> & { inputBytes?: Buffer }> {
     if (!asBytes) return this.prepareDir(record, bytes, sourceExtension, targetExtension);
-    const files = { inputPath: this.blobs.outputPathFor(this.id, safeExtension(sourceExtension)), outputPath: this.blobs.outputPathFor(this.id, safeExtension(targetExtension)) };
-    this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file' };
-    this.pendingOutput = files.outputPath;
-    return { ...files, inputBytes: bytes };
+    return { ...this.withoutDir(this.blobs.outputPathFor(this.id, safeExtension(sourceExtension)), targetExtension), inputBytes: bytes };
   }
 
   private async prepareDir(record: ConversionRecord, input: string | Buffer, sourceExtension: string, targetExtension: string): Promise<JobFiles> {
