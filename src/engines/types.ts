@@ -6,6 +6,12 @@ import type { ConversionPair, FormatInfo } from './pairs.ts';
 export interface EngineJob {
   inputPath: string;
   /**
+   * The name the input goes by where the engine shows one (`<user's name>.<source extension>`),
+   * given where `inputPath` is the stored input itself (Engine.namesItsInputOf); unset where the
+   * file at `inputPath` has that name already.
+   */
+  inputName?: string;
+  /**
    * What the submission already read of the file at `path`: its size, and the pixels its image
    * header gives (null where it gives none). An engine may decide from these without opening the
    * file; they say nothing of a job whose `inputPath` is another file (a chain's next step).
@@ -156,6 +162,15 @@ export interface Engine {
    * (readsAnyNameOf) is given as bytes.
    */
   readonly readsBytesOf?: readonly string[];
+  /**
+   * Sources whose input the engine itself puts into a directory of its own that no other run
+   * shares, under EngineJob.inputName, and opens from there (the office engine: LibreOffice
+   * shows a document's file name, and writes beside its output): their runs are handed the
+   * stored input, its name and an output path of the store's, without a run directory of the
+   * service's (a directory, a link and its removal saved). A pair of several steps, with a
+   * fallback or of several inputs still gets the directory.
+   */
+  readonly namesItsInputOf?: readonly string[];
   /** Ends what the engine keeps running (helper processes); it converts no more afterwards. */
   close?(): Promise<void>;
 }

@@ -15,22 +15,26 @@ export const INLINE_INPUT_BYTES = 32 * 1024;
 type InputFacts = Pick<ConversionRecord, 'inputs' | 'mark_images' | 'input_pixels'>;
 
 /**
- * Whether a run of `pair` on `engine` needs no directory with the input under the user's name
- * (Engine.readsAnyNameOf): one engine, one step, one input, of a source read by its content, and
- * whose content the submission saw to be that of an image (a PNG, GIF or JPEG header read from
- * the upload itself: `input_pixels`). A declared source is only what the client says, and a URL's
- * content is not looked at: libvips picks its loader from the bytes, and an SVG sent as `.png`
- * would be read by librsvg, which draws an `<image href>` from the file's own folder, beside every
- * other conversion's stored input.
+ * Whether a run of `pair` on `engine` needs no run directory with the input under the user's name:
+ * one engine, one step, one input, and either
+ * - a source the engine reads by its content (Engine.readsAnyNameOf), whose content the submission
+ *   saw to be that of an image (a PNG, GIF or JPEG header read from the upload itself:
+ *   `input_pixels`). A declared source is only what the client says, and a URL's content is not
+ *   looked at: libvips picks its loader from the bytes, and an SVG sent as `.png` would be read by
+ *   librsvg, which draws an `<image href>` from the file's own folder, beside every other
+ *   conversion's stored input; or
+ * - a source the engine puts under the user's name in a directory of its own
+ *   (Engine.namesItsInputOf): it is given the name (EngineJob.inputName) with the stored input.
  */
 export function runsWithoutNames(engine: Engine, pair: ConversionPair, record: InputFacts): boolean {
-  return engine.readsAnyNameOf?.includes(pair.source) === true && typeof record.input_pixels === 'number'
-    && !pair.steps && !pair.fallback && !record.inputs?.length && !record.mark_images?.length;
+  if (pair.steps || pair.fallback || record.inputs?.length || record.mark_images?.length) return false;
+  return (engine.readsAnyNameOf?.includes(pair.source) === true && typeof record.input_pixels === 'number')
+    || engine.namesItsInputOf?.includes(pair.source) === true;
 }
 
 /** Whether a run of `pair` on `engine` can be given its input as bytes (Engine.readsBytesOf). */
 export function runsFromBytes(engine: Engine, pair: ConversionPair, record: InputFacts): boolean {
-  return runsWithoutNames(engine, pair, record) && engine.readsBytesOf?.includes(pair.source) === true;
+  return engine.readsBytesOf?.includes(pair.source) === true && engine.readsAnyNameOf?.includes(pair.source) === true && runsWithoutNames(engine, pair, record);
 }
 
 /**

@@ -1,5 +1,6 @@
-import { mkdir, readdir, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { KeptDirs } from '../engines/process/kept-dirs.ts';
 import { linkOrCopy } from '../engines/process/link-or-copy.ts';
 import { engineFileStem } from '../inputs/file-name.ts';
 
@@ -17,6 +18,11 @@ export function safeExtension(extension: string): string {
   return /^[a-z0-9]{1,16}$/i.test(extension) ? extension.toLowerCase() : 'bin';
 }
 
+/** The name an engine's input goes by where the engine shows one: `<user's name>.<source extension>`. */
+export function engineInputName(originalName: string, sourceExtension: string): string {
+  return `${engineFileStem(originalName)}.${safeExtension(sourceExtension)}`;
+}
+
 /**
  * Fills a run's own directory (empty, mode 0700): the input as `<user's name>.<source
  * extension>` (a hard link to the stored file, a copy across file systems) and the output's path
@@ -30,7 +36,7 @@ export async function prepareJobFiles(dir: string, storedInput: string | Buffer,
   const stem = engineFileStem(originalName);
   const source = safeExtension(sourceExtension);
   const target = safeExtension(targetExtension);
-  const inputPath = join(dir, `${stem}.${source}`);
+  const inputPath = join(dir, engineInputName(originalName, sourceExtension));
   // An input kept in the conversion's record (its bytes) is written there instead.
   if (typeof storedInput === 'string') await linkOrCopy(storedInput, inputPath);
   else await writeFile(inputPath, storedInput, { mode: 0o600, flag: 'wx' });
@@ -41,27 +47,20 @@ export async function prepareJobFiles(dir: string, storedInput: string | Buffer,
 }
 
 /**
- * Run directories, each kept for a later run once its run has left it empty. A directory is an
- * inode allocated and freed: on an ext4 without a journal (as on the development box) that scan
- * past recently freed inodes was 6 % of the daemon's CPU for a small image, one mkdir per run.
- * A directory goes back only after a run that succeeded (an engine stopped by a time limit or a
- * cancel may still be writing) and when it is seen empty (a run of another account gets nothing
- * of this one's); what an engine left in it takes the directory with it, removed recursively.
- * The process's own: `clearScratch` empties the store's work area at every start.
+ * The service's run directories (in the store's work area), kept for later runs as KeptDirs
+ * keeps any. A directory goes back only after a run that succeeded, and with what
+ * prepareJobFiles made in it removed by name and nothing else there. The process's own:
+ * `clearScratch` empties the store's work area at every start.
  */
 export class RunDirs {
-  private readonly free: string[] = [];
+  private readonly kept: KeptDirs;
 
-  constructor(
-    /** A new, empty directory (BlobStore.workDirFor). */
-    private readonly make: () => Promise<string>,
-    /** Kept at most: as many as runs at once, give or take, past that removed. */
-    private readonly keep = 32,
-  ) {}
+  constructor(make: () => Promise<string>, keep = 32) {
+    this.kept = new KeptDirs(make, keep);
+  }
 
-  /** An empty directory for one run: a kept one, or a new one. */
-  async take(): Promise<string> {
-    return this.free.pop() ?? (await this.make());
+  take(): Promise<string> {
+    return this.kept.take();
   }
 
   /**
@@ -70,19 +69,11 @@ export class RunDirs {
    * in it. Anything an engine left beside them, a name that is not there, or no `made` (files
    * never made, or a run that failed): the directory is removed recursively.
    */
-  async give(dir: string, made?: Pick<JobFiles, 'inputPath' | 'outputDir'>): Promise<void> {
-    if (made) {
-      try {
-        await unlink(made.inputPath);
-        if (made.outputDir) await rmdir(made.outputDir);
-        if (this.free.length < this.keep && (await readdir(dir)).length === 0) {
-          this.free.push(dir);
-          return;
-        }
-      } catch {
-        // Not as prepareJobFiles left it: whatever is there goes below.
-      }
-    }
-    await rm(dir, { recursive: true, force: true });
+  give(dir: string, made?: Pick<JobFiles, 'inputPath' | 'outputDir'>): Promise<void> {
+    return this.kept.give(dir, made && (async () => {
+      await unlink(made.inputPath);
+      if (made.outputDir) await rmdir(made.outputDir);
+      return (await readdir(dir)).length === 0;
+    }));
   }
 }

@@ -80,7 +80,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
     return SLOTS.map((slot) => `${base}.${slot}.json`);
   }
 
-  /** After read(): neither copy holds a byte (missing, or made empty ahead of time by `create`). */
+  /** After read(): neither copy holds a byte (missing, or made empty beside the other: createOther). */
   neverWritten = true;
 
   async read(): Promise<T | null> {
@@ -90,7 +90,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
     for (const name of SLOTS) {
       const slot = this.slots[name];
       const bytes = readIfThere(slot.path);
-      // Missing or empty (made ahead by `create`): never written, not damaged.
+      // Missing or empty (made beside the other: createOther): never written, not damaged.
       if (bytes === null || bytes.length === 0) continue;
       written++;
       this.neverWritten = false;
@@ -132,6 +132,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
         slot.handle = await open(slot.path, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC | DATA_SYNC_FLAG, 0o600);
         slot.unsyncedName = true;
+        await this.createOther(this.next === 'a' ? this.slots.b : this.slots.a);
       }
     }
     // A write that fails half-way may leave the file as long as these bytes: the next write must
@@ -162,16 +163,19 @@ export class DurableJsonFile<T> implements Adapter<T> {
   }
 
   /**
-   * Makes both copies as empty files now, so that no write has to create one (and sync the
-   * directory) later. The caller syncs the directory once afterwards.
+   * The other copy, made empty beside the first one's creation when it is not there yet: the
+   * one directory sync that makes the first name durable makes this one durable too, and its
+   * first write has no directory to sync (a shard's two files cost one sync, not two). An empty
+   * copy reads as never written.
    */
-  static async create(base: string): Promise<void> {
-    for (const path of DurableJsonFile.paths(base)) {
-      try {
-        await (await open(path, 'wx', 0o600)).close();
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
+  private async createOther(other: Slot): Promise<void> {
+    if (other.handle) return;
+    try {
+      other.handle = await open(other.path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | DATA_SYNC_FLAG, 0o600);
+      other.length = 0;
+    } catch (error) {
+      // There already (its own write opens it), or it cannot be made now (its write will say why).
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return;
     }
   }
 

@@ -453,6 +453,31 @@ describe('office engine: the pool', { skip }, () => {
     await waitFor(() => profiles().join() === profilesBefore.join(), 5000, "no profile of the faulty engine's instances or of its second way left");
   });
 
+  it('opens documents from a directory kept between them: emptied after a success, removed after a failure and at close', async () => {
+    const documentDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-doc-${process.pid}-`)).sort();
+    const others = new Set(documentDirs());
+    const ours = () => documentDirs().filter((name) => !others.has(name));
+    const single = createOfficeEngine({ instances: 1 });
+    await single.probe();
+    try {
+      await convertOn(single, job(join(dir, 'fixture.docx'), 'docx', 'pdf', { inputName: 'quarterly report.docx' }));
+      const [kept, ...more] = ours();
+      assert.ok(kept && more.length === 0, `one directory after a document: ${ours().join(', ')}`);
+      assert.deepEqual(readdirSync(join(tmpdir(), kept)), ['out'], 'the input removed, nothing else left');
+      assert.deepEqual(readdirSync(join(tmpdir(), kept, 'out')), [], 'the output moved away');
+      await convertOn(single, job(join(dir, 'fixture.odt'), 'odt', 'docx'));
+      assert.deepEqual(ours(), [kept], 'the next document opened from the same directory');
+      await writeFile(join(dir, 'not-a-zip.docx'), 'this is no zip at all, whatever its name says');
+      assert.ok(await failure(convertOn(single, job(join(dir, 'not-a-zip.docx'), 'docx', 'pdf'))) instanceof ConversionFailure);
+      assert.deepEqual(ours(), [], "a failed document's directory is removed, not kept");
+      await convertOn(single, job(join(dir, 'fixture.docx'), 'docx', 'pdf'));
+      assert.equal(ours().length, 1);
+    } finally {
+      await single.close?.();
+    }
+    assert.deepEqual(ours(), [], 'close() removes the kept directory');
+  });
+
   it('close() leaves no soffice and no profile behind', async () => {
     await convertOn(pooled, job(join(dir, 'fixture.docx'), 'docx', 'pdf'));
     assert.equal(sofficeCount(), INSTANCES);

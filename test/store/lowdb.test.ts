@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { constants } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -428,7 +428,9 @@ describe('LowdbStore', () => {
     await rm(join(dir, 'conversions'), { recursive: true, force: true });
     await mkdir(join(dir, 'conversions'), { recursive: true });
     // What earlier versions left: both copies of every shard, empty.
-    for (const base of ['000', '001', '002', '003']) await DurableJsonFile.create(join(dir, 'conversions', base));
+    for (const base of ['000', '001', '002', '003']) {
+      for (const path of DurableJsonFile.paths(join(dir, 'conversions', base))) await writeFile(path, '');
+    }
     store = await LowdbStore.open({ dir, shards: 4 });
     assert.deepEqual(await readdir(join(dir, 'conversions')), [], 'the empty copies are gone');
     const record = conversion('acc_a');
@@ -482,6 +484,20 @@ describe('LowdbStore', () => {
     const listed = await store.listConversions({ accountId: 'acc_a', limit: 100 });
     assert.deepEqual(listed.map((r) => r.id).sort(), records.map((r) => r.id).sort(), 'each conversion once');
     assert.equal(await recordsOnDisk(dir), 12, 'and once on disk');
+  });
+
+  it("a file's first write makes its other copy too, empty (one directory sync names both), which reads as never written", async () => {
+    const base = join(dir, 'pair');
+    const file = new DurableJsonFile<{ n: number }>(base);
+    await file.write({ n: 1 });
+    const [a, b] = DurableJsonFile.paths(base);
+    assert.ok((await stat(a!)).size > 0);
+    assert.equal((await stat(b!)).size, 0, 'the other copy is there, empty');
+    assert.deepEqual(await new DurableJsonFile<{ n: number }>(base).read(), { n: 1 });
+    await file.write({ n: 2 });
+    await file.close();
+    assert.ok((await stat(b!)).size > 0, 'the second write went to the other copy');
+    assert.deepEqual(await new DurableJsonFile<{ n: number }>(base).read(), { n: 2 });
   });
 
   it('a torn very first write of a file is "never written", not damage (the store opens)', async () => {

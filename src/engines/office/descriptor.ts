@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineEngine } from '../descriptor.ts';
+import { OFFICE_SOURCES } from './formats.ts';
 import { formulasDoctor, type FormulaSupport } from './formulas.ts';
 
 /** The LibreOffice pool of the office engine. */
@@ -37,6 +38,8 @@ export const office = defineEngine<OfficeSettings, FormulaSupport>({
     // One document per LibreOffice instance: the runner waits for a free one before the time limit.
     maxConcurrentRuns: own?.instances ?? availableParallelism(),
     startsClock: true,
+    // Each document is opened from a directory of the engine's own, under the user's name.
+    namesItsInputOf: OFFICE_SOURCES,
     load: async () => (await import('./office-engine.ts')).createOfficeEngine({
       ...own, quickInstances: settings.quickRuns ?? 0, ...(settings.onLifecycle ? { onLifecycle: settings.onLifecycle } : {}),
     }),

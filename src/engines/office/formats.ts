@@ -9,6 +9,8 @@ export const TEXT_SOURCES = ['docx', 'doc', 'odt', 'rtf', 'ott', 'dotx', 'dot', 
 export const SHEET_SOURCES = ['xlsx', 'xls', 'ods', 'csv', 'ots', 'xltx', 'xlt', 'fods'] as const;
 export const SLIDE_SOURCES = ['pptx', 'ppt', 'odp', 'otp', 'potx', 'pot', 'fodp'] as const;
 export const DRAWING_SOURCES = ['odg', 'otg', 'fodg'] as const;
+/** Every source of the engine: each opened from a directory of its own under the user's name (Engine.namesItsInputOf). */
+export const OFFICE_SOURCES: readonly string[] = [...TEXT_SOURCES, ...SHEET_SOURCES, ...SLIDE_SOURCES, ...DRAWING_SOURCES];
 
 /** Targets of each family (never the source itself); csv is a source here only for sheets and pdf. */
 export const TEXT_TARGETS = ['pdf', 'docx', 'odt', 'rtf', 'txt'] as const;

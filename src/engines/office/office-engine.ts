@@ -1,5 +1,5 @@
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { mkdir, mkdtemp, readdir, rm, stat, unlink } from 'node:fs/promises';
+import { basename, extname, join } from 'node:path';
 import { availableParallelism, tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionFailure } from '../../errors/api-error.ts';
@@ -9,12 +9,13 @@ import { checkOutputSize } from '../output-cap.ts';
 import { ENGINE_NICENESS, engineEnvironment, findParentDeathWrapper } from '../process/group.ts';
 import { HelperPool, type HelperLifecycle } from '../process/helper-pool.ts';
 import { HelperDied, HelperTaskError } from '../process/helper-process.ts';
+import { KeptDirs } from '../process/kept-dirs.ts';
 import { linkOrCopy, moveFile } from '../process/link-or-copy.ts';
 import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 import { lastLines } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import {
-  DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, kindOfSource, OFFICE_FORMATS, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
+  DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, kindOfSource, OFFICE_FORMATS, OFFICE_SOURCES, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
   TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind, type OfficeFamily,
 } from './formats.ts';
 import { findOffice, type OfficeInstall } from './find-office.ts';
@@ -126,6 +127,12 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   }, settings.env ?? process.env);
 
   const poolOf = (install: ReadyOffice): Promise<HelperPool> => (pool ??= makePool(install));
+  /** Directories documents are opened from, each with its `out`, kept between documents: one per instance, give or take. */
+  const documentDirs = new KeptDirs(async () => {
+    const dir = await mkdtemp(join(tmpdir(), `${DOCUMENT_DIR}${process.pid}-`));
+    await mkdir(join(dir, 'out'));
+    return dir;
+  }, instances + (settings.quickInstances ?? 0));
 
   const makePool = async (install: ReadyOffice): Promise<HelperPool> => {
     const setpriv = await findParentDeathWrapper();
@@ -170,6 +177,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     // One document per instance: more at once wait for a free one before their time limit starts.
     maxConcurrentRuns: instances,
     startsClock: true,
+    namesItsInputOf: OFFICE_SOURCES,
     async probe(): Promise<EngineStatus> {
       office = await findOffice(settings.env ?? process.env);
       if (!office.ready) return { name: 'office', available: false, binary: office.soffice ?? undefined, detail: office.problem };
@@ -191,16 +199,18 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       const { options: filterOptions, ...filters } = output;
       // A document may print where it is (a FILENAME field with its path, CELL("filename")), so
       // LibreOffice opens it, under the name the engine was given (the user's), from a directory
-      // of this job's own in the system's temp dir (0700), never from the data dir. LibreOffice
+      // of its own in the system's temp dir (0700), never from the data dir. LibreOffice
       // writes beside its output (lu*.tmp) and cannot clean up when its instance is killed at a
-      // time limit: it writes there too. Removed in any case; a killed daemon's, at the next start.
-      const work = await mkdtemp(join(tmpdir(), `${DOCUMENT_DIR}${process.pid}-`));
-      const opened = join(work, basename(job.inputPath));
-      const written = join(work, 'out', basename(job.outputPath));
+      // time limit: it writes into `out` there. Kept for the next document once emptied (no
+      // directory made and removed per document); removed otherwise, and a killed daemon's at the next start.
+      const work = await documentDirs.take();
+      const name = job.inputName ?? basename(job.inputPath);
+      const opened = join(work, name);
+      const written = join(work, 'out', `${basename(name, extname(name))}${extname(job.outputPath)}`);
       let warnings: ConversionWarning[] = [];
+      let clean = false;
       try {
         await linkOrCopy(job.inputPath, opened);
-        await mkdir(join(work, 'out'));
         try {
           warnings = await convertIn(running, { ...job, inputPath: opened }, written, input, filters, filterOptions);
         } catch (error) {
@@ -208,8 +218,10 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
           await secondWay(office, { ...job, inputPath: opened }, join(work, 'second'), written, error.failure);
         }
         await moveFile(written, job.outputPath);
+        clean = true;
       } finally {
-        await rm(work, { recursive: true, force: true });
+        // After a failure LibreOffice may still be writing there (its instance is being killed).
+        await documentDirs.give(work, clean ? () => emptied(work, opened) : undefined);
       }
       const size = await stat(job.outputPath).then((info) => info.size, () => 0);
       if (size === 0) throw new ConversionFailure('conversion_failed', `LibreOffice wrote no ${job.target} file.`);
@@ -219,6 +231,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     },
     async close() {
       await (await pool)?.close(2000);
+      await documentDirs.close();
     },
   };
 
@@ -294,6 +307,17 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     }
     countRetry('succeeded');
   }
+}
+
+/**
+ * Whether a document's directory is as it was before the document, once its input is removed:
+ * nothing in it but an empty `out` (its output was moved away). Anything else LibreOffice left
+ * (a second way's directory, temporary files) and it is not reused.
+ */
+async function emptied(work: string, opened: string): Promise<boolean> {
+  await unlink(opened);
+  const [inWork, inOut] = await Promise.all([readdir(work), readdir(join(work, 'out'))]);
+  return inWork.length === 1 && inWork[0] === 'out' && inOut.length === 0;
 }
 
 /** A warm instance's soffice crashed opening or writing the document: `failure` is how it fails if nothing else works. */

@@ -88,7 +88,7 @@ export class ConversionRun {
     const extension = registry.format(record.target)?.extensions[0] ?? record.target;
     // Without a run directory where nothing in the work shows a file's name; from the record's
     // bytes where the input came in it and the engine reads them.
-    const { inputPath, outputPath, inputBytes } = await this.files.prepare(record, registry.format(record.source)?.extensions[0] ?? record.source, extension, {
+    const { inputPath, inputName, outputPath, inputBytes } = await this.files.prepare(record, registry.format(record.source)?.extensions[0] ?? record.source, extension, {
       anyName: runsWithoutNames(engine, pair, record), bytes: runsFromBytes(engine, pair, record),
     });
     const plan = config.plans[(await service.accounts.currentAccount(record.account_id))?.plan ?? 'unmetered'];
@@ -99,7 +99,7 @@ export class ConversionRun {
     let produced: EngineOutput | void;
     try {
       const call: EngineCall = {
-        record, inputPath, ...(inputBytes ? { inputBytes } : {}), outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf, maxPages: plan.max_pages, maxOcrPages: plan.max_ocr_pages,
+        record, inputPath, ...(inputName ? { inputName } : {}), ...(inputBytes ? { inputBytes } : {}), outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf, maxPages: plan.max_pages, maxOcrPages: plan.max_ocr_pages,
         onProgress: progressWriter(service.store, this.id),
         onEngineTime: (ms) => {
           this.engineMs += ms;

@@ -14,6 +14,8 @@ import type { EngineGates } from './engine-gates.ts';
 export interface EngineCall {
   record: ConversionRecord;
   inputPath: string;
+  /** The name the input goes by, where inputPath is the stored input (EngineJob.inputName). */
+  inputName?: string;
   /** The input itself, where it came in the record (EngineJob.inputBytes): no file is at inputPath. */
   inputBytes?: Buffer;
   /** A merge's files, each a PDF by now, in order (EngineJob.inputPaths). */
@@ -66,6 +68,7 @@ async function convertWithinLimit(call: EngineCall, chosen: ConversionPair, engi
   try {
     return await engine.convert({
       inputPath: call.inputPath, outputPath: call.outputPath, source: record.source, target: record.target,
+      ...(call.inputName ? { inputName: call.inputName } : {}),
       ...(call.inputBytes ? { inputBytes: call.inputBytes } : {}),
       ...(call.inputPaths ? { inputPaths: call.inputPaths } : {}),
       ...(call.markImages ? { markImages: call.markImages } : {}),

@@ -1,6 +1,9 @@
 import type { ConversionRecord } from '../../model/conversion.ts';
 import type { BlobStore, LocalFile } from '../../store/blob-store.ts';
-import { prepareJobFiles, safeExtension, type JobFiles, type RunDirs } from '../job-dir.ts';
+import { engineInputName, prepareJobFiles, safeExtension, type JobFiles, type RunDirs } from '../job-dir.ts';
+
+/** Where a run's engine reads and writes (EngineJob's fields of the same names). */
+export type PreparedFiles = Pick<JobFiles, 'inputPath' | 'outputPath'> & { inputName?: string; inputBytes?: Buffer };
 
 /**
  * What one run keeps on disk: a local copy of the input, the run's own directory (the input under
@@ -26,16 +29,19 @@ export class RunFiles {
    * into and emptied again (four hops to the thread pool of a small image's few dozen). `bytes`:
    * it also reads an input kept in the record (`input_bytes`) as bytes: then no file at all.
    */
-  async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string, how: { anyName: boolean; bytes: boolean }): Promise<Pick<JobFiles, 'inputPath' | 'outputPath'> & { inputBytes?: Buffer }> {
+  async prepare(record: ConversionRecord, sourceExtension: string, targetExtension: string, how: { anyName: boolean; bytes: boolean }): Promise<PreparedFiles> {
     if (record.input_bytes !== undefined) return this.prepareFromRecord(record, Buffer.from(record.input_bytes, 'base64'), sourceExtension, targetExtension, how.bytes);
     this.input = await this.blobs.localInput(this.id);
-    if (how.anyName) return this.withoutDir(this.input.path, targetExtension);
+    if (how.anyName) return this.withoutDir(record, this.input.path, sourceExtension, targetExtension);
     return this.prepareDir(record, this.input.path, sourceExtension, targetExtension);
   }
 
-  /** No run directory: the engine reads `inputPath` and writes to a path of the store's `work` folder. */
-  private withoutDir(inputPath: string, targetExtension: string): Pick<JobFiles, 'inputPath' | 'outputPath'> {
-    const files = { inputPath, outputPath: this.blobs.outputPathFor(this.id, safeExtension(targetExtension)) };
+  /**
+   * No run directory: the engine reads `inputPath` and writes to a path of the store's `work`
+   * folder; `inputName` is the name an engine that places the input itself gives it (Engine.namesItsInputOf).
+   */
+  private withoutDir(record: ConversionRecord, inputPath: string, sourceExtension: string, targetExtension: string): PreparedFiles {
+    const files = { inputPath, inputName: engineInputName(record.original_name, sourceExtension), outputPath: this.blobs.outputPathFor(this.id, safeExtension(targetExtension)) };
     this.known = { [files.inputPath]: 'the input file', [files.outputPath]: 'the output file' };
     this.pendingOutput = files.outputPath;
     return files;
@@ -46,9 +52,9 @@ export class RunFiles {
    * is written); or, for an engine that reads no bytes (one that stopped reading them since the
    * submission), written into a run directory as any input is linked there.
    */
-  private async prepareFromRecord(record: ConversionRecord, bytes: Buffer, sourceExtension: string, targetExtension: string, asBytes: boolean): Promise<Pick<JobFiles, 'inputPath' | 'outputPath'> & { inputBytes?: Buffer }> {
+  private async prepareFromRecord(record: ConversionRecord, bytes: Buffer, sourceExtension: string, targetExtension: string, asBytes: boolean): Promise<PreparedFiles> {
     if (!asBytes) return this.prepareDir(record, bytes, sourceExtension, targetExtension);
-    return { ...this.withoutDir(this.blobs.outputPathFor(this.id, safeExtension(sourceExtension)), targetExtension), inputBytes: bytes };
+    return { ...this.withoutDir(record, this.blobs.outputPathFor(this.id, safeExtension(sourceExtension)), sourceExtension, targetExtension), inputBytes: bytes };
   }
 
   private async prepareDir(record: ConversionRecord, input: string | Buffer, sourceExtension: string, targetExtension: string): Promise<JobFiles> {
