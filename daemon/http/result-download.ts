@@ -3,8 +3,13 @@ import { ApiError } from '../../src/errors/api-error.ts';
 import type { DownloadHandle } from '../../src/service/conversion-service.ts';
 import { attachmentHeader } from './content-disposition.ts';
 
-/** Results up to this size are read whole and sent as one buffer rather than streamed. */
-const WHOLE_READ_BYTES = 256 * 1024;
+/**
+ * Results up to this size are read whole and sent as one buffer rather than streamed: one hop
+ * to the thread pool and one socket write where a 700 KiB page image took three of each, one
+ * after the other, on the way to a client that waits for it. A slow client holds up to this much
+ * (a stream holds about two 256 KiB chunks).
+ */
+const WHOLE_READ_BYTES = 1024 * 1024;
 
 /**
  * A conversion's result as an answer (GET /v1/conversions/{id}/download and the web pages'

@@ -27,6 +27,8 @@ export interface EngineLoader {
   readsAnyNameOf?: readonly string[];
   /** The created engine's `readsBytesOf`, known before it loads (a submission asks first). */
   readsBytesOf?: readonly string[];
+  /** The created engine's `picksReaderFromBytes`, known before it loads (the runner asks first). */
+  picksReaderFromBytes?: boolean;
   /** The created engine's `namesItsInputOf`, known before it loads (the runner asks first). */
   namesItsInputOf?: readonly string[];
   load(): Promise<Engine>;
@@ -72,6 +74,7 @@ export function lazyEngine(loader: EngineLoader, known?: KnownEngine): LazyEngin
     startsClock: loader.startsClock,
     readsAnyNameOf: loader.readsAnyNameOf,
     readsBytesOf: loader.readsBytesOf,
+    picksReaderFromBytes: loader.picksReaderFromBytes,
     namesItsInputOf: loader.namesItsInputOf,
     // Only what was loaded has something running to end.
     close: async () => {

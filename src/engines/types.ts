@@ -156,6 +156,14 @@ export interface Engine {
    */
   readonly readsAnyNameOf?: readonly string[];
   /**
+   * The engine's library picks its reader from the file's bytes, whatever the source is said to
+   * be (libvips: an SVG sent as `.png` is read by librsvg): a source it reads by any name runs
+   * without a directory only where the submission saw the upload's bytes to be of a kind that
+   * reaches no other file (a PNG, GIF or JPEG header: `input_pixels`). Unset: the source is read
+   * as what it is said to be, or not at all (PDFium reads PDFs).
+   */
+  readonly picksReaderFromBytes?: boolean;
+  /**
    * Sources whose input the engine reads from EngineJob.inputBytes when it is given. A small
    * upload of one of them travels in the conversion's record instead of a file of its own
    * (nothing written, read back and removed); only a source the engine also reads by any name

@@ -17,19 +17,20 @@ type InputFacts = Pick<ConversionRecord, 'inputs' | 'mark_images' | 'input_pixel
 /**
  * Whether a run of `pair` on `engine` needs no run directory with the input under the user's name:
  * one engine, one step, one input, and either
- * - a source the engine reads by its content (Engine.readsAnyNameOf), whose content the submission
- *   saw to be that of an image (a PNG, GIF or JPEG header read from the upload itself:
- *   `input_pixels`). A declared source is only what the client says, and a URL's content is not
- *   looked at: libvips picks its loader from the bytes, and an SVG sent as `.png` would be read by
- *   librsvg, which draws an `<image href>` from the file's own folder, beside every other
- *   conversion's stored input; or
+ * - a source the engine reads by its content and that reaches no other file (Engine.readsAnyNameOf:
+ *   PDFium's PDFs, libvips's raster images). Where the engine's library picks its reader from the
+ *   bytes (Engine.picksReaderFromBytes: libvips), only where the submission saw the upload's bytes
+ *   to be an image's (a PNG, GIF or JPEG header read from the upload itself: `input_pixels`). A
+ *   declared source is only what the client says, and a URL's content is not looked at: an SVG
+ *   sent as `.png` would be read by librsvg, which draws an `<image href>` from the file's own
+ *   folder, beside every other conversion's stored input; or
  * - a source the engine puts under the user's name in a directory of its own
  *   (Engine.namesItsInputOf): it is given the name (EngineJob.inputName) with the stored input.
  */
 export function runsWithoutNames(engine: Engine, pair: ConversionPair, record: InputFacts): boolean {
   if (pair.steps || pair.fallback || record.inputs?.length || record.mark_images?.length) return false;
-  return (engine.readsAnyNameOf?.includes(pair.source) === true && typeof record.input_pixels === 'number')
-    || engine.namesItsInputOf?.includes(pair.source) === true;
+  const byContent = engine.readsAnyNameOf?.includes(pair.source) === true && (engine.picksReaderFromBytes !== true || typeof record.input_pixels === 'number');
+  return byContent || engine.namesItsInputOf?.includes(pair.source) === true;
 }
 
 /** Whether a run of `pair` on `engine` can be given its input as bytes (Engine.readsBytesOf). */

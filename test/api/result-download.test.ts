@@ -31,7 +31,11 @@ function handle(bytes: Buffer, reads: string[], overrides: Partial<DownloadHandl
 }
 
 describe('the download answer', () => {
-  it('sends a small result whole from one read, with the length and name', async () => {
+  it('sends a result up to 1 MiB whole from one read, with the length and name (a 700 KiB page image too)', async () => {
+    const page = randomBytes(700 * 1024);
+    const pageReads: string[] = [];
+    assert.ok(Buffer.from(await (await resultResponse(handle(page, pageReads), null, false)).arrayBuffer()).equals(page));
+    assert.deepEqual(pageReads, ['whole']);
     const bytes = randomBytes(40_000);
     const reads: string[] = [];
     const response = await resultResponse(handle(bytes, reads), null, false);
@@ -43,7 +47,7 @@ describe('the download answer', () => {
   });
 
   it('streams a large result, and a range of a small one', async () => {
-    const large = randomBytes(300 * 1024);
+    const large = randomBytes(1024 * 1024 + 1);
     const reads: string[] = [];
     const whole = await resultResponse(handle(large, reads), null, false);
     assert.deepEqual(reads, ['stream']);
@@ -68,7 +72,7 @@ describe('the download answer', () => {
   it('answers 410 expired for a file gone after its size was read, whole or streamed', async () => {
     for (const [size, overrides] of [
       [100, { readAll: async () => Promise.reject(gone()) }],
-      [400 * 1024, { open: async () => Promise.reject(gone()) }],
+      [2 * 1024 * 1024, { open: async () => Promise.reject(gone()) }],
     ] as const) {
       const error = await resultResponse(handle(randomBytes(size), [], overrides), null, false).catch((caught: unknown) => caught);
       assert.ok(error instanceof ApiError, String(error));

@@ -14,6 +14,7 @@ export const image = defineEngine({
     isolateWhen: isHeavyImage,
     // libvips finds the format from the bytes, in the daemon and in an engine host alike.
     readsAnyNameOf: ANY_NAME_SOURCES,
+    picksReaderFromBytes: true,
     readsBytesOf: BYTES_SOURCES,
     load: async () => (await import('./sharp-engine.ts')).createImageEngine({ maxInputPixels: settings.maxInputPixels, processMemoryMb: settings.processMemoryMb }),
   }),

@@ -59,6 +59,7 @@ export function createImageEngine(options: ImageEngineOptions): Engine {
     formats: () => IMAGE_FORMATS,
     convert: (job) => convertImage(job, options),
     readsAnyNameOf: ANY_NAME_SOURCES,
+    picksReaderFromBytes: true,
     readsBytesOf: BYTES_SOURCES,
   };
 }

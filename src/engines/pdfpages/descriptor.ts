@@ -4,5 +4,6 @@ import { defineEngine } from '../descriptor.ts';
 export const pdfpages = defineEngine({
   name: 'pdfpages',
   limits: { timeLimitMs: 120_000, listedAt: 3 },
-  loader: (settings) => ({ isolated: true, load: async () => (await import('./pdfpages-engine.ts')).createPdfPagesEngine({ maxInputPixels: settings.maxInputPixels }) }),
+  // PDFium reads the file as a PDF or not at all, and a page draws nothing from beside it.
+  loader: (settings) => ({ isolated: true, readsAnyNameOf: ['pdf'], load: async () => (await import('./pdfpages-engine.ts')).createPdfPagesEngine({ maxInputPixels: settings.maxInputPixels }) }),
 });

@@ -39,6 +39,7 @@ export function createPdfPagesEngine(settings: PdfPagesEngineOptions = {}): Engi
   const maxPixels = settings.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS;
   return {
     name: 'pdfpages',
+    readsAnyNameOf: ['pdf'],
     /** Finds the package and its WebAssembly module without loading them (a daemon probes every engine at start). */
     async probe(): Promise<EngineStatus> {
       const { version, wasmPath } = pdfiumPackage();
