@@ -18,3 +18,4 @@ export async function withInputFile<T>(job: EngineJob, work: (job: EngineJob) =>
     await rm(job.inputPath, { force: true });
   }
 }
+

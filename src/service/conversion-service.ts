@@ -383,13 +383,18 @@ export class ConversionService {
       finished_at: this.now().toISOString(),
     });
     const ended = updated!;
-    // After the commit (PostgreSQL): a waiter woken earlier could read the conversion still running.
+    // Told once the end state is on disk (after the commit on PostgreSQL, after the group commit
+    // that writes it on lowdb): a `wait` answered earlier, or a webhook sent, could tell a client
+    // of an end that a crash a moment later undoes (the conversion found active, run again). A
+    // store that cannot write is told about all the same: the waiter gets what a poll would read.
     const announce = () => {
-      // The input goes only once the end state is on disk: after a crash before that, the
-      // conversion is still active on disk and is run again from its input.
-      // (An input kept in the record went with the end state itself.)
-      if (record.input_bytes === undefined) void this.store.flush().then(() => this.blobs.delete('inputs', record.id)).catch(() => undefined);
-      this.events.emit(ended);
+      void this.store.flush().then(() => {
+        this.events.emit(ended);
+        // The input goes only once the end state is on disk: after a crash before that, the
+        // conversion is still active on disk and is run again from its input.
+        // (An input kept in the record went with the end state itself.)
+        if (record.input_bytes === undefined) void this.blobs.delete('inputs', record.id).catch(() => undefined);
+      }, () => this.events.emit(ended));
     };
     if (store.afterCommit) store.afterCommit(announce);
     else announce();

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { access, mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { readKnownSize } from '../inputs/read-known-size.ts';
 
 export type BlobKind = 'inputs' | 'results';
 
@@ -158,20 +159,7 @@ export class LocalBlobStore implements BlobStore {
 
   async readAll(kind: BlobKind, id: string, size?: number): Promise<Buffer> {
     if (size === undefined) return readFile(this.path(kind, id));
-    // open, one read, close: readFile would fstat for the size and read again to see the end.
-    const handle = await open(this.path(kind, id), 'r');
-    try {
-      const bytes = Buffer.allocUnsafe(size);
-      let filled = 0;
-      while (filled < size) {
-        const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
-        if (bytesRead === 0) break;
-        filled += bytesRead;
-      }
-      return filled === size ? bytes : bytes.subarray(0, filled);
-    } finally {
-      await handle.close();
-    }
+    return readKnownSize(this.path(kind, id), size);
   }
 
   async delete(kind: BlobKind, id: string): Promise<void> {

@@ -11,6 +11,7 @@ import { decodeXpm, type DecodedXpm } from './xpm.ts';
 import { decodeHevcToPng, findHeifDecoder, HEVC_INSTALL_HINT, removeWorkDir } from './heif-hevc.ts';
 import { asksForResize, pixelLimitFailure } from './pixel-limit.ts';
 import { withInputFile } from '../input-file.ts';
+import { smallInputBytes } from './small-input.ts';
 
 export interface ImageEngineOptions {
   /** Decompression-bomb guard: images with more pixels than this fail with input_invalid. */
@@ -74,7 +75,7 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
     const limits = { maxInputPixels: settings.maxInputPixels, resized: asksForResize(job.options), signal: job.signal };
     return convertWithSharp(job, settings, await decodeXpm(await readFile(job.inputPath, 'latin1'), limits));
   }
-  if (job.source !== 'heif' || !(await isHevc(job, settings))) return convertWithSharp(job, settings, job.inputBytes ?? job.inputPath);
+  if (job.source !== 'heif' || !(await isHevc(job, settings))) return convertWithSharp(job, settings, job.inputBytes ?? (await smallInputBytes(job)) ?? job.inputPath);
   const decoder = await findHeifDecoder();
   if (!decoder) {
     // A libvips built with libde265 reads it; the prebuilt one cannot, and then says what to install.

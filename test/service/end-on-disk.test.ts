@@ -1,0 +1,57 @@
+/**
+ * An end state is told (a `wait` answered, webhooks and metrics' subscribers called) only once it
+ * is on disk: what a waiter is told, a kill -9 a moment later does not undo.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import sharp from 'sharp';
+import { createImageEngine } from '../../src/engines/image/sharp-engine.ts';
+import type { ConversionRecord } from '../../src/model/conversion.ts';
+import { defaultServiceConfig } from '../../src/service/config.ts';
+import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
+import { decodeCopy } from '../../src/store/durable-json-file.ts';
+
+/** The record as the store's files hold it now, read without yielding (no write can land meanwhile). */
+function onDiskNow(dataDir: string, id: string): ConversionRecord | undefined {
+  const dir = join(dataDir, 'store', 'conversions');
+  let newest: { seq: number; record: ConversionRecord } | undefined;
+  for (const name of readdirSync(dir)) {
+    const copy = decodeCopy<{ conversions: ConversionRecord[] }>(readFileSync(join(dir, name)));
+    if (!copy.valid) continue;
+    const record = copy.data.conversions.find((candidate) => candidate.id === id);
+    if (record && (!newest || copy.seq > newest.seq)) newest = { seq: copy.seq, record };
+  }
+  return newest?.record;
+}
+
+describe('an end state told only once it is on disk', () => {
+  let dir: string;
+  let system: ConversionSystem;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'convd-end-on-disk-'));
+    system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig({}), workers: 1, engines: [createImageEngine({ maxInputPixels: 100_000_000 })] });
+    await system.start();
+  });
+  after(async () => {
+    await system.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a wait that ends finds the success in the store files the moment it is answered', async () => {
+    const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'disk' });
+    for (let round = 0; round < 5; round++) {
+      const png = await sharp({ create: { width: 40 + round, height: 30, channels: 3, background: '#336699' } }).png().toBuffer();
+      const path = system.blobs.spoolPath();
+      await writeFile(path, png);
+      const file = { path, size: png.length, sha256: '', filename: `photo-${round}.png`, head: png.subarray(0, 64 * 1024) };
+      const { record } = await system.conversions.create(account, { fields: { target: 'webp' }, options: {}, files: [file] });
+      const ended = await system.conversions.waitForEnd(record, 30);
+      assert.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
+      assert.equal(onDiskNow(join(dir, 'data'), record.id)?.status, 'succeeded', 'on disk when the waiter is told');
+    }
+  });
+});
