@@ -130,7 +130,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   /** Directories documents are opened from, each with its `out`, kept between documents: one per instance, give or take. */
   const documentDirs = new KeptDirs(async () => {
     const dir = await mkdtemp(join(tmpdir(), `${DOCUMENT_DIR}${process.pid}-`));
-    await mkdir(join(dir, 'out'));
+    await mkdir(join(dir, 'out'), { mode: 0o700 });
     return dir;
   }, instances + (settings.quickInstances ?? 0));
 
