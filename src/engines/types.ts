@@ -38,7 +38,10 @@ export interface EngineJob {
    * `readsBundles`): read from it by the engine, not written out as files.
    */
   bundledInputs?: string[];
-  /** The engine writes its result here (the caller owns the directory and cleans up). */
+  /**
+   * The engine writes its result here (the caller owns the directory and cleans up); work of its
+   * own beside it goes into scratchDirFor(outputPath) (src/engines/scratch.ts) and nowhere else.
+   */
   outputPath: string;
   source: string;
   target: string;

@@ -250,15 +250,23 @@ export class ConversionService {
 
   /** Waits up to `seconds` for an end state; returns the record as it is then. */
   async waitForEnd(record: ConversionRecord, seconds: number, signal?: AbortSignal): Promise<ConversionRecord> {
-    if (seconds <= 0 || END_STATUSES.has(record.status)) return record;
+    if (seconds <= 0) return record;
+    // An end read from memory may not be on disk yet (its group commit under way): told only once it is.
+    if (END_STATUSES.has(record.status)) return this.onDisk(record);
     const waiter = this.events.waitFor(record.id, seconds * 1000, signal);
     // The state may have changed between the read and the subscription: read once more.
     const current = await this.store.getConversion(record.id);
     if (current && END_STATUSES.has(current.status)) {
       waiter.cancel();
-      return current;
+      return this.onDisk(current);
     }
     return (await waiter.ended) ?? (await this.store.getConversion(record.id)) ?? record;
+  }
+
+  /** `record` once what the store holds is on disk (a store that cannot write: as it is, as a poll would read it). */
+  private async onDisk(record: ConversionRecord): Promise<ConversionRecord> {
+    await this.store.flush().catch(() => undefined);
+    return record;
   }
 
   async list(account: AccountRecord, query: { status?: unknown; cursor?: unknown; limit?: unknown }, baseUrl = this.config.baseUrl): Promise<ListPage> {

@@ -68,9 +68,10 @@ export interface BlobStore {
 
 const SAFE_ID = /^[a-z0-9_]+$/i;
 /**
- * What a download reads at a time: 256 KiB, not the stream's default 64. Each read is a hop to
- * libuv's thread pool and back, and each chunk a write to the socket: a 700 KiB page image took
- * 11 of each, now 3. A slow client holds about two chunks, so a hundred of them hold about 50 MB.
+ * What a streamed download reads at a time: 256 KiB, not the stream's default 64. Each read is a
+ * hop to libuv's thread pool and back, and each chunk a write to the socket. A slow client holds
+ * about two chunks (a result of at most 1 MiB is read whole: daemon/http/result-download.ts), so
+ * a hundred of them hold 50-100 MB.
  */
 const READ_CHUNK_BYTES = 256 * 1024;
 

@@ -128,6 +128,9 @@ export class DurableJsonFile<T> implements Adapter<T> {
     if (!slot.handle) {
       try {
         slot.handle = await open(slot.path, constants.O_RDWR | DATA_SYNC_FLAG);
+        // Found empty (made beside the other by a process that may have died before it synced
+        // the directory): its name is made durable with this first write.
+        if (slot.length === 0) slot.unsyncedName = true;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
         slot.handle = await open(slot.path, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC | DATA_SYNC_FLAG, 0o600);

@@ -6,12 +6,16 @@
  * engine's message names neither path.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
 import { createImageEngine } from '../../src/engines/image/sharp-engine.ts';
+import { createPdfPagesEngine } from '../../src/engines/pdfpages/pdfpages-engine.ts';
+import { scratchDirFor } from '../../src/engines/scratch.ts';
+import { ConversionFailure } from '../../src/errors/api-error.ts';
 import type { Engine, EngineJob } from '../../src/engines/types.ts';
 import type { AccountRecord } from '../../src/model/account.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
@@ -206,5 +210,43 @@ describe('a run of an input kept in its record, on an engine that reads no bytes
     assert.equal((await readFile(prepared.inputPath)).compare(bytes), 0);
     await files.release();
     assert.deepEqual(await readdir(dirname(prepared.inputPath)), [], 'emptied, kept for the next run');
+  });
+});
+
+describe('a run without a run directory that fails', () => {
+  it("leaves nothing of the engine's scratch beside its output (an engine host killed at its limit cannot remove it)", async () => {
+    const engine = createPdfPagesEngine({ maxInputPixels: 100_000_000 });
+    const seen: string[] = [];
+    const system = await openSystem({
+      dataDir: join(dir, 'data-scratch'), config: defaultServiceConfig({}), workers: 1, ephemeralStore: true,
+      engines: [{
+        ...engine,
+        convert: async (job: EngineJob) => {
+          seen.push(job.outputPath);
+          await mkdir(scratchDirFor(job.outputPath));
+          await writeFile(join(scratchDirFor(job.outputPath), 'page-1.png'), 'a page of another render');
+          throw new ConversionFailure('timeout', 'The conversion took longer than the limit.');
+        },
+      }],
+    });
+    try {
+      await system.start();
+      const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'scratch' });
+      const pdf = Buffer.from(await (async () => {
+        const document = await PDFDocument.create();
+        document.addPage([200, 200]);
+        return document.save();
+      })());
+      const path = system.blobs.spoolPath();
+      await writeFile(path, pdf);
+      const file = { path, size: pdf.length, sha256: '', filename: 'Report.pdf', head: pdf.subarray(0, 64 * 1024) };
+      const { record } = await system.conversions.create(account, { fields: { target: 'png', pages: '1,1' }, options: {}, files: [file] });
+      const done = await system.conversions.waitForEnd(record, 30);
+      assert.equal(done.status, 'failed');
+      assert.equal(dirname(seen[0]!), join(dir, 'data-scratch', 'blobs', 'work'), 'no run directory around the output');
+      assert.deepEqual(await readdir(join(dir, 'data-scratch', 'blobs', 'work')), [], 'the scratch went with the failure');
+    } finally {
+      await system.stop();
+    }
   });
 });

@@ -11,6 +11,7 @@ import { decodeXpm, type DecodedXpm } from './xpm.ts';
 import { decodeHevcToPng, findHeifDecoder, HEVC_INSTALL_HINT, removeWorkDir } from './heif-hevc.ts';
 import { asksForResize, pixelLimitFailure } from './pixel-limit.ts';
 import { withInputFile } from '../input-file.ts';
+import { scratchDirFor } from '../scratch.ts';
 import { smallInputBytes } from './small-input.ts';
 
 export interface ImageEngineOptions {
@@ -88,7 +89,7 @@ async function convertImage(job: EngineJob, settings: ImageEngineOptions): Promi
       throw error;
     }
   }
-  const workDir = `${job.outputPath}.heif`;
+  const workDir = scratchDirFor(job.outputPath);
   try {
     const decoded = await decodeHevcToPng(decoder, {
       inputPath: job.inputPath, workDir, signal: job.signal, timeLimitMs: job.timeLimitMs, memoryLimitMb: settings.processMemoryMb,

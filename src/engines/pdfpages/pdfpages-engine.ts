@@ -1,10 +1,11 @@
-import { access, mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { access, mkdir, open, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
 import type { ConversionPair } from '../pairs.ts';
 import { numberedName, writeZip, type ArchiveEntry } from '../archive.ts';
 import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
 import { pageNumbers } from '../page-list.ts';
+import { scratchDirFor } from '../scratch.ts';
 import { cleanText } from '../page-text.ts';
 import { DEFAULT_MAX_INPUT_PIXELS, type Engine, type EngineJob, type EngineOutput, type EngineStatus } from '../types.ts';
 import { DEFAULT_DPI, IMAGE_TARGETS, MAX_ARCHIVE_PAGES, MAX_SIDE, PDF_PAGES_FORMATS, pageOptions, type ImageTarget } from './formats.ts';
@@ -108,7 +109,8 @@ async function renderPages(document: PdfDocument, job: EngineJob, target: ImageT
   }
   // One page is the image itself, not a zip of one.
   if (numbers.length === 1) return renderPage(document, job, target, maxPixels, numbers[0]!, job.outputPath);
-  const scratch = await mkdtemp(join(dirname(job.outputPath), 'pages-'));
+  const scratch = scratchDirFor(job.outputPath);
+  await mkdir(scratch, { mode: 0o700 });
   try {
     const entries: ArchiveEntry[] = [];
     let written = 0;

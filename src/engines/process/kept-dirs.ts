@@ -1,6 +1,12 @@
 import { rm } from 'node:fs/promises';
 
 /**
+ * A kept directory unused this long is removed rather than handed out: a system's temp cleaner
+ * (systemd-tmpfiles ages /tmp, PrivateTmp's too) may have emptied it meanwhile.
+ */
+const IDLE_MS = 60 * 60_000;
+
+/**
  * Directories of one run each, kept for a later run once a run has left one as it found it. A
  * directory is an inode allocated and freed: on an ext4 without a journal (as on the development
  * box) that scan past recently freed inodes was 6 % of the daemon's CPU for a small image, one
@@ -10,7 +16,8 @@ import { rm } from 'node:fs/promises';
  * by a time limit or a cancel gives its directory back unclean: its engine may still be writing.
  */
 export class KeptDirs {
-  private readonly free: string[] = [];
+  /** Given back clean, the last given on top; `at`: when. */
+  private readonly free: { dir: string; at: number }[] = [];
   private closed = false;
 
   constructor(
@@ -18,11 +25,17 @@ export class KeptDirs {
     private readonly make: () => Promise<string>,
     /** Kept at most: as many as runs at once, give or take. */
     private readonly keep = 32,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** An empty directory for one run: a kept one, or a new one. */
   async take(): Promise<string> {
-    return this.free.pop() ?? (await this.make());
+    const newest = this.free.pop();
+    if (newest && this.now() - newest.at <= IDLE_MS) return newest.dir;
+    // The newest is stale, and those below it are older: all go.
+    const stale = newest ? [newest, ...this.free.splice(0)] : [];
+    for (const { dir } of stale) void rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    return this.make();
   }
 
   /**
@@ -33,8 +46,9 @@ export class KeptDirs {
   async give(dir: string, clear?: () => Promise<boolean>): Promise<void> {
     if (clear && !this.closed && this.free.length < this.keep) {
       try {
-        if (await clear()) {
-          this.free.push(dir);
+        // Asked again after the clear: the keeper may have closed, or filled, meanwhile.
+        if ((await clear()) && !this.closed && this.free.length < this.keep) {
+          this.free.push({ dir, at: this.now() });
           return;
         }
       } catch {
@@ -47,6 +61,6 @@ export class KeptDirs {
   /** Removes the kept directories; any given back later is removed too. */
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.free.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+    await Promise.all(this.free.splice(0).map(({ dir }) => rm(dir, { recursive: true, force: true })));
   }
 }

@@ -1,3 +1,5 @@
+import { rm } from 'node:fs/promises';
+import { scratchDirFor } from '../../engines/scratch.ts';
 import type { ConversionRecord } from '../../model/conversion.ts';
 import type { BlobStore, LocalFile } from '../../store/blob-store.ts';
 import { engineInputName, prepareJobFiles, safeExtension, type JobFiles, type RunDirs } from '../job-dir.ts';
@@ -78,6 +80,9 @@ export class RunFiles {
    * that fails here is tried again by `release` (the end is recorded either way).
    */
   async discardBeforeFailure(): Promise<void> {
+    // Without a run directory, an engine's scratch is beside the output in the work area: an
+    // engine host killed at a time limit or a cancel left it there.
+    if (this.pendingOutput && !this.jobDir) await rm(scratchDirFor(this.pendingOutput), { recursive: true, force: true }).catch(() => undefined);
     if (this.pendingOutput) await this.blobs.discardOutput(this.pendingOutput).then(() => (this.pendingOutput = null), () => undefined);
     // Removed whole, never kept for another run (release() included): an engine stopped by a
     // time limit or a cancel may still be writing into it.
