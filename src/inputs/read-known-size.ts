@@ -1,9 +1,9 @@
 import { open } from 'node:fs/promises';
 
 /**
- * A file of a size known beforehand (a stored input's or result's, recorded when it was made), in
- * one read: open, read, close, where readFile asks for the size and reads once more to find the
- * end. Fewer bytes than told where the file is shorter.
+ * A file of a size known beforehand (a stored input's, recorded at its submission), in one read:
+ * open, read, close, where readFile asks for the size and reads once more to find the end. Fewer
+ * bytes than told where the file is shorter.
  */
 export async function readKnownSize(path: string, size: number): Promise<Buffer> {
   const handle = await open(path, 'r');

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { access, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { readKnownSize } from '../inputs/read-known-size.ts';
 
 export type BlobKind = 'inputs' | 'results';
 
@@ -160,7 +159,21 @@ export class LocalBlobStore implements BlobStore {
 
   async readAll(kind: BlobKind, id: string, size?: number): Promise<Buffer> {
     if (size === undefined) return readFile(this.path(kind, id));
-    return readKnownSize(this.path(kind, id), size);
+    // open, one read, close: readFile would fstat for the size and read again to see the end.
+    // (src/inputs/read-known-size.ts does the same for the engines; the store imports no layer above the model.)
+    const handle = await open(this.path(kind, id), 'r');
+    try {
+      const bytes = Buffer.allocUnsafe(size);
+      let filled = 0;
+      while (filled < size) {
+        const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return filled === size ? bytes : bytes.subarray(0, filled);
+    } finally {
+      await handle.close();
+    }
   }
 
   async delete(kind: BlobKind, id: string): Promise<void> {
