@@ -176,9 +176,8 @@ export class DurableJsonFile<T> implements Adapter<T> {
     try {
       other.handle = await open(other.path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | DATA_SYNC_FLAG, 0o600);
       other.length = 0;
-    } catch (error) {
+    } catch {
       // There already (its own write opens it), or it cannot be made now (its write will say why).
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return;
     }
   }
 
