@@ -86,7 +86,7 @@ export function v1Handlers(deps: HandlerDeps): { keyed: Record<KeyedOperationId,
     await upload?.meter.end(false);
     const outcome = await conversions.create(caller.account, input, upload?.hold ?? undefined);
     // `event.req.signal` builds an AbortSignal wired to the socket (~5 us): only when it is used.
-    const record = await conversions.waitForEnd(outcome.record, outcome.wait, outcome.wait > 0 ? waitSignal(event) : undefined);
+    const record = await conversions.answer(outcome, outcome.wait > 0 ? waitSignal(event) : undefined);
     return conversionAnswer(record, baseUrl);
   };
 

@@ -211,7 +211,7 @@ class LocalClient implements ConvClient {
       const outcome = await system.conversions.create(account, {
         fields, options: request.options ?? {}, files, idempotencyKey: request.idempotencyKey,
       });
-      const record = await system.conversions.waitForEnd(outcome.record, Math.min(request.wait ?? 0, 30));
+      const record = await system.conversions.answer({ ...outcome, wait: Math.min(request.wait ?? 0, 30) });
       return system.conversions.publicView(record);
     });
   }

@@ -210,7 +210,9 @@ export class ConversionService {
           idempotency_key: request.idempotencyKey,
           request_fingerprint: request.fingerprint,
         };
-        await store.insertConversion(record);
+        // With `wait`, the start is written with the end when that comes within a second or so
+        // (one durable write for both instead of two); see `answer`.
+        await store.insertConversion(record, { deferred: request.wait > 0 });
         // The conversion holds the place and its credits from here on.
         hold?.release();
         return { record, replayed: false, wait: request.wait };
@@ -221,7 +223,7 @@ export class ConversionService {
         // fsync. The answer still waits for the flush: a crash right after the 202 must not lose
         // the conversion (and a crash before it loses only work nobody was told about).
         this.queue.push(outcome.record.id, this.jobOwner(account));
-        await this.store.flush();
+        if (outcome.wait === 0) await this.store.flush();
       }
       return outcome;
     } finally {
@@ -248,6 +250,17 @@ export class ConversionService {
     return this.expireIfDue(record);
   }
 
+  /**
+   * What a submission answers: its end when that comes within the request's `wait` (told once on
+   * disk, as every end is), else the conversion as it is then, once it is on disk: a 202 is a
+   * promise that a crash does not undo, also for a replay of a submission still in no file.
+   */
+  async answer(outcome: CreateOutcome, signal?: AbortSignal): Promise<ConversionRecord> {
+    const record = await this.waitForEnd(outcome.record, outcome.wait, signal);
+    if (!END_STATUSES.has(record.status) && this.store.written?.(record.id) === false) await this.store.flush({ conversion: record.id });
+    return record;
+  }
+
   /** Waits up to `seconds` for an end state; returns the record as it is then. */
   async waitForEnd(record: ConversionRecord, seconds: number, signal?: AbortSignal): Promise<ConversionRecord> {
     if (seconds <= 0) return record;
@@ -260,7 +273,11 @@ export class ConversionService {
       waiter.cancel();
       return this.onDisk(current);
     }
-    return (await waiter.ended) ?? (await this.store.getConversion(record.id)) ?? record;
+    const ended = await waiter.ended;
+    if (ended) return ended;
+    const now = (await this.store.getConversion(record.id)) ?? record;
+    // Ended since the wait ran out: its end may still be on its way to disk.
+    return END_STATUSES.has(now.status) ? this.onDisk(now) : now;
   }
 
   /** `record` once what the store holds is on disk (a store that cannot write: as it is, as a poll would read it). */

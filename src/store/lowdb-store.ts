@@ -5,7 +5,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts'
 import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from './types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type FlushOptions, type InsertOptions, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from './types.ts';
 import { conversionIdFloor, conversionIdTime } from '../model/ids.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 
@@ -93,6 +93,16 @@ export class LowdbStore implements Store {
    * older copy until the shard's next write.
    */
   private readonly droppedInputs = new Set<number>();
+  /**
+   * Conversions whose upload or password has been in a write of their shard (or was on disk at
+   * start): only their drop leaves a copy to write again. A submission with `wait` that ends
+   * before its deferred start is written never had them on disk.
+   */
+  private readonly secretsWritten = new Set<string>();
+  /** Conversions inserted `deferred` that no write of their shard has held yet, by shard. */
+  private readonly unwritten = new Map<number, Set<string>>();
+  /** False for a store that lives in memory only (`dir: null`). */
+  private keepsFiles = false;
 
   private constructor(options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
@@ -117,6 +127,7 @@ export class LowdbStore implements Store {
   }
 
   private async load(dir: string): Promise<void> {
+    this.keepsFiles = true;
     const conversionsDir = join(dir, 'conversions');
     await mkdir(conversionsDir, { recursive: true, mode: 0o700 });
     this.main = new Low<MainData>(new DurableJsonFile(join(dir, 'main'), join(dir, 'main.json')), structuredClone(DEFAULT_MAIN));
@@ -145,7 +156,7 @@ export class LowdbStore implements Store {
     this.shards = await Promise.all(Array.from({ length: this.shardCount }, async (_, index) => {
       const base = shardBase(index);
       currentBases.add(base);
-      const adapter = new DurableJsonFile<ShardData>(join(conversionsDir, base), null, (data) => this.shardJson(data));
+      const adapter = new DurableJsonFile<ShardData>(join(conversionsDir, base), null, (data) => this.shardJson(data, index));
       const shard = new Low<ShardData>(adapter, { conversions: [] });
       const present = DurableJsonFile.paths(base).filter((path) => names.has(basename(path)));
       const data = present.length > 0 ? await adapter.read() : null;
@@ -195,7 +206,10 @@ export class LowdbStore implements Store {
     }
     const all = this.shards.flatMap((shard) => shard.data.conversions);
     all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    for (const record of all) this.index(record);
+    for (const record of all) {
+      this.index(record);
+      if (record.input_bytes !== undefined || record.secret_options !== undefined) this.secretsWritten.add(record.id);
+    }
     if (this.dirty.size > 0 || strayFiles.length > 0) {
       // Written to their new places first, so that a crash in between loses nothing; and the old
       // files stay when that failed (a full disk at start), to be read again next time.
@@ -325,7 +339,11 @@ export class LowdbStore implements Store {
     }
   }
 
-  async flush(): Promise<void> {
+  async flush(options: FlushOptions = {}): Promise<void> {
+    if (options.conversion !== undefined) {
+      const shard = this.shardOf(options.conversion);
+      if (this.deferred.delete(shard)) this.dirty.add(shard);
+    }
     if (this.dirty.size === 0) return this.flushing;
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
     // Files left dirty by a failed flush have no flush scheduled: this one retries them.
@@ -359,18 +377,34 @@ export class LowdbStore implements Store {
     return record ? { ...record } : undefined;
   }
 
-  async insertConversion(record: ConversionRecord): Promise<void> {
+  async insertConversion(record: ConversionRecord, options: InsertOptions = {}): Promise<void> {
     if (this.conversions.has(record.id)) throw new Error(`duplicate conversion id ${record.id}`);
     const stored = { ...record };
     const shard = this.shardOf(stored.id);
     this.shards[shard]!.data.conversions.push(stored);
     this.index(stored);
-    this.markDirty(shard);
+    if (options.deferred && this.keepsFiles) {
+      let ids = this.unwritten.get(shard);
+      if (!ids) this.unwritten.set(shard, (ids = new Set()));
+      ids.add(stored.id);
+      this.markDeferred(shard);
+    } else {
+      this.markDirty(shard);
+    }
   }
 
-  /** A shard's JSON, byte for byte JSON.stringify's, from each record's as last written where it has not changed. */
-  private shardJson(data: ShardData): string {
+  written(id: string): boolean {
+    return this.keepsFiles && !this.unwritten.get(this.shardOf(id))?.has(id);
+  }
+
+  /**
+   * A shard's JSON, byte for byte JSON.stringify's, from each record's as last written where it
+   * has not changed. Made as its write starts: every record in it is then written.
+   */
+  private shardJson(data: ShardData, shard: number): string {
+    this.unwritten.delete(shard);
     const parts = data.conversions.map((record) => {
+      if (record.input_bytes !== undefined || record.secret_options !== undefined) this.secretsWritten.add(record.id);
       let json = this.recordJson.get(record);
       if (json === undefined) {
         json = JSON.stringify(record);
@@ -386,7 +420,7 @@ export class LowdbStore implements Store {
     if (!record) return undefined;
     if (options.whileActive && !ACTIVE_STATUSES.has(record.status)) return { ...record };
     const { id: _ignored, account_id: _owner, ...rest } = patch;
-    if (drops(record, rest, 'input_bytes') || drops(record, rest, 'secret_options')) this.droppedInputs.add(this.shardOf(id));
+    if ((drops(record, rest, 'input_bytes') || drops(record, rest, 'secret_options')) && this.secretsWritten.delete(id)) this.droppedInputs.add(this.shardOf(id));
     Object.assign(record, rest);
     this.recordJson.delete(record);
     if (patch.status) this.indexStatus(record);
@@ -521,6 +555,7 @@ export class LowdbStore implements Store {
       const record = this.conversions.get(id)!;
       this.conversions.delete(id);
       this.succeeded.delete(id);
+      this.secretsWritten.delete(id);
       const ids = this.byAccount.get(record.account_id);
       if (ids) {
         const at = lowerBound(ids, id);

@@ -20,8 +20,8 @@ export function observeStore(store: Store, observer: StoreObserver): Store {
     exclusive(key, work, options) {
       return store.exclusive(key, (inner) => work(inner === store ? observed : observeStore(inner, observer)), options);
     },
-    async insertConversion(record) {
-      await store.insertConversion(record);
+    async insertConversion(record, options) {
+      await store.insertConversion(record, options);
       observer.onTransition?.({ ...record }, null);
     },
     async updateConversion(id, patch, options) {

@@ -9,6 +9,22 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({ maintenance:
 /** An idempotency key answers with its conversion for this long (spec: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
+export interface InsertOptions {
+  /**
+   * The new conversion may reach the disk with the next write of its file (within about a
+   * second) rather than with the next `flush()`. For a submission with `wait`, whose client is
+   * told nothing before the end (then written with the start in one write) or before the wait
+   * runs out (`flush({ conversion })` first): a crash before either loses only work nobody was
+   * told of, and leaves nothing to run again. PostgreSQL commits it at once.
+   */
+  deferred?: boolean;
+}
+
+export interface FlushOptions {
+  /** Also this conversion's deferred writes (its deferred insert, its progress): on disk when this resolves. */
+  conversion?: string;
+}
+
 export interface UpdateOptions {
   /**
    * The change may reach the disk later than `flush()` (progress, `processing`): losing it in a
@@ -87,7 +103,13 @@ export interface DeliveryAttempt {
  */
 export interface Store {
   getConversion(id: string): Promise<ConversionRecord | undefined>;
-  insertConversion(record: ConversionRecord): Promise<void>;
+  insertConversion(record: ConversionRecord, options?: InsertOptions): Promise<void>;
+  /**
+   * False while conversion `id` is in none of the store's files: inserted `deferred`, its file not
+   * written since (or a store that keeps nothing on disk). Absent (PostgreSQL: a row is committed
+   * by its insert): always true.
+   */
+  written?(id: string): boolean;
   /** Applies a patch and returns the updated record (undefined if it does not exist). */
   updateConversion(id: string, patch: Partial<ConversionRecord>, options?: UpdateOptions): Promise<ConversionRecord | undefined>;
   listConversions(query: ListQuery): Promise<ConversionRecord[]>;
@@ -215,7 +237,7 @@ export interface Store {
    */
   claimPendingDeliveries?(node: string, claim: { dueBy: string; untilMs: number; limit: number; own?: boolean }): Promise<DeliveryRecord[]>;
 
-  /** Resolves when every write made so far is on disk. */
-  flush(): Promise<void>;
+  /** Resolves when every write made so far is on disk (a deferred one only as `options` asks). */
+  flush(options?: FlushOptions): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,7 +1,9 @@
 /**
  * A conversion's start is on disk before its engine runs: a daemon that dies a moment into the
  * engine (a crashing decoder) is found `processing` at its next start and counted as interrupted,
- * so that a conversion that kills it cannot be run again and again (the crash-loop rule).
+ * so that a conversion that kills it cannot be run again and again (the crash-loop rule). A
+ * submission with `wait` is in no file until its end or its wait's end (then on disk before the
+ * answer), unless its deferred write came first: a crash before loses it, nothing runs it again.
  */
 import assert from 'node:assert/strict';
 import { readdir, readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -47,8 +49,9 @@ const looking: Engine = {
     while (!idByInput.has(text)) await new Promise((resolve) => setTimeout(resolve, 1));
     const id = idByInput.get(text)!;
     onDiskAtStart.set(id, await statusOnDisk(join(dir, 'data', 'store'), id));
-    // Long enough for the next conversion's submission to be on disk well before it starts.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Long enough for the next conversion's submission to be on disk well before it starts; one
+    // named slow outlasts a wait of a second, and the store's deferred writes (a second).
+    await new Promise((resolve) => setTimeout(resolve, text.startsWith('slow') ? 1500 : 300));
     await writeFile(job.outputPath, 'a\n');
   },
 };
@@ -66,13 +69,7 @@ after(async () => {
 describe('the start of a conversion', () => {
   it('is on disk as processing before its engine is called, also when it waited in the queue', async () => {
     const owner = await system.accounts.createAccount({ plan: 'unmetered', name: 'durable' });
-    const submit = async (text: string) => {
-      const path = system.blobs.spoolPath();
-      await writeFile(path, text);
-      const { record } = await system.conversions.create(owner, { fields: { target: 'csv' }, options: {}, files: [{ path, size: text.length, sha256: '', filename: 'a.txt' }] });
-      idByInput.set(text, record.id);
-      return record;
-    };
+    const submit = async (text: string) => (await submitText(owner, text)).record;
     // One worker: the second waits for the first, and starts long after its submission was written.
     const [first, second] = [await submit('first'), await submit('second')];
     for (const record of [first, second]) {
@@ -81,4 +78,41 @@ describe('the start of a conversion', () => {
       assert.equal(onDiskAtStart.get(record.id), 'processing', `${record.id} on disk when its engine began`);
     }
   });
+
+  it('with wait: in no file until its end, written once with it', async () => {
+    const owner = await system.accounts.createAccount({ plan: 'unmetered', name: 'waiting' });
+    const outcome = await submitText(owner, 'quick with wait', 30);
+    const answered = await system.conversions.answer(outcome);
+    assert.equal(answered.status, 'succeeded', JSON.stringify(answered.error));
+    assert.equal(onDiskAtStart.get(answered.id), undefined, 'in no file when its engine began');
+    assert.equal(await statusOnDisk(join(dir, 'data', 'store'), answered.id), 'succeeded');
+  });
+
+  it('with wait that runs out: on disk before it is answered', async () => {
+    const owner = await system.accounts.createAccount({ plan: 'unmetered', name: 'impatient' });
+    const outcome = await submitText(owner, 'slow, wait 1', 1);
+    const answered = await system.conversions.answer(outcome);
+    assert.equal(answered.status, 'processing');
+    assert.equal(await statusOnDisk(join(dir, 'data', 'store'), answered.id), 'processing', 'on disk when answered 202');
+    assert.equal((await system.conversions.waitForEnd(answered, 10)).status, 'succeeded');
+  });
+
+  it('with wait, written while it waited in the queue: on disk as processing before its engine runs', async () => {
+    const owner = await system.accounts.createAccount({ plan: 'unmetered', name: 'queued' });
+    // One worker: the second waits 1.5 s for the first, past the store's deferred write.
+    const first = await submitText(owner, 'slow, first in line');
+    const second = await submitText(owner, 'second in line, with wait', 30);
+    const answered = await system.conversions.answer(second);
+    assert.equal(answered.status, 'succeeded', JSON.stringify(answered.error));
+    assert.equal(onDiskAtStart.get(answered.id), 'processing', 'on disk when its engine began');
+    assert.equal((await system.conversions.waitForEnd(first.record, 10)).status, 'succeeded');
+  });
 });
+
+async function submitText(owner: Awaited<ReturnType<ConversionSystem['accounts']['createAccount']>>, text: string, wait = 0) {
+  const path = system.blobs.spoolPath();
+  await writeFile(path, text);
+  const outcome = await system.conversions.create(owner, { fields: { target: 'csv', ...(wait > 0 ? { wait } : {}) }, options: {}, files: [{ path, size: text.length, sha256: '', filename: 'a.txt' }] });
+  idByInput.set(text, outcome.record.id);
+  return outcome;
+}

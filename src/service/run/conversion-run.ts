@@ -61,7 +61,10 @@ export class ConversionRun {
     // On disk before any engine runs: a conversion that takes the daemon down within a second of
     // its start (before a deferred write) would be found `queued` at every restart, never counted
     // as interrupted, and run again forever. Concurrent starts share the fsync (group commit).
-    await service.store.flush();
+    // One in none of the store's files (a submission with `wait`, its client told nothing yet)
+    // is gone after such a crash, not run again: its start goes to disk with its end, one write.
+    // Once written, its deferred start goes now, whichever write held it first (`conversion`).
+    if (service.store.written?.(this.id) !== false) await service.store.flush({ conversion: this.id });
     try {
       const record = started.input.kind === 'url' ? await fetchInput(service, moves, started, this.signal) : started;
       this.signal.throwIfAborted();

@@ -27,7 +27,10 @@ export class RunTransitions {
       if (record.status !== 'queued') return null;
       const status = record.input.kind === 'url' ? 'fetching' : 'processing';
       this.log('conversion.started', { id, status });
-      return this.move(tx, record, { status, started_at: this.service.now().toISOString(), progress: status === 'processing' ? 0 : null });
+      // A conversion in none of the store's files yet (a submission with `wait`) starts there too:
+      // its end writes both (see ConversionRun.run).
+      const unwritten = tx.written?.(id) === false;
+      return this.move(tx, record, { status, started_at: this.service.now().toISOString(), progress: status === 'processing' ? 0 : null }, { deferred: unwritten });
       // Nobody is told of a start: on PostgreSQL its commit need not wait for the WAL's flush (a
       // daemon that dies still leaves it committed; only the database server's own crash loses it).
     }, { deferred: true });

@@ -2,7 +2,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.
 import type { ConversionRecord } from '../../model/conversion.ts';
 import { END_STATUSES, type ConversionStatus } from '../../model/status.ts';
 import { conversionIdFloor, conversionIdTime } from '../../model/ids.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type FlushOptions, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
 import { connect, disconnect, type Connections, type PostgresStoreOptions } from './connect.ts';
 import { DeliveryClaims } from './delivery-claims.ts';
 import { Notifications } from './notifications.ts';
@@ -424,7 +424,7 @@ export class PostgresStore implements Store {
     await this.db.query('SELECT 1');
   }
 
-  async flush(): Promise<void> {
+  async flush(_options?: FlushOptions): Promise<void> {
     // Every write was committed before its call resolved.
   }
 
