@@ -253,11 +253,14 @@ export class ConversionService {
   /**
    * What a submission answers: its end when that comes within the request's `wait` (told once on
    * disk, as every end is), else the conversion as it is then, once it is on disk: a 202 is a
-   * promise that a crash does not undo, also for a replay of a submission still in no file.
+   * promise that a crash does not undo. A submission with `wait` was inserted deferred, and a
+   * replay may find the original's write still under way (or failed, to be tried again): both
+   * wait here for what the store holds of the conversion to be on disk. A new one without `wait`
+   * was flushed by `create`.
    */
   async answer(outcome: CreateOutcome, signal?: AbortSignal): Promise<ConversionRecord> {
     const record = await this.waitForEnd(outcome.record, outcome.wait, signal);
-    if (!END_STATUSES.has(record.status) && this.store.written?.(record.id) === false) await this.store.flush({ conversion: record.id });
+    if (outcome.replayed || (outcome.wait > 0 && !END_STATUSES.has(record.status))) await this.store.flush({ conversion: record.id });
     return record;
   }
 
