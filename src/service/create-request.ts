@@ -336,7 +336,7 @@ async function resolveSource(
   const fromName = extension ? registry.normalize(extension) : undefined;
   if (file) {
     const sniffed = await sniffContent(file, fromName);
-    const sniffedFormat = sniffed.format ?? (fromName === 'json' && looksLikeTable(sniffed.head) ? 'csv' : undefined);
+    const sniffedFormat = sniffed.format ?? (fromName === 'json' && looksLikeTable(sniffed.text()) ? 'csv' : undefined);
     const known = sniffedFormat ? registry.normalize(sniffedFormat) : undefined;
     const content = known ?? sniffedFormat;
     if (content && content !== fromName && (known || (extension && !fromName))) {
