@@ -220,8 +220,9 @@ export class ConversionService {
       if (!outcome.replayed) {
         kept = true;
         // Work starts at once, while the record goes to disk: a worker need not sit idle for an
-        // fsync. The answer still waits for the flush: a crash right after the 202 must not lose
-        // the conversion (and a crash before it loses only work nobody was told about).
+        // fsync. The answer still waits for the flush, here or (with `wait`) in `answer`: a crash
+        // right after the 202 must not lose the conversion (and a crash before it loses only
+        // work nobody was told about).
         this.queue.push(outcome.record.id, this.jobOwner(account));
         if (outcome.wait === 0) await this.store.flush();
       }

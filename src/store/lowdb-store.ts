@@ -93,12 +93,6 @@ export class LowdbStore implements Store {
    * older copy until the shard's next write.
    */
   private readonly droppedInputs = new Set<number>();
-  /**
-   * Conversions whose upload or password has been in a write of their shard (or was on disk at
-   * start): only their drop leaves a copy to write again. A submission with `wait` that ends
-   * before its deferred start is written never had them on disk.
-   */
-  private readonly secretsWritten = new Set<string>();
   /** Conversions inserted `deferred` that no write of their shard has held yet, by shard. */
   private readonly unwritten = new Map<number, Set<string>>();
   /** False for a store that lives in memory only (`dir: null`). */
@@ -206,10 +200,7 @@ export class LowdbStore implements Store {
     }
     const all = this.shards.flatMap((shard) => shard.data.conversions);
     all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    for (const record of all) {
-      this.index(record);
-      if (record.input_bytes !== undefined || record.secret_options !== undefined) this.secretsWritten.add(record.id);
-    }
+    for (const record of all) this.index(record);
     if (this.dirty.size > 0 || strayFiles.length > 0) {
       // Written to their new places first, so that a crash in between loses nothing; and the old
       // files stay when that failed (a full disk at start), to be read again next time.
@@ -404,7 +395,6 @@ export class LowdbStore implements Store {
   private shardJson(data: ShardData, shard: number): string {
     this.unwritten.delete(shard);
     const parts = data.conversions.map((record) => {
-      if (record.input_bytes !== undefined || record.secret_options !== undefined) this.secretsWritten.add(record.id);
       let json = this.recordJson.get(record);
       if (json === undefined) {
         json = JSON.stringify(record);
@@ -420,7 +410,8 @@ export class LowdbStore implements Store {
     if (!record) return undefined;
     if (options.whileActive && !ACTIVE_STATUSES.has(record.status)) return { ...record };
     const { id: _ignored, account_id: _owner, ...rest } = patch;
-    if ((drops(record, rest, 'input_bytes') || drops(record, rest, 'secret_options')) && this.secretsWritten.delete(id)) this.droppedInputs.add(this.shardOf(id));
+    // Both are set at the insert only: a conversion in no file yet (`written`) never had them on disk.
+    if ((drops(record, rest, 'input_bytes') || drops(record, rest, 'secret_options')) && this.written(id)) this.droppedInputs.add(this.shardOf(id));
     Object.assign(record, rest);
     this.recordJson.delete(record);
     if (patch.status) this.indexStatus(record);
@@ -555,7 +546,6 @@ export class LowdbStore implements Store {
       const record = this.conversions.get(id)!;
       this.conversions.delete(id);
       this.succeeded.delete(id);
-      this.secretsWritten.delete(id);
       const ids = this.byAccount.get(record.account_id);
       if (ids) {
         const at = lowerBound(ids, id);
