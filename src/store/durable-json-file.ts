@@ -3,6 +3,7 @@ import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Adapter } from 'lowdb';
+import { DirectorySync } from './directory-sync.ts';
 
 /**
  * Writes that return once on disk. Where the platform has no O_DSYNC (Windows), 0: each write is
@@ -26,6 +27,8 @@ interface Slot {
   length: number;
   /** Created by this process and its directory not yet synced (the name is not durable yet). */
   unsyncedName: boolean;
+  /** Known not to be on disk (read() found no file, or absent() was told): made without trying to open it first. */
+  absent: boolean;
 }
 
 /** A copy as read from disk: its sequence number and data, or why it cannot be used. */
@@ -67,12 +70,31 @@ export function decodeCopy<T>(bytes: Buffer): CopyState<T> {
  */
 export class DurableJsonFile<T> implements Adapter<T> {
   private readonly slots: Record<SlotName, Slot>;
+  private readonly directory: DirectorySync;
+  private readonly ownsDirectory: boolean;
   private seq = 0;
   private next: SlotName = 'a';
 
-  constructor(base: string, private legacyPath: string | null = null, private readonly serialize: (data: T) => string = (data) => JSON.stringify(data)) {
-    const slot = (name: SlotName): Slot => ({ path: `${base}.${name}.json`, handle: null, length: 0, unsyncedName: false });
+  /**
+   * `directory`: syncs the directory the copies are in, shared by the files of one directory so
+   * that the first writes of several files in one flush cost one sync (and none an open and a
+   * close of the directory). Without one the file keeps its own, closed with it.
+   */
+  constructor(
+    base: string,
+    private legacyPath: string | null = null,
+    private readonly serialize: (data: T) => string = (data) => JSON.stringify(data),
+    directory?: DirectorySync,
+  ) {
+    this.ownsDirectory = directory === undefined;
+    this.directory = directory ?? new DirectorySync(dirname(base));
+    const slot = (name: SlotName): Slot => ({ path: `${base}.${name}.json`, handle: null, length: 0, unsyncedName: false, absent: false });
     this.slots = { a: slot('a'), b: slot('b') };
+  }
+
+  /** Neither copy is on disk (the caller listed the directory): the first write makes them without looking. */
+  absent(): void {
+    for (const name of SLOTS) if (!this.slots[name].handle) this.slots[name].absent = true;
   }
 
   /** The paths of both copies of `base`. */
@@ -90,6 +112,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
     for (const name of SLOTS) {
       const slot = this.slots[name];
       const bytes = readIfThere(slot.path);
+      slot.absent = bytes === null;
       // Missing or empty (made beside the other: createOther): never written, not damaged.
       if (bytes === null || bytes.length === 0) continue;
       written++;
@@ -125,35 +148,29 @@ export class DurableJsonFile<T> implements Adapter<T> {
     const seq = this.seq + 1;
     const bytes = encode(seq, this.serialize(data));
     const slot = this.slots[this.next];
-    if (!slot.handle) {
-      try {
-        slot.handle = await open(slot.path, constants.O_RDWR | DATA_SYNC_FLAG);
-        // Found empty (made beside the other by a process that may have died before it synced
-        // the directory): its name is made durable with this first write.
-        if (slot.length === 0) slot.unsyncedName = true;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-        slot.handle = await open(slot.path, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC | DATA_SYNC_FLAG, 0o600);
-        slot.unsyncedName = true;
-        await this.createOther(this.next === 'a' ? this.slots.b : this.slots.a);
-      }
-    }
+    if (!slot.handle) await this.openForWrite(slot, this.next === 'a' ? this.slots.b : this.slots.a);
+    const handle = slot.handle!;
     // A write that fails half-way may leave the file as long as these bytes: the next write must
     // then cut it too, or the garbage tail would spoil a copy that is acknowledged.
     slot.length = Math.max(slot.length, bytes.length);
-    for (let done = 0; done < bytes.length;) {
-      done += (await slot.handle.write(bytes, done, bytes.length - done, done)).bytesWritten;
-    }
-    // The bytes are on disk (O_DSYNC); a shorter copy's new length is not until it is synced.
-    const shorter = bytes.length < slot.length;
-    if (shorter) await slot.handle.truncate(bytes.length);
-    if (shorter || DATA_SYNC_FLAG === 0) await slot.handle.datasync();
-    slot.length = bytes.length;
-    // A new file's name is durable once its directory is synced (twice per file's lifetime).
+    const writeBytes = async (): Promise<void> => {
+      for (let done = 0; done < bytes.length;) {
+        done += (await handle.write(bytes, done, bytes.length - done, done)).bytesWritten;
+      }
+      // The bytes are on disk (O_DSYNC); a shorter copy's new length is not until it is synced.
+      const shorter = bytes.length < slot.length;
+      if (shorter) await handle.truncate(bytes.length);
+      if (shorter || DATA_SYNC_FLAG === 0) await handle.datasync();
+    };
+    // A new file's name is durable once its directory is synced (twice per file's lifetime): the
+    // sync runs beside the write, both done before the write returns.
     if (slot.unsyncedName) {
-      await fsyncDirectory(dirname(slot.path));
+      await Promise.all([writeBytes(), this.directory.sync()]);
       slot.unsyncedName = false;
+    } else {
+      await writeBytes();
     }
+    slot.length = bytes.length;
     this.seq = seq;
     this.next = this.next === 'a' ? 'b' : 'a';
     if (this.legacyPath) {
@@ -163,6 +180,32 @@ export class DurableJsonFile<T> implements Adapter<T> {
       await fsyncDirectory(dirname(this.legacyPath));
       this.legacyPath = null;
     }
+  }
+
+  /**
+   * Opens `slot` for writing, kept open with O_DSYNC. A copy not there yet is made with the other
+   * beside it, at once: one directory sync names both.
+   */
+  private async openForWrite(slot: Slot, other: Slot): Promise<void> {
+    if (!slot.absent) {
+      try {
+        slot.handle = await open(slot.path, constants.O_RDWR | DATA_SYNC_FLAG);
+        // Found empty (made beside the other by a process that may have died before it synced
+        // the directory): its name is made durable with this first write.
+        if (slot.length === 0) slot.unsyncedName = true;
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+    }
+    const [handle] = await Promise.all([
+      open(slot.path, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC | DATA_SYNC_FLAG, 0o600),
+      this.createOther(other),
+    ]);
+    slot.handle = handle;
+    slot.length = 0;
+    slot.absent = false;
+    slot.unsyncedName = true;
   }
 
   /**
@@ -176,12 +219,13 @@ export class DurableJsonFile<T> implements Adapter<T> {
     try {
       other.handle = await open(other.path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | DATA_SYNC_FLAG, 0o600);
       other.length = 0;
+      other.absent = false;
     } catch {
       // There already (its own write opens it), or it cannot be made now (its write will say why).
     }
   }
 
-  /** Closes the files kept open for writing. */
+  /** Closes the files kept open for writing (not a shared directory's sync: its owner closes it). */
   async close(): Promise<void> {
     for (const name of SLOTS) {
       const slot = this.slots[name];
@@ -189,6 +233,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
       slot.handle = null;
       await handle?.close().catch(() => undefined);
     }
+    if (this.ownsDirectory) await this.directory.close();
   }
 }
 

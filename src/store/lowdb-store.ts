@@ -4,6 +4,7 @@ import { Low, Memory } from 'lowdb';
 import type { AccountRecord, ApiKeyRecord, Settings } from '../model/account.ts';
 import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
+import { DirectorySync } from './directory-sync.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
 import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type FlushOptions, type InsertOptions, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from './types.ts';
 import { conversionIdFloor, conversionIdTime } from '../model/ids.ts';
@@ -52,6 +53,8 @@ const DEFERRED_FLUSH_MS = 1000;
 export class LowdbStore implements Store {
   private readonly flushDelayMs: number;
   private readonly shardCount: number;
+  /** Syncs the conversions directory for every shard's first write (one sync for a flush's new files). */
+  private conversionsDirSync: DirectorySync | null = null;
   private main!: Low<MainData>;
   private shards: Low<ShardData>[] = [];
   private readonly dirty = new Set<number>();
@@ -147,20 +150,27 @@ export class LowdbStore implements Store {
     const currentBases = new Set<string>();
     const found: { base: string; data: ShardData }[] = [];
     const unwritten: string[] = [];
+    const unwrittenShards: DurableJsonFile<ShardData>[] = [];
+    this.conversionsDirSync = new DirectorySync(conversionsDir);
+    const directory = this.conversionsDirSync;
     this.shards = await Promise.all(Array.from({ length: this.shardCount }, async (_, index) => {
       const base = shardBase(index);
       currentBases.add(base);
-      const adapter = new DurableJsonFile<ShardData>(join(conversionsDir, base), null, (data) => this.shardJson(data, index));
+      const adapter = new DurableJsonFile<ShardData>(join(conversionsDir, base), null, (data) => this.shardJson(data, index), directory);
       const shard = new Low<ShardData>(adapter, { conversions: [] });
       const present = DurableJsonFile.paths(base).filter((path) => names.has(basename(path)));
       const data = present.length > 0 ? await adapter.read() : null;
       if (data) found.push({ base, data });
       // A shard's files are made by its first write (an administrator's `ls` shows what holds
       // something); earlier versions made all 2,048 at the first start, empty: those go.
-      else if (present.length > 0 && adapter.neverWritten) unwritten.push(...present);
+      else if (present.length > 0 && adapter.neverWritten) {
+        unwritten.push(...present);
+        unwrittenShards.push(adapter);
+      } else if (present.length === 0) adapter.absent();
       return shard;
     }));
     await this.removeFiles(conversionsDir, unwritten, names);
+    for (const adapter of unwrittenShards) adapter.absent();
     const strayFiles: string[] = [];
     for (const name of names) {
       const copy = /^([0-9a-f]+)\.[ab]\.json$/.exec(name);
@@ -356,6 +366,7 @@ export class LowdbStore implements Store {
       await this.runFlush();
     }
     for (const low of [this.main, ...this.shards]) if (low.adapter instanceof DurableJsonFile) await low.adapter.close();
+    await this.conversionsDirSync?.close();
   }
 
   /** `options`: deferral is decided by each write here (updateConversion), not by the step. */

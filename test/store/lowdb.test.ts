@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { constants } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -484,6 +484,38 @@ describe('LowdbStore', () => {
     const listed = await store.listConversions({ accountId: 'acc_a', limit: 100 });
     assert.deepEqual(listed.map((r) => r.id).sort(), records.map((r) => r.id).sort(), 'each conversion once');
     assert.equal(await recordsOnDisk(dir), 12, 'and once on disk');
+  });
+
+  it('a flush that makes the files of several shards syncs their directory once or twice, not once a shard', async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir);
+    store = await LowdbStore.open({ dir, shards: 16 });
+    const records = Array.from({ length: 16 }, () => conversion('acc_a'));
+    const probe = await open(dir, 'r');
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const realSync = proto.sync;
+    let syncs = 0;
+    proto.sync = async function (this: unknown) {
+      syncs++;
+      return realSync.call(this);
+    };
+    try {
+      for (const record of records) await store.insertConversion(record);
+      await store.flush();
+    } finally {
+      proto.sync = realSync;
+    }
+    const shards = new Set((await readdir(join(dir, 'conversions'))).map((name) => name.slice(0, 3)));
+    assert.ok(shards.size >= 4, `several shards made (${shards.size})`);
+    // One, or two when the first shard's files were made before the others': calls made while
+    // a sync runs share the next one.
+    assert.ok(syncs >= 1 && syncs <= 2, `${shards.size} new shards, their directory synced ${syncs} times`);
+    assert.equal((await conversionsOnDisk(dir)).size, 16);
+    await store.close();
+    store = await LowdbStore.open({ dir, shards: 16 });
+    for (const record of records) assert.equal((await store.getConversion(record.id))?.id, record.id);
   });
 
   it("a file's first write makes its other copy too, empty (one directory sync names both), which reads as never written", async () => {
