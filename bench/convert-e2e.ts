@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
+import { steadyDataDir } from './lib/steady-data-dir.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection } from './lib/http-wire.ts';
 import { photoPng } from './lib/images.ts';
@@ -133,8 +134,11 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
     await freshDir(outputDir);
     await sharpRound(); // untimed: loads libvips' codecs, fills the file cache
 
+    let dataDirNote = '';
     const throughDaemon = async (workers: number): Promise<DaemonRuns> => {
-      const daemon = await startBenchDaemon({ dataDir: join(dir, `data-${workers}`), args: ['--workers', String(workers)] });
+      const steady = await steadyDataDir(join(dir, `data-${workers}`));
+      dataDirNote = steady.note;
+      const daemon = await startBenchDaemon({ dataDir: join(dir, `data-${workers}`), apiKey: steady.apiKey, args: ['--workers', String(workers)] });
       // One keep-alive connection per request in flight, as node:http's agent would keep.
       const connections = Array.from({ length: PARALLEL }, () => new WireConnection(daemon.host, daemon.port));
       const round = async (): Promise<Buffer[]> => {
@@ -185,6 +189,7 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
         `CPU time: convd ${seconds(matched.warm.serverCpuMs)} + this client ${seconds(matched.warm.clientCpuMs)} vs sharp ${seconds(baseline.clientCpuMs)}; cores kept busy: convd ${busy(matched.warm)} vs sharp ${busy(baseline)} of ${availableParallelism()}`,
         // Small images are converted inside the daemon (sharp on its libvips threads): what it spends beyond sharp's own work is the service's.
         `the service's own CPU per conversion (the daemon's - sharp's, per image; target at most ${SERVICE_CPU_TARGET_MS} ms): ${((matched.warm.serverCpuMs - baseline.clientCpuMs) / COUNT).toFixed(1)} ms`,
+        dataDirNote,
         ...(defaults === matched ? [] : [`not judged: convd at its default --workers ${defaults.workers} (one per core) took ${seconds(defaults.warm.ms)} = ${(defaults.warm.ms / baseline.ms).toFixed(2)}x, cores kept busy ${busy(defaults.warm)}`]),
         ...notes,
       ],

@@ -23,6 +23,7 @@ import { docxOf } from '../test/helpers/hostile-files.ts';
 import { pdfPageTexts } from '../test/helpers/pdf-text.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { ROOT, startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
+import { steadyDataDir } from './lib/steady-data-dir.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection } from './lib/http-wire.ts';
 import { startBaseline } from './lib/baseline-process.ts';
@@ -137,12 +138,15 @@ interface DaemonSide {
   daemon: BenchDaemon;
   connections: WireConnection[];
   firstMs: number;
+  /** What the data dir holds (bench/lib/steady-data-dir.ts). */
+  dataDirNote: string;
   stop(): Promise<void>;
 }
 
 /** convd with an office pool of INSTANCES, every instance started by untimed conversions. */
 async function startDaemonSide(dir: string, documents: Document[], parallel: number): Promise<DaemonSide> {
-  const daemon = await startBenchDaemon({ dataDir: join(dir, 'data'), args: ['--office-instances', String(INSTANCES)] });
+  const steady = await steadyDataDir(join(dir, 'data'));
+  const daemon = await startBenchDaemon({ dataDir: join(dir, 'data'), apiKey: steady.apiKey, args: ['--office-instances', String(INSTANCES)] });
   const connections = Array.from({ length: parallel }, () => new WireConnection(daemon.host, daemon.port));
   const warmConnections = Array.from({ length: INSTANCES }, () => new WireConnection(daemon.host, daemon.port));
   try {
@@ -154,7 +158,7 @@ async function startDaemonSide(dir: string, documents: Document[], parallel: num
     // As many at once as instances, twice: each instance converts at least one before timing.
     for (let i = 0; i < 2; i++) await Promise.all(warmConnections.map((connection, k) => throughDaemon(daemon, connection, documents[k]!, warmDir)));
     return {
-      daemon, connections, firstMs,
+      daemon, connections, firstMs, dataDirNote: steady.note,
       stop: async () => {
         for (const connection of connections) connection.close();
         await daemon.stop();
@@ -233,6 +237,7 @@ export async function benchOfficeCold(): Promise<BenchResult> {
       notes: [
         `LibreOffice ${install.version}; cold runs share one profile, made by an untimed first run (${seconds(profileMs)}); cold runs ${coldTimes.map((ms) => ms.toFixed(0)).join(', ')} ms`,
         `convd: a pool of ${INSTANCES}, started by untimed conversions (the first through a fresh daemon ${seconds(side.firstMs)}: LibreOffice's start); one document in flight; rounds ${daemonTimes.map(seconds).join(', ')}, best kept`,
+        side.dataDirNote,
         'every PDF of both sides decoded: one page, its document\'s marker word in its text',
         ...notes,
       ],
@@ -297,11 +302,13 @@ export async function benchOfficeWarm(): Promise<BenchResult> {
     const daemonRounds: Awaited<ReturnType<typeof daemonRound>>[] = [];
     const directRounds: Awaited<ReturnType<typeof directRound>>[] = [];
     let firstMs = 0;
+    let dataDirNote = '';
     try {
       // Untimed: each instance converts documents before the first timed round.
       await directRound(direct, documents.slice(0, INSTANCES * 2), join(dir, 'warm-direct'));
       const side = await startDaemonSide(dir, documents, INSTANCES);
       firstMs = side.firstMs;
+      dataDirNote = side.dataDirNote;
       try {
         for (let round = 0; round < ROUNDS; round++) {
           const convdDir = join(dir, 'convd');
@@ -335,6 +342,7 @@ export async function benchOfficeWarm(): Promise<BenchResult> {
         `per document in the best rounds (medians): convd ${median(convd.timings.map((t) => t.totalMs)).toFixed(0)} ms from submission to downloaded PDF, of which LibreOffice's instance ran ${median(convd.timings.map((t) => t.engineMs)).toFixed(0)} ms (started_at to finished_at); direct ${median(baseline.latencies).toFixed(0)} ms`,
         `the service's own CPU per conversion (the daemon process's; LibreOffice's is its own; target at most ${SERVICE_CPU_TARGET_MS} ms): ${(convd.daemonCpuMs / COUNT).toFixed(1)} ms`,
         `the baseline's instances started in ${seconds(directStartMs)} (at once); convd's first conversion through a fresh daemon ${seconds(firstMs)}; a PDF is ${(bytes / 1024).toFixed(0)} KiB`,
+        dataDirNote,
         'every PDF of both sides decoded: one page, its document\'s marker word in its text',
         ...notes,
       ],

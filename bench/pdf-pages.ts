@@ -20,6 +20,7 @@ import sharp from 'sharp';
 import { startBaseline } from './lib/baseline-process.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { ROOT, startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
+import { steadyDataDir } from './lib/steady-data-dir.ts';
 import { cpuOf, hostPids } from './lib/engine-hosts.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection } from './lib/http-wire.ts';
@@ -141,7 +142,9 @@ export async function benchPdfPages(): Promise<BenchResult> {
     await writeFile(input, pdf);
     const outputDir = join(dir, 'direct');
     const direct = await startDirect({ input, outputDir, count: COUNT, warmup: WARMUP, dpi: DPI });
-    const daemon = await startBenchDaemon({ dataDir: join(dir, 'data') });
+    const steady = await steadyDataDir(join(dir, 'data'));
+    notes.push(steady.note);
+    const daemon = await startBenchDaemon({ dataDir: join(dir, 'data'), apiKey: steady.apiKey });
     const connection = new WireConnection(daemon.host, daemon.port);
     const daemonRuns: Run[] = [];
     const directRuns: DirectRound[] = [];

@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { ROOT, startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
+import { steadyDataDir } from './lib/steady-data-dir.ts';
 import { describeFileSystem } from './lib/file-system.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection, type WireAnswer } from './lib/http-wire.ts';
@@ -85,7 +86,8 @@ export async function benchServiceCost(): Promise<BenchResult> {
   try {
     const photo = await photoPng(480, 360, 7);
     const small = await photoPng(64, 64, 3);
-    daemon = await startBenchDaemon({ dataDir: join(dir, 'data'), args: ['--workers', String(CONNECTIONS)] });
+    const steady = await steadyDataDir(join(dir, 'data'));
+    daemon = await startBenchDaemon({ dataDir: join(dir, 'data'), apiKey: steady.apiKey, args: ['--workers', String(CONNECTIONS)] });
     const d = daemon;
     const auth = { authorization: `Bearer ${d.apiKey}` };
     for (let index = 0; index < CONNECTIONS; index++) connections.push(new WireConnection(d.host, d.port));
@@ -196,7 +198,7 @@ export async function benchServiceCost(): Promise<BenchResult> {
         line('download', `download (${(photoResult.body.length / 1024).toFixed(0)} KiB WebP)`),
         line('upload', `upload of ${(photo.length / 1024).toFixed(0)} KiB refused once read (answered ${refused.status})`),
         `${line('conversion', 'conversion (submit with wait + download)')}; sharp alone ${ms(engineMs)} per image in this process`,
-        `the daemon's data dir: ${await describeFileSystem(dir)}`,
+        `the daemon's data dir: ${await describeFileSystem(dir)}; ${steady.note}`,
       ],
     };
   } finally {
