@@ -43,9 +43,10 @@ const DAY = 86_400_000;
 /**
  * `count` ended conversions of one account, spread over the last `days` days, oldest first:
  * mostly results that expired after their 24 h, some failures. Nothing is due for expiry or
- * pruning, so the daemon starts with the whole history in place.
+ * pruning, so the daemon starts with the whole history in place. `numberedFrom`: where this
+ * batch's record numbers (in names, digests, idempotency keys) start, after an earlier batch's.
  */
-export async function seedHistory(dataDir: string, accountId: string, count: number, days = 25): Promise<void> {
+export async function seedHistory(dataDir: string, accountId: string, count: number, days = 25, numberedFrom = 0): Promise<void> {
   const store = await LowdbStore.open({ dir: join(dataDir, 'store') });
   try {
     const now = Date.now();
@@ -53,19 +54,21 @@ export async function seedHistory(dataDir: string, accountId: string, count: num
     const step = (days * DAY - DAY) / count;
     for (let i = 0; i < count; i++) {
       const created = first + i * step;
+      // Names, digests and keys numbered on from an earlier batch's: no two records share one.
+      const n = numberedFrom + i;
       const finished = created + 800;
-      const failed = i % 10 === 0;
+      const failed = n % 10 === 0;
       const record: ConversionRecord = {
         id: newConversionId(created),
         account_id: accountId,
         status: failed ? 'failed' : 'expired',
         source: 'png',
-        target: i % 3 === 0 ? 'avif' : 'webp',
+        target: n % 3 === 0 ? 'avif' : 'webp',
         variant: null,
         options: { quality: 80 },
-        original_name: `photo-${i}.png`,
-        input_size: 180_000 + (i % 1000) * 37,
-        input: { kind: 'file', sha256: (i.toString(16).padStart(8, '0')).repeat(8) },
+        original_name: `photo-${n}.png`,
+        input_size: 180_000 + (n % 1000) * 37,
+        input: { kind: 'file', sha256: (n.toString(16).padStart(8, '0')).repeat(8) },
         progress: failed ? 0 : 100,
         reserved_credits: 0,
         credits: 0,
@@ -73,11 +76,11 @@ export async function seedHistory(dataDir: string, accountId: string, count: num
         created_at: new Date(created).toISOString(),
         started_at: new Date(created + 100).toISOString(),
         finished_at: new Date(finished).toISOString(),
-        result: failed ? null : { filename: `photo-${i}.webp`, size: 52_000 + (i % 500) * 11, mime: 'image/webp', expires_at: new Date(finished + DAY).toISOString() },
+        result: failed ? null : { filename: `photo-${n}.webp`, size: 52_000 + (n % 500) * 11, mime: 'image/webp', expires_at: new Date(finished + DAY).toISOString() },
         error: failed ? { code: 'input_invalid', message: 'The input cannot be decoded as png: corrupt header' } : null,
         callback_url: null,
-        idempotency_key: i % 4 === 0 ? `seed-${i}` : null,
-        request_fingerprint: i % 4 === 0 ? `fp-${i}` : null,
+        idempotency_key: n % 4 === 0 ? `seed-${n}` : null,
+        request_fingerprint: n % 4 === 0 ? `fp-${n}` : null,
       };
       await store.insertConversion(record);
     }

@@ -50,8 +50,8 @@ export class DirectorySync {
 
   /** Closes the directory once the syncs asked for have run (a sync asked for later opens it again). */
   async close(): Promise<void> {
-    await this.following?.catch(ignore);
-    await this.running?.catch(ignore);
+    // A sync asked for while this waits is waited for too: none runs on the handle closed below.
+    while (this.following || this.running) await (this.following ?? this.running)!.catch(ignore);
     const handle = this.handle;
     this.handle = null;
     await handle?.then((opened) => opened.close()).catch(ignore);

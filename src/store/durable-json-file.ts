@@ -165,7 +165,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
     // A new file's name is durable once its directory is synced (twice per file's lifetime): the
     // sync runs beside the write, both done before the write returns.
     if (slot.unsyncedName) {
-      await Promise.all([writeBytes(), this.directory.sync()]);
+      await allDone([writeBytes(), this.directory.sync()]);
       slot.unsyncedName = false;
     } else {
       await writeBytes();
@@ -198,7 +198,7 @@ export class DurableJsonFile<T> implements Adapter<T> {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }
     }
-    const [handle] = await Promise.all([
+    const [handle] = await allDone([
       open(slot.path, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC | DATA_SYNC_FLAG, 0o600),
       this.createOther(other),
     ]);
@@ -235,6 +235,17 @@ export class DurableJsonFile<T> implements Adapter<T> {
     }
     if (this.ownsDirectory) await this.directory.close();
   }
+}
+
+/**
+ * Promise.all that settles only once every one has: a write that fails must not return while a
+ * part of it still runs on the file (the store's next batch would write the same copy beside it,
+ * and the late part could cut or overwrite what that batch wrote). The first failure is thrown.
+ */
+async function allDone<T extends readonly unknown[]>(work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(work);
+  for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
 /*

@@ -45,6 +45,9 @@ const DEFAULT_MAIN: MainData = { version: 1, accounts: [], keys: [], settings: s
 const MAIN = -1;
 const DEFERRED_FLUSH_MS = 1000;
 
+/** Conversion shards of a store opened without `shards`: two files each once written. */
+export const DEFAULT_SHARDS = 1024;
+
 /**
  * The Store on lowdb. All data is held in memory with indexes by id, account, status and
  * idempotency key; writes mark a file dirty and are coalesced into one flush that rewrites only
@@ -103,13 +106,22 @@ export class LowdbStore implements Store {
 
   private constructor(options: LowdbStoreOptions) {
     this.flushDelayMs = options.flushDelayMs ?? 0;
-    this.shardCount = options.shards ?? 1024;
+    this.shardCount = options.shards ?? DEFAULT_SHARDS;
   }
 
   static async open(options: LowdbStoreOptions): Promise<LowdbStore> {
     const store = new LowdbStore(options);
     if (options.dir === null) store.loadEmpty();
-    else await store.load(options.dir);
+    else {
+      try {
+        await store.load(options.dir);
+      } catch (error) {
+        // The files and the directory a failed start opened are not left open.
+        for (const low of [store.main, ...store.shards]) if (low?.adapter instanceof DurableJsonFile) await low.adapter.close();
+        await store.conversionsDirSync?.close();
+        throw error;
+      }
+    }
     return store;
   }
 
@@ -171,6 +183,10 @@ export class LowdbStore implements Store {
     }));
     await this.removeFiles(conversionsDir, unwritten, names);
     for (const adapter of unwrittenShards) adapter.absent();
+    // A copy found here may have been made by a process that died before it synced its
+    // directory: one sync of each directory makes every name found durable before this process
+    // acknowledges a write to one of them.
+    await Promise.all([directory.sync(), fsyncDirectory(dir)]);
     const strayFiles: string[] = [];
     for (const name of names) {
       const copy = /^([0-9a-f]+)\.[ab]\.json$/.exec(name);
