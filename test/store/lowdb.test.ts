@@ -52,6 +52,24 @@ async function recordsOnDisk(dir: string): Promise<number> {
   return count;
 }
 
+/** What `work` returns, and how many fsyncs (FileHandle.sync: directories here, copies use O_DSYNC) it made. */
+async function countingSyncs<T>(dir: string, work: () => Promise<T>): Promise<{ result: T; syncs: number }> {
+  const probe = await open(dir, 'r');
+  const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+  await probe.close();
+  const realSync = proto.sync;
+  let syncs = 0;
+  proto.sync = async function (this: unknown) {
+    syncs++;
+    return realSync.call(this);
+  };
+  try {
+    return { result: await work(), syncs };
+  } finally {
+    proto.sync = realSync;
+  }
+}
+
 const ids = (records: { id: string }[]) => records.map((r) => r.id);
 
 describe('LowdbStore', () => {
@@ -493,21 +511,10 @@ describe('LowdbStore', () => {
     await mkdir(dir);
     store = await LowdbStore.open({ dir, shards: 16 });
     const records = Array.from({ length: 16 }, () => conversion('acc_a'));
-    const probe = await open(dir, 'r');
-    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
-    await probe.close();
-    const realSync = proto.sync;
-    let syncs = 0;
-    proto.sync = async function (this: unknown) {
-      syncs++;
-      return realSync.call(this);
-    };
-    try {
+    const { syncs } = await countingSyncs(dir, async () => {
       for (const record of records) await store.insertConversion(record);
       await store.flush();
-    } finally {
-      proto.sync = realSync;
-    }
+    });
     const shards = new Set((await readdir(join(dir, 'conversions'))).map((name) => name.slice(0, 3)));
     assert.ok(shards.size >= 4, `several shards made (${shards.size})`);
     // Calls made while a sync runs share the next one: once or twice where creates are quick,
@@ -521,20 +528,9 @@ describe('LowdbStore', () => {
 
   it('opening the store syncs its directories: names a dead process made are durable before anything is acknowledged', async () => {
     await store.close();
-    const probe = await open(dir, 'r');
-    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
-    await probe.close();
-    const realSync = proto.sync;
-    let syncs = 0;
-    proto.sync = async function (this: unknown) {
-      syncs++;
-      return realSync.call(this);
-    };
-    try {
-      store = await LowdbStore.open({ dir, shards: 4 });
-    } finally {
-      proto.sync = realSync;
-    }
+    const opened = await countingSyncs(dir, () => LowdbStore.open({ dir, shards: 4 }));
+    store = opened.result;
+    const syncs = opened.syncs;
     assert.ok(syncs >= 2, `the store's directory and its conversions directory synced (${syncs})`);
   });
 
