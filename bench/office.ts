@@ -24,6 +24,7 @@ import { pdfPageTexts } from '../test/helpers/pdf-text.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { ROOT, startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { steadyDataDir } from './lib/steady-data-dir.ts';
+import { warmDaemon } from './lib/warm-daemon.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection } from './lib/http-wire.ts';
 import { startBaseline } from './lib/baseline-process.ts';
@@ -155,10 +156,11 @@ async function startDaemonSide(dir: string, documents: Document[], parallel: num
     const started = performance.now();
     await throughDaemon(daemon, warmConnections[0]!, documents[0]!, warmDir);
     const firstMs = performance.now() - started;
+    const warmed = await warmDaemon(daemon);
     // As many at once as instances, twice: each instance converts at least one before timing.
     for (let i = 0; i < 2; i++) await Promise.all(warmConnections.map((connection, k) => throughDaemon(daemon, connection, documents[k]!, warmDir)));
     return {
-      daemon, connections, firstMs, dataDirNote: steady.note,
+      daemon, connections, firstMs, dataDirNote: `${steady.note}; ${warmed.note}`,
       stop: async () => {
         for (const connection of connections) connection.close();
         await daemon.stop();

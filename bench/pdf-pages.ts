@@ -21,6 +21,7 @@ import { startBaseline } from './lib/baseline-process.ts';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { ROOT, startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { steadyDataDir } from './lib/steady-data-dir.ts';
+import { warmDaemon } from './lib/warm-daemon.ts';
 import { cpuOf, hostPids } from './lib/engine-hosts.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection } from './lib/http-wire.ts';
@@ -154,6 +155,7 @@ export async function benchPdfPages(): Promise<BenchResult> {
       daemonOutput = (await throughDaemon(daemon, connection, pdf)).output;
       const coldMs = performance.now() - coldStarted;
       for (let i = 1; i < WARMUP; i++) await throughDaemon(daemon, connection, pdf);
+      notes.push((await warmDaemon(daemon)).note);
       const pids = { daemon: daemon.pid, hosts: await hostPids(daemon.pid) };
       for (let round = 0; round < ROUNDS; round++) {
         const outputs: Buffer[] = [];
