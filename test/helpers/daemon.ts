@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -173,9 +174,26 @@ async function sharedStores(): Promise<SharedStores> {
   };
 }
 
+/**
+ * The data dirs made here that no dispose() removed yet (a test that only stops its daemon, or
+ * one that failed before its cleanup): removed when the test process exits, so that runs of the
+ * suite leave nothing in the system's temp dir.
+ */
+const madeDataDirs = new Set<string>();
+
+function removedAtExit(dataDir: string): string {
+  if (madeDataDirs.size === 0) {
+    process.once('exit', () => {
+      for (const dir of madeDataDirs) rmSync(dir, { recursive: true, force: true });
+    });
+  }
+  madeDataDirs.add(dataDir);
+  return dataDir;
+}
+
 /** Spawns the real convd on an ephemeral port with its own data dir and waits until it listens. */
 export async function startDaemon(options: StartOptions = {}): Promise<DaemonHandle> {
-  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'convd-test-')));
+  const dataDir = options.dataDir ?? removedAtExit(await mkdtemp(join(tmpdir(), 'convd-test-')));
   // A restart keeps its data dir's own findings; a fresh data dir may start from the run's.
   const seed = options.dataDir === undefined ? seedPathOf(options) : undefined;
   if (seed) await seedFindings(dataDir, seed);
@@ -237,6 +255,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<DaemonHan
     async dispose() {
       await waitExit('SIGKILL');
       await rm(dataDir, { recursive: true, force: true });
+      madeDataDirs.delete(dataDir);
       await stores?.drop();
     },
   };

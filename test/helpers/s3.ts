@@ -3,6 +3,7 @@
  * its own): a bucket, the blob URL that names it for convd, the environment a daemon needs for
  * its credentials, and a client to look into the bucket from the test.
  */
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +25,8 @@ export const S3_ENV = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3R
 export interface TestBucket {
   endpoint: string;
   bucket: string;
+  /** Where s3rver keeps the objects (a temp dir of its own). */
+  directory: string;
   /** `s3://bucket/prefix?endpoint=…&region=us-east-1` */
   blobUrl(prefix?: string): string;
   /**
@@ -46,7 +49,11 @@ let shared: Promise<TestBucket> | null = null;
  * prefix of its own); it does not keep the process alive and goes with it.
  */
 export function sharedBucket(): Promise<TestBucket> {
-  shared ??= startS3('convd-shared', { unref: true });
+  shared ??= startS3('convd-shared', { unref: true }).then((bucket) => {
+    // Never closed (it goes with the process): its files go when the process exits.
+    process.once('exit', () => rmSync(bucket.directory, { recursive: true, force: true }));
+    return bucket;
+  });
   return shared;
 }
 
@@ -67,6 +74,7 @@ export async function startS3(bucket = 'convd-test', options: { unref?: boolean 
     endpoint,
     bucket,
     client,
+    directory,
     blobUrl: (prefix = '') => `s3://${bucket}/${prefix}?endpoint=${encodeURIComponent(endpoint)}&region=us-east-1`,
     async keepDirs(prefix) {
       for (const dir of ['inputs', 'results']) await client.send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}/${dir}/.keep`, Body: '' }));

@@ -404,7 +404,10 @@ describe('LowdbStore', () => {
     await store.close();
     for (const path of DurableJsonFile.paths(join(dir, 'main'))) await writeFile(path, '{"seq":1,"crc32":1,"data":{}}');
     await assert.rejects(LowdbStore.open({ dir, shards: 4 }), /no usable copy/);
-    store = await LowdbStore.open({ dir: await mkdtemp(join(tmpdir(), 'convd-store-')), shards: 4 });
+    // A store of a dir of its own for afterEach to close, and that dir the one it removes.
+    await rm(dir, { recursive: true, force: true });
+    dir = await mkdtemp(join(tmpdir(), 'convd-store-'));
+    store = await LowdbStore.open({ dir, shards: 4 });
   });
 
   it('reads the older layout (main.json, one NNN.json per shard) and moves it to the two-copy files', async () => {
