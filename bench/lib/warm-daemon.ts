@@ -13,7 +13,7 @@ import { WireConnection } from './http-wire.ts';
 import { photoPng } from './images.ts';
 
 const PARALLEL = 4;
-export const WARM_CONVERSIONS = 3000;
+const WARM_CONVERSIONS = 3000;
 
 export async function warmDaemon(daemon: BenchDaemon, count = WARM_CONVERSIONS): Promise<{ ms: number; note: string }> {
   const png = await photoPng(64, 64, 11);

@@ -185,7 +185,7 @@ export class LowdbStore implements Store {
     for (const adapter of unwrittenShards) adapter.absent();
     // A copy found here may have been made by a process that died before it synced its
     // directory: one sync of each directory makes every name found durable before this process
-    // acknowledges a write to one of them.
+    // acknowledges a write to one of them (and the removals just made durable too).
     await Promise.all([directory.sync(), fsyncDirectory(dir)]);
     const strayFiles: string[] = [];
     for (const name of names) {
@@ -233,18 +233,17 @@ export class LowdbStore implements Store {
       await this.runFlush();
       if (this.dirty.size > 0) throw new Error(`the store could not write ${this.dirty.size} of its files at start (is the disk full?)`);
       for (const name of strayFiles) await unlink(join(conversionsDir, name)).catch(() => undefined);
-      await fsyncDirectory(conversionsDir);
+      await directory.sync();
     }
   }
 
-  /** Removes `files` of the conversions dir (and from `names`), the removal made durable. */
+  /** Removes `files` of the conversions dir (and from `names`); the start's directory sync that follows makes it durable. */
   private async removeFiles(conversionsDir: string, files: string[], names: Set<string>): Promise<void> {
     if (files.length === 0) return;
     for (let at = 0; at < files.length; at += 64) {
       await Promise.all(files.slice(at, at + 64).map((name) => unlink(join(conversionsDir, name)).catch(() => undefined)));
     }
     for (const name of files) names.delete(name);
-    await fsyncDirectory(conversionsDir);
   }
 
   /** FNV-1a over the id: ids end in random characters, so this spreads them evenly, cheaply. */

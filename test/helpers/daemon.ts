@@ -180,9 +180,12 @@ async function sharedStores(): Promise<SharedStores> {
  * suite leave nothing in the system's temp dir.
  */
 const madeDataDirs = new Set<string>();
+let removingAtExit = false;
 
 function removedAtExit(dataDir: string): string {
-  if (madeDataDirs.size === 0) {
+  // One listener for the process, however often the set empties and fills again.
+  if (!removingAtExit) {
+    removingAtExit = true;
     process.once('exit', () => {
       for (const dir of madeDataDirs) rmSync(dir, { recursive: true, force: true });
     });
