@@ -117,12 +117,39 @@ describe('damaged files through the daemon: messages without server paths', () =
     ]);
     return [
       ['quarterly report.docx', docxOf(`<w:document ${w}><w:body><w:p><w:r><w:t xml:space="preserve">This file: </w:t></w:r><w:fldSimple w:instr="FILENAME \\p"><w:r><w:t>stale</w:t></w:r></w:fldSimple></w:p></w:body></w:document>`), 'pdf'],
+      // A field whose code Word split over runs, in the page header: field_scan.py must not take it for none.
+      ['quarterly report.docx', splitFieldInHeaderDocx(), 'pdf'],
+      ['quarterly report.odt', odtOf('<text:p>This file: <text:file-name text:display="full">stale</text:file-name></text:p>'), 'pdf'],
       ['quarterly report.rtf', '{\\rtf1\\ansi{\\fonttbl{\\f0 Helvetica;}}\\f0 This file: {\\field{\\*\\fldinst FILENAME \\\\p}{\\fldrslt stale}}\\par}', 'pdf'],
       ['quarterly report.xlsx', xlsx, 'pdf'],
       ['quarterly report.csv', 'region,total\nNorth,42\n', 'pdf'],
       ['quarterly report.csv', 'region,total\nNorth,42\n', 'xlsx'],
       ['quarterly report.json', '[{"region": "North", "total": 42}]', 'pdf'],
     ];
+  }
+
+  /** A docx whose page header holds FILENAME \p as Word writes a field, its code split over two runs. */
+  function splitFieldInHeaderDocx(): Buffer {
+    const w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"';
+    const run = (inner: string) => `<w:r>${inner}</w:r>`;
+    const header = `<w:hdr ${w}><w:p>${run('<w:t xml:space="preserve">Header: </w:t>')}${run('<w:fldChar w:fldCharType="begin"/>')}${run('<w:instrText xml:space="preserve"> FILE</w:instrText>')}${run('<w:instrText xml:space="preserve">NAME \\p </w:instrText>')}${run('<w:fldChar w:fldCharType="separate"/>')}${run('<w:t>stale</w:t>')}${run('<w:fldChar w:fldCharType="end"/>')}</w:p></w:hdr>`;
+    return storedZipOf([
+      ['[Content_Types].xml', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/word/header1.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.header+xml"/></Types>'],
+      ['_rels/.rels', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>'],
+      ['word/_rels/document.xml.rels', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rIdH" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/header" Target="header1.xml"/></Relationships>'],
+      ['word/header1.xml', header],
+      ['word/document.xml', `<w:document ${w}><w:body><w:p>${run('<w:t>Body text.</w:t>')}</w:p><w:sectPr><w:headerReference w:type="default" r:id="rIdH"/></w:sectPr></w:body></w:document>`],
+    ]);
+  }
+
+  /** A minimal OpenDocument text around `body` (the paragraphs of content.xml's office:text). */
+  function odtOf(body: string): Buffer {
+    const ns = 'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2"';
+    return storedZipOf([
+      ['mimetype', 'application/vnd.oasis.opendocument.text'],
+      ['META-INF/manifest.xml', '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2"><manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/><manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>'],
+      ['content.xml', `<?xml version="1.0" encoding="UTF-8"?><office:document-content ${ns}><office:body><office:text>${body}</office:text></office:body></office:document-content>`],
+    ]);
   }
 
   it('results show the user\'s file name, never a conversion id or a server path (fields, sheet names, page headers)', async (t) => {

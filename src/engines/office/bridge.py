@@ -38,6 +38,7 @@ from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
 from com.sun.star.task import XStatusIndicator
 
+import field_scan
 import font_names
 
 START_TIMEOUT_S = 60
@@ -381,21 +382,35 @@ def opened(desktop, request, detection, progress):
     return document
 
 
+# The document services that tell a document's kind, in the order asked (a Writer document is
+# only ever a TextDocument).
+KINDS = (
+    ("com.sun.star.text.TextDocument", "writer"),
+    ("com.sun.star.sheet.SpreadsheetDocument", "calc"),
+    ("com.sun.star.presentation.PresentationDocument", "impress"),
+    ("com.sun.star.drawing.DrawingDocument", "draw"),
+)
+
+
+def kind_of(document):
+    """The document's kind, or None: its services asked in one UNO call, not one per kind."""
+    services = set(document.getSupportedServiceNames())
+    return next((kind for service, kind in KINDS if service in services), None)
+
+
 def convert(desktop, request, detection=None):
     progress = Progress()
     document = opened(desktop, request, detection, progress)
     try:
         if request.get("landscape"):
             set_landscape(document)
-        if request["source"] == "csv" and document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
+        kind = kind_of(document)
+        if request["source"] == "csv" and kind == "calc":
             without_page_numbers(document)
-        kind = "writer" if document.supportsService("com.sun.star.text.TextDocument") else \
-            "calc" if document.supportsService("com.sun.star.sheet.SpreadsheetDocument") else \
-            "impress" if document.supportsService("com.sun.star.presentation.PresentationDocument") else \
-            "draw" if document.supportsService("com.sun.star.drawing.DrawingDocument") else None
         if kind is None:
             raise Failure("input_invalid", "The document is of a kind that cannot be converted here.")
-        without_server_paths(document, kind, request["input"])
+        if kind != "writer" or field_scan.may_show_file_name(request["input"], request["source"]):
+            without_server_paths(document, kind, request["input"])
         target_filter = request["filters"].get(kind)
         if target_filter is None:
             raise Failure("conversion_failed", "A %s document cannot be converted to %s." % (kind, request["target"]))
