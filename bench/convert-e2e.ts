@@ -17,6 +17,7 @@ import sharp from 'sharp';
 import { cpuTimeMs } from './lib/cpu.ts';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { steadyDataDir } from './lib/steady-data-dir.ts';
+import { warmDaemon } from './lib/warm-daemon.ts';
 import { json, multipartBody } from './lib/http.ts';
 import { WireConnection } from './lib/http-wire.ts';
 import { photoPng } from './lib/images.ts';
@@ -33,11 +34,13 @@ const BASELINE_AT_ONCE = Math.min(PARALLEL, Number(process.env.UV_THREADPOOL_SIZ
 /** Alternating rounds, best of each: on a shared machine the best is the least disturbed. */
 const ROUNDS = 2;
 /**
- * Untimed rounds through each daemon before the timed ones. convd is a long-running process and
- * the figure is its steady state: V8 only optimises the request path after some hundreds of
- * requests, and the first 200 conversions after a start cost up to a sixth more CPU than the
- * 600th to 800th (measured; printed as the cold figure). sharp's work is native code that needs
- * no warming; the baseline gets one untimed round all the same (file cache, allocator).
+ * Untimed rounds of these photos through each daemon before the timed ones, after the warm-up
+ * every bench of single conversions gives its daemon (3,000 small images: bench/lib/warm-daemon.ts).
+ * convd is a long-running process and the figure is its steady state: V8 only optimises the
+ * request path after some thousands of requests, and the first 200 conversions after a start
+ * cost up to a sixth more CPU than the 600th to 800th (measured; printed as the cold figure).
+ * sharp's work is native code that needs no warming; the baseline gets one untimed round all the
+ * same (file cache, allocator).
  */
 const WARMUP_ROUNDS = 3;
 
@@ -135,6 +138,7 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
     await sharpRound(); // untimed: loads libvips' codecs, fills the file cache
 
     let dataDirNote = '';
+    let warmNote = '';
     const throughDaemon = async (workers: number): Promise<DaemonRuns> => {
       const steady = await steadyDataDir(join(dir, `data-${workers}`));
       dataDirNote = steady.note;
@@ -149,8 +153,10 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
         return outputs;
       };
       try {
-        const warmups: Run[] = [];
-        for (let index = 0; index < WARMUP_ROUNDS; index++) warmups.push(await timed(daemon.pid, round));
+        const cold = await timed(daemon.pid, round);
+        warmNote = (await warmDaemon(daemon)).note;
+        const warmups: Run[] = [cold];
+        for (let index = 1; index < WARMUP_ROUNDS; index++) warmups.push(await timed(daemon.pid, round));
         const runs: Run[] = [];
         for (let index = 0; index < ROUNDS; index++) {
           await timedSharpRound();
@@ -190,6 +196,7 @@ export async function benchConvertEndToEnd(): Promise<BenchResult> {
         // Small images are converted inside the daemon (sharp on its libvips threads): what it spends beyond sharp's own work is the service's.
         `the service's own CPU per conversion (the daemon's - sharp's, per image; target at most ${SERVICE_CPU_TARGET_MS} ms): ${((matched.warm.serverCpuMs - baseline.clientCpuMs) / COUNT).toFixed(1)} ms`,
         dataDirNote,
+        warmNote,
         ...(defaults === matched ? [] : [`not judged: convd at its default --workers ${defaults.workers} (one per core) took ${seconds(defaults.warm.ms)} = ${(defaults.warm.ms / baseline.ms).toFixed(2)}x, cores kept busy ${busy(defaults.warm)}`]),
         ...notes,
       ],
