@@ -5,7 +5,8 @@ named pipe of its own), connects to it over UNO and converts one document at a t
 JSON lines on stdin; answers are JSON lines on file descriptor 3 (see
 src/engines/process/helper-process.ts): {"type": "ready"} once connected, then per request any
 number of {"type": "event", "event": {"progress": ...}} (what LibreOffice's progress indicator
-was told while it loaded and stored the document: office/progress.ts reads them) and one
+was told while it wrote the result, when the request asks with "exportIndicator": office/progress.ts
+reads them) and one
 {"type": "result", "ok": true, "value": {...}} or {"type": "result", "ok": false, "error": {...}}.
 
 It runs under the Python that LibreOffice's `uno` module was built for (Debian: /usr/bin/python3
@@ -98,14 +99,13 @@ def send(message):
 
 
 class Progress(unohelper.Base, XStatusIndicator):
-    """The StatusIndicator of a document's load and store: each call LibreOffice makes on it is
-    passed on to convd as an event, with the stage ("load" or "store") it came in. LibreOffice's
-    PDF export starts it with the number of pages and sets it at each page; loads and other
-    exports call it seldom or never (convd reads them only where it can tell: office/progress.ts).
-    The words LibreOffice shows with it are not passed on."""
+    """The StatusIndicator of a document's store, given where the request asks (convd reads only
+    the PDF export's: office/progress.ts): each call LibreOffice makes on it is passed on to convd
+    as an event, with its stage ("store"). LibreOffice's PDF export starts it with the number of
+    pages and sets it at each page. The words LibreOffice shows with it are not passed on."""
 
-    def __init__(self):
-        self.stage = "load"
+    def __init__(self, stage):
+        self.stage = stage
 
     def tell(self, event):
         event["stage"] = self.stage
@@ -308,11 +308,10 @@ def without_server_paths(document, kind, path):
                 cell.setString(scrubbed(cell.getString()))
 
 
-def load(desktop, request, detection=None, progress=None):
+def load(desktop, request, detection=None):
     url = uno.systemPathToFileUrl(request["input"])
+    # No StatusIndicator: convd reads none of a load's calls (each a round trip to this process).
     options = {"Hidden": True, "ReadOnly": True, "MacroExecutionMode": NEVER_EXECUTE, "UpdateDocMode": NO_UPDATE}
-    if progress is not None:
-        options["StatusIndicator"] = progress
     if request.get("password"):
         options["Password"] = request["password"]
     if request.get("inputFilterOptions"):
@@ -371,13 +370,13 @@ def crash_for_tests(marker, request):
             time.sleep(1)
 
 
-def opened(desktop, request, detection, progress):
+def opened(desktop, request, detection):
     """The document, loaded. PHASE stays "loading" if soffice dies here: the bridge then ends with
     CRASHED_ON_DOCUMENT (office_gone) before main() answers or resets it."""
     global PHASE
     PHASE = "loading"
     crash_for_tests(CRASH_ON_LOAD, request)
-    document = load(desktop, request, detection, progress)
+    document = load(desktop, request, detection)
     PHASE = "converting"
     return document
 
@@ -399,8 +398,7 @@ def kind_of(document):
 
 
 def convert(desktop, request, detection=None):
-    progress = Progress()
-    document = opened(desktop, request, detection, progress)
+    document = opened(desktop, request, detection)
     try:
         if request.get("landscape"):
             set_landscape(document)
@@ -414,8 +412,9 @@ def convert(desktop, request, detection=None):
         target_filter = request["filters"].get(kind)
         if target_filter is None:
             raise Failure("conversion_failed", "A %s document cannot be converted to %s." % (kind, request["target"]))
-        progress.stage = "store"
-        store = {"FilterName": target_filter, "StatusIndicator": progress}
+        store = {"FilterName": target_filter}
+        if request.get("exportIndicator"):
+            store["StatusIndicator"] = Progress("store")
         if request.get("filterOptions"):
             store["FilterOptions"] = request["filterOptions"]
         data = request.get("filterData")

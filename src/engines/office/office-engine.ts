@@ -240,6 +240,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     running: HelperPool, job: EngineJob, output: string,
     input: { filter: string; options?: string; older?: string[] }, filters: Partial<Record<OfficeDocumentKind, string>>, filterOptions: string | undefined,
   ): Promise<ConversionWarning[]> {
+    const progress = officeProgress(job.target, settings.stallMs, job.onProgress);
     const request = {
       op: 'convert',
       input: job.inputPath,
@@ -254,8 +255,8 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
       landscape: job.options.landscape === true,
       password: typeof job.options.password === 'string' ? job.options.password : undefined,
+      exportIndicator: progress.exportIndicator,
     };
-    const progress = officeProgress(job.target, settings.stallMs, job.onProgress);
     try {
       const signal = AbortSignal.any([job.signal, progress.signal]);
       const written = await running.run(request, { signal, onStart: job.startClock, onEvent: progress.onEvent, quick: job.quick === true }) as { warnings?: ConversionWarning[] } | undefined;

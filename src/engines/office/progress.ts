@@ -14,6 +14,13 @@ function isIndicatorEvent(event: unknown): event is IndicatorEvent {
 }
 
 export interface OfficeProgress {
+  /**
+   * Whether the bridge is to pass LibreOffice its progress indicator when it writes the result:
+   * only the PDF export's calls are read, and each is a round trip from LibreOffice to the
+   * bridge's process (a one-page letter's export: three calls, about 1.5 ms of its 10). Never
+   * while it loads: nothing reads a load's calls.
+   */
+  exportIndicator: boolean;
   /** Aborts when the PDF export stalled (ConversionFailure('timeout'), saying on which page). */
   signal: AbortSignal;
   stalled: () => boolean;
@@ -42,6 +49,7 @@ export function officeProgress(target: string, stallMs: number | undefined, onPr
     describe: () => `LibreOffice's PDF export got no further than page ${Math.min(pages, (page ?? 0) + 1)} of ${pages}`,
   });
   return {
+    exportIndicator: target === 'pdf',
     signal: watch.signal,
     stalled: () => watch.stalled,
     stop: () => watch.stop(),
