@@ -407,7 +407,8 @@ def convert(desktop, request, detection=None):
             without_page_numbers(document)
         if kind is None:
             raise Failure("input_invalid", "The document is of a kind that cannot be converted here.")
-        if kind != "writer" or field_scan.may_show_file_name(request["input"], request["source"]):
+        # An encrypted package's parts are not readable to the scan: walked.
+        if kind != "writer" or request.get("password") or field_scan.may_show_file_name(request["input"], request["source"]):
             without_server_paths(document, kind, request["input"])
         target_filter = request["filters"].get(kind)
         if target_filter is None:

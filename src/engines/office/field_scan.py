@@ -1,19 +1,23 @@
-"""Whether a Writer document can hold a file-name field, read from the file's own XML.
+"""Whether a Writer document can hold a field that prints where its file is, read from its bytes.
 
-Imported by bridge.py. Walking a loaded document's text fields for a FILENAME field (whose
-server path the bridge replaces) costs 2-3 ms of UNO round trips even when it has none, about a
-twentieth of a one-page letter's conversion. Word and OpenDocument files say in their XML whether
-they hold fields at all: where they provably hold none, the walk is skipped. Every doubt (another
-format, a damaged package, a part too large to read whole, a document that pulls in other
-documents) answers True, and the walk runs as before.
+Imported by bridge.py. Walking a loaded document's text fields for one (whose server path the
+bridge replaces) costs 2-3 ms of UNO round trips even when it has none, about a twentieth of a
+one-page letter's conversion. Word and OpenDocument files say in their XML whether they hold
+fields at all: where they provably hold none, the walk is skipped. Every doubt (another format, a
+damaged or encrypted package, more than the scan reads, a part in an encoding whose bytes are not
+ASCII's, a DTD) answers True, and the walk runs as before.
+
+Every entry of a package is read, whatever its name: LibreOffice finds a Word part through the
+package's relationships (a header may be `/hdr/h.bin`), not by where Word puts it.
 """
 
 import re
 import zipfile
 
-MAX_PARTS = 10000
-# What is read at most, all parts together; a package holding more is walked over UNO.
-MAX_BYTES = 32 * 1024 * 1024
+MAX_PARTS = 2000
+# What is read at most, all entries together (uncompressed): a one-page letter's package is a few
+# dozen KiB, and past this the scan would cost about what the walk it saves does.
+MAX_BYTES = 512 * 1024
 
 WORD = {"docx", "docm", "dotx", "dotm"}
 ODF = {"odt", "ott"}
@@ -24,9 +28,18 @@ FLAT_ODF = {"fodt"}
 # altChunk and subDoc bring in other documents, whose fields LibreOffice imports with them.
 # Local names only: a package may bind WordprocessingML to any prefix.
 WORD_FIELD = re.compile(rb"instrText|fldSimple|fldChar|altChunk|subDoc")
-# OpenDocument's file-name field (text:file-name, under whatever prefix).
-ODF_FIELD = re.compile(rb"file-name")
-WORD_PART = re.compile(r"^word/.+\.xml$")
+# OpenDocument's fields that can print a file's place (text:file-name, text:template-name, under
+# whatever prefix), and an encrypted package (its parts are not readable here).
+ODF_FIELD = re.compile(rb"file-name|template-name|encryption-data")
+# Entity declarations could spell markup the pattern does not see (character references).
+DTD = re.compile(rb"<!DOCTYPE|<!ENTITY", re.IGNORECASE)
+XML_DECLARATION = re.compile(rb"^<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)")
+# Encodings in which every ASCII character is its ASCII byte, so the patterns match as written.
+ASCII_COMPATIBLE = {b"utf-8", b"utf8", b"us-ascii", b"ascii", b"iso-8859-1", b"latin1", b"iso-8859-15", b"windows-1252"}
+UTF8_BOM = b"\xef\xbb\xbf"
+# How XML in other encodings starts (UTF-16 and UTF-32 with or without a byte order mark, EBCDIC's
+# "<?xm"): a NUL in the first four bytes, or these.
+OTHER_ENCODING_STARTS = (b"\xfe\xff", b"\xff\xfe", b"\x4c\x6f\xa7\x94", b"\x2b\x2f\x76")
 
 
 def may_show_file_name(path, source):
@@ -35,29 +48,37 @@ def may_show_file_name(path, source):
         if source in FLAT_ODF:
             with open(path, "rb") as stream:
                 data = stream.read(MAX_BYTES + 1)
-            return len(data) > MAX_BYTES or ODF_FIELD.search(data) is not None
+            return len(data) > MAX_BYTES or unclear(data, ODF_FIELD)
         if source in WORD:
-            return package_has(path, WORD_PART.match, WORD_FIELD)
+            return package_has(path, WORD_FIELD)
         if source in ODF:
-            return package_has(path, lambda name: name.endswith(".xml"), ODF_FIELD)
+            return package_has(path, ODF_FIELD)
     except Exception:
         return True
     return True
 
 
-def package_has(path, wanted, pattern):
-    """Whether a part the name test picks matches the pattern, True for what cannot be read whole."""
+def package_has(path, pattern):
+    """Whether any entry of the package may hold what the pattern finds (True for what cannot be read whole)."""
     with zipfile.ZipFile(path) as archive:
         infos = archive.infolist()
-        if len(infos) > MAX_PARTS:
+        if not infos or len(infos) > MAX_PARTS or sum(info.file_size for info in infos) > MAX_BYTES:
             return True
-        parts = [info for info in infos if wanted(info.filename)]
-        if not parts or sum(info.file_size for info in parts) > MAX_BYTES:
-            return True
-        for info in parts:
+        for info in infos:
             with archive.open(info) as stream:
-                data = stream.read(info.file_size + 1)
-            # A part longer than its entry says (a forged size) is read no further.
-            if len(data) > info.file_size or pattern.search(data):
+                data = stream.read(MAX_BYTES + 1)
+            # An entry longer than its header says is read no further.
+            if len(data) > info.file_size or unclear(data, pattern):
                 return True
     return False
+
+
+def unclear(data, pattern):
+    """Whether these bytes may hold what the pattern finds: they do, or they are not bytes it can read."""
+    head = data[:4]
+    if b"\x00" in head or head.startswith(OTHER_ENCODING_STARTS):
+        return True
+    declared = XML_DECLARATION.match(data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data)
+    if declared and declared.group(1).lower() not in ASCII_COMPATIBLE:
+        return True
+    return pattern.search(data) is not None or DTD.search(data) is not None

@@ -3,7 +3,8 @@ import { ProgressWatch } from '../process/progress-watch.ts';
 /** One call on the bridge's progress indicator (bridge.py `Progress`). */
 interface IndicatorEvent {
   progress: 'start' | 'value' | 'end';
-  stage: 'load' | 'store';
+  /** Where LibreOffice called it: the bridge passes it only to a store (`exportIndicator`). */
+  stage: 'store';
   range?: number;
   value?: number;
 }
