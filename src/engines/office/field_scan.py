@@ -27,19 +27,22 @@ FLAT_ODF = {"fodt"}
 # code over runs at will ("FILE" in one, "NAME \p" in the next), so any field at all counts.
 # altChunk and subDoc bring in other documents, whose fields LibreOffice imports with them.
 # Local names only: a package may bind WordprocessingML to any prefix.
-WORD_FIELD = re.compile(rb"instrText|fldSimple|fldChar|altChunk|subDoc")
+WORD_FIELD = (b"instrText", b"fldSimple", b"fldChar", b"altChunk", b"subDoc")
 # OpenDocument's fields that can print a file's place (text:file-name, text:template-name, under
 # whatever prefix), and an encrypted package (its parts are not readable here).
-ODF_FIELD = re.compile(rb"file-name|template-name|encryption-data")
-# Entity declarations could spell markup the pattern does not see (character references).
-DTD = re.compile(rb"<!DOCTYPE|<!ENTITY", re.IGNORECASE)
-XML_DECLARATION = re.compile(rb"^<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)")
-# Encodings in which every ASCII character is its ASCII byte, so the patterns match as written.
+ODF_FIELD = (b"file-name", b"template-name", b"encryption-data")
+# Entity declarations could spell markup the words above do not show (character references).
+DTD = (b"<!DOCTYPE", b"<!ENTITY")
+XML_DECLARATION = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)")
+# Encodings in which every ASCII character is its ASCII byte, so the words match as written.
 ASCII_COMPATIBLE = {b"utf-8", b"utf8", b"us-ascii", b"ascii", b"iso-8859-1", b"latin1", b"iso-8859-15", b"windows-1252"}
 UTF8_BOM = b"\xef\xbb\xbf"
-# How XML in other encodings starts (UTF-16 and UTF-32 with or without a byte order mark, EBCDIC's
-# "<?xm"): a NUL in the first four bytes, or these.
-OTHER_ENCODING_STARTS = (b"\xfe\xff", b"\xff\xfe", b"\x4c\x6f\xa7\x94", b"\x2b\x2f\x76")
+# How XML in other encodings starts, as libxml2 (LibreOffice's parser) tells them: UTF-16 and
+# UTF-32 with or without a byte order mark, EBCDIC's "<?xm", UTF-7's mark.
+OTHER_ENCODING_STARTS = (
+    b"\x00\x00\x00\x3c", b"\x3c\x00\x00\x00", b"\x00\x00\x3c\x00", b"\x00\x3c\x00\x00", b"\x00\x3c", b"\x3c\x00",
+    b"\x00\x00\xfe\xff", b"\xfe\xff", b"\xff\xfe", b"\x4c\x6f\xa7\x94", b"\x2b\x2f\x76",
+)
 
 
 def may_show_file_name(path, source):
@@ -58,8 +61,8 @@ def may_show_file_name(path, source):
     return True
 
 
-def package_has(path, pattern):
-    """Whether any entry of the package may hold what the pattern finds (True for what cannot be read whole)."""
+def package_has(path, words):
+    """Whether any entry of the package may hold one of the words (True for what cannot be read whole)."""
     with zipfile.ZipFile(path) as archive:
         infos = archive.infolist()
         if not infos or len(infos) > MAX_PARTS or sum(info.file_size for info in infos) > MAX_BYTES:
@@ -68,17 +71,17 @@ def package_has(path, pattern):
             with archive.open(info) as stream:
                 data = stream.read(MAX_BYTES + 1)
             # An entry longer than its header says is read no further.
-            if len(data) > info.file_size or unclear(data, pattern):
+            if len(data) > info.file_size or unclear(data, words):
                 return True
     return False
 
 
-def unclear(data, pattern):
-    """Whether these bytes may hold what the pattern finds: they do, or they are not bytes it can read."""
-    head = data[:4]
-    if b"\x00" in head or head.startswith(OTHER_ENCODING_STARTS):
+def unclear(data, words):
+    """Whether these bytes may hold one of the words: they do, or they are not bytes where a search finds them."""
+    if data.startswith(OTHER_ENCODING_STARTS):
         return True
-    declared = XML_DECLARATION.match(data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data)
+    declared = XML_DECLARATION.match(data, len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0, 512)
     if declared and declared.group(1).lower() not in ASCII_COMPATIBLE:
         return True
-    return pattern.search(data) is not None or DTD.search(data) is not None
+    # bytes.find, not a regular expression: a search of memory, ten times as fast on a 100 KiB part.
+    return any(word in data for word in words) or any(word in data for word in DTD)
