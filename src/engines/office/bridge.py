@@ -66,6 +66,12 @@ CRASH_SIGNALS = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, s
 CRASH_ON_LOAD = os.environ.get("CONVD_TEST_CRASH_ON_LOAD") or None
 CRASH_ON_STORE = os.environ.get("CONVD_TEST_CRASH_ON_STORE") or None
 CRASH_ONE_OFF = os.environ.get("CONVD_TEST_CRASH_ONE_OFF") or None
+# How long soffice may take to end after the tests' SIGABRT. Its own crash handler can hang instead
+# (it takes locks the interrupted thread may hold: once in CI, 40 minutes on a futex with every
+# signal blocked, and the test with it); past this it is killed and counted as the crash it was
+# made to be. Set when that happened.
+TEST_ABORT_WAIT_S = 10
+ABORTED_FOR_TESTS = False
 
 # The profile's settings: linked images and other links of an untrusted document are not loaded
 # (LibreOffice would read file:///etc/passwd or fetch a loopback URL named in a docx), and xlsx
@@ -364,8 +370,13 @@ def unreadable(request, error):
 def crash_for_tests(marker, request):
     """The tests' fault: soffice aborts (as 7.4 does on some real files) when the document's name
     holds `marker`; watch_office then ends this bridge."""
+    global ABORTED_FOR_TESTS
     if marker and marker in os.path.basename(request["input"]):
         os.kill(OFFICE.pid, signal.SIGABRT)
+        time.sleep(TEST_ABORT_WAIT_S)
+        # Still here: soffice's crash handler hangs. watch_office ends the bridge once it is killed.
+        ABORTED_FOR_TESTS = True
+        OFFICE.kill()
         while True:
             time.sleep(1)
 
@@ -499,13 +510,25 @@ def office_gone(code, during):
     """Ends this bridge after its soffice ended with `code` (None: not reaped yet). Both threads
     come here (whichever sees the end first): a crash while a document was being opened is told
     by the exit status, as no answer can be sent."""
-    if PHASE in ("loading", "converting") and crashed(code):
+    if PHASE in ("loading", "converting") and (crashed(code) or ABORTED_FOR_TESTS):
         sys.stderr.write("soffice crashed (signal %d) while %s the document\n" % (-code, "opening" if PHASE == "loading" else "writing"))
         sys.stderr.flush()
         os._exit(CRASHED_ON_DOCUMENT)
     sys.stderr.write("soffice exited (%s)%s\n" % (code, during))
     sys.stderr.flush()
     os._exit(1)
+
+
+def aborted_for_tests(office):
+    """The tests' fault in the second way: soffice aborted as it starts; its exit status, SIGABRT's
+    also where its crash handler hangs and it is killed (TEST_ABORT_WAIT_S)."""
+    os.kill(office.pid, signal.SIGABRT)
+    try:
+        return office.wait(timeout=TEST_ABORT_WAIT_S)
+    except subprocess.TimeoutExpired:
+        office.kill()
+        office.wait()
+        return -signal.SIGABRT
 
 
 def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv):
@@ -525,9 +548,7 @@ def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv
     # A fresh profile: the first start makes it and asks to be started again.
     for _ in range(3):
         office = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr)
-        if CRASH_ONE_OFF and CRASH_ONE_OFF in os.path.basename(source):
-            os.kill(office.pid, signal.SIGABRT)
-        code = office.wait()
+        code = aborted_for_tests(office) if CRASH_ONE_OFF and CRASH_ONE_OFF in os.path.basename(source) else office.wait()
         if code != RESTART_REQUESTED:
             break
     if crashed(code):

@@ -1,0 +1,60 @@
+/**
+ * The office tests' injected crash (bridge.py's CONVD_TEST_CRASH_* faults) ends as a crash even
+ * when soffice's own crash handler hangs instead of ending it: a soffice that does not die of
+ * its SIGABRT is killed after TEST_ABORT_WAIT_S and counted as the crash it was made to be (CI
+ * once waited 40 minutes on one). Stood in for here by a process that ignores SIGABRT.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { findOffice } from '../../src/engines/office/find-office.ts';
+
+const run = promisify(execFile);
+const OFFICE_DIR = fileURLToPath(new URL('../../src/engines/office/', import.meta.url));
+const office = await findOffice(process.env);
+const skip = office.ready ? false : `LibreOffice's Python is not here: ${office.ready ? '' : office.problem}`;
+
+/** A child that outlives a SIGABRT, as a soffice whose crash handler hangs; says when it is ready to. */
+const STUBBORN = 'import signal, time; signal.signal(signal.SIGABRT, signal.SIG_IGN); print("ready", flush=True); time.sleep(60)';
+
+describe('the office tests\' injected crash', { skip }, () => {
+  it('in the second way: a soffice that outlives its SIGABRT is killed and reported as aborted', async () => {
+    const script = [
+      'import subprocess, sys, time, bridge',
+      'bridge.TEST_ABORT_WAIT_S = 1',
+      `child = subprocess.Popen([sys.executable, "-c", ${JSON.stringify(STUBBORN)}], stdout=subprocess.PIPE)`,
+      'child.stdout.readline()',
+      'started = time.monotonic()',
+      'code = bridge.aborted_for_tests(child)',
+      'print(code, bridge.crashed(code), round(time.monotonic() - started, 1), child.poll() is not None)',
+    ].join('\n');
+    const { stdout } = await run(office.ready ? office.python : 'python3', ['-c', script], { cwd: OFFICE_DIR, timeout: 30_000 });
+    const [code, crashed, seconds, ended] = stdout.trim().split(' ');
+    assert.equal(code, '-6');
+    assert.equal(crashed, 'True');
+    assert.ok(Number(seconds) >= 1 && Number(seconds) < 10, stdout);
+    assert.equal(ended, 'True', 'the stubborn child is gone');
+  });
+
+  it('in an instance: the bridge ends as crashed on the document, not waiting forever', async () => {
+    const script = [
+      'import subprocess, sys, bridge',
+      'bridge.TEST_ABORT_WAIT_S = 1',
+      `bridge.OFFICE = subprocess.Popen([sys.executable, "-c", ${JSON.stringify(STUBBORN)}], stdout=subprocess.PIPE)`,
+      'bridge.OFFICE.stdout.readline()',
+      'bridge.PHASE = "loading"',
+      'bridge.watch_office(bridge.OFFICE)',
+      'bridge.crash_for_tests("crash-here", {"input": "/nowhere/crash-here.docx"})',
+    ].join('\n');
+    const started = performance.now();
+    const exit = await run(office.ready ? office.python : 'python3', ['-c', script], { cwd: OFFICE_DIR, timeout: 30_000 }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? '' }),
+    );
+    assert.equal(exit.code, 3, `CRASHED_ON_DOCUMENT: ${exit.stderr}`);
+    assert.match(exit.stderr, /soffice crashed .* while opening the document/);
+    assert.ok(performance.now() - started < 15_000);
+  });
+});
