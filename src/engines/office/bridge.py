@@ -105,16 +105,12 @@ def send(message):
 
 
 class Progress(unohelper.Base, XStatusIndicator):
-    """The StatusIndicator of a document's store, given where the request asks (convd reads only
+    """The StatusIndicator of a document's export, given where the request asks (convd reads only
     the PDF export's: office/progress.ts): each call LibreOffice makes on it is passed on to convd
-    as an event, with its stage ("store"). LibreOffice's PDF export starts it with the number of
-    pages and sets it at each page. The words LibreOffice shows with it are not passed on."""
-
-    def __init__(self, stage):
-        self.stage = stage
+    as an event. LibreOffice's PDF export starts it with the number of pages and sets it at each
+    page. The words LibreOffice shows with it are not passed on."""
 
     def tell(self, event):
-        event["stage"] = self.stage
         try:
             send({"type": "event", "event": event})
         except Exception:
@@ -426,7 +422,7 @@ def convert(desktop, request, detection=None):
             raise Failure("conversion_failed", "A %s document cannot be converted to %s." % (kind, request["target"]))
         store = {"FilterName": target_filter}
         if request.get("exportIndicator"):
-            store["StatusIndicator"] = Progress("store")
+            store["StatusIndicator"] = Progress()
         if request.get("filterOptions"):
             store["FilterOptions"] = request["filterOptions"]
         data = request.get("filterData")
@@ -511,7 +507,8 @@ def office_gone(code, during):
     come here (whichever sees the end first): a crash while a document was being opened is told
     by the exit status, as no answer can be sent."""
     if PHASE in ("loading", "converting") and (crashed(code) or ABORTED_FOR_TESTS):
-        sys.stderr.write("soffice crashed (signal %d) while %s the document\n" % (-code, "opening" if PHASE == "loading" else "writing"))
+        number = signal.SIGABRT if ABORTED_FOR_TESTS else -code
+        sys.stderr.write("soffice crashed (signal %d) while %s the document\n" % (number, "opening" if PHASE == "loading" else "writing"))
         sys.stderr.flush()
         os._exit(CRASHED_ON_DOCUMENT)
     sys.stderr.write("soffice exited (%s)%s\n" % (code, during))

@@ -3,15 +3,13 @@ import { ProgressWatch } from '../process/progress-watch.ts';
 /** One call on the bridge's progress indicator (bridge.py `Progress`). */
 interface IndicatorEvent {
   progress: 'start' | 'value' | 'end';
-  /** Where LibreOffice called it: the bridge passes it only to a store (`exportIndicator`). */
-  stage: 'store';
   range?: number;
   value?: number;
 }
 
 function isIndicatorEvent(event: unknown): event is IndicatorEvent {
   const candidate = event as Partial<IndicatorEvent> | null;
-  return typeof candidate === 'object' && candidate !== null && typeof candidate.progress === 'string' && typeof candidate.stage === 'string';
+  return typeof candidate === 'object' && candidate !== null && typeof candidate.progress === 'string';
 }
 
 export interface OfficeProgress {
@@ -55,7 +53,8 @@ export function officeProgress(target: string, stallMs: number | undefined, onPr
     stalled: () => watch.stalled,
     stop: () => watch.stop(),
     onEvent(event) {
-      if (!isIndicatorEvent(event) || event.stage !== 'store' || target !== 'pdf') return;
+      // The bridge passes the indicator to a PDF export only (`exportIndicator`): every call is the export's.
+      if (!isIndicatorEvent(event) || target !== 'pdf') return;
       if (event.progress === 'start' && typeof event.range === 'number' && event.range > 0) {
         pages = event.range;
         page = undefined;
