@@ -250,4 +250,111 @@ describe('helper pool', () => {
       await pool.close();
     }
   });
+
+  /**
+   * A helper that, like LibreOffice's bridge, answers a task before it has finished with it: the
+   * result says `settling`, and `settled` follows once the rest is done (on SIGUSR2 here, at once,
+   * or never, or the process ends instead). It reads its requests one at a time, in order, and
+   * answers each with its pid and how many it has answered.
+   */
+  const SETTLING_HELPER = `
+    const out = require('node:fs').createWriteStream('', { fd: 3 });
+    const say = (message) => out.write(JSON.stringify(message) + '\\n');
+    const queue = [];
+    let settling = null;
+    let answered = 0;
+    const next = () => {
+      if (settling || queue.length === 0) return;
+      const request = JSON.parse(queue.shift());
+      const result = { type: 'result', ok: true, value: { pid: process.pid, answered: ++answered }, settling: true };
+      // Settled at once: both lines in one write, so that convd reads them together.
+      if (request.then === 'now') return out.write(JSON.stringify(result) + '\\n' + JSON.stringify({ type: 'settled' }) + '\\n', next);
+      say(result);
+      settling = request.then ?? 'signal';
+      if (settling === 'exit') setTimeout(() => process.exit(1), 100);
+    };
+    process.on('SIGUSR2', () => {
+      if (settling !== 'signal') return;
+      settling = null;
+      say({ type: 'settled' });
+      next();
+    });
+    say({ type: 'ready' });
+    require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+      queue.push(line);
+      next();
+    });`;
+
+  function settlingPool(size: number, settleTimeoutMs?: number): HelperPool {
+    return new HelperPool({
+      name: 'settling', size, recycleAfter: 100,
+      helper: () => ({ name: 'settling', command: { command: process.execPath, args: ['-e', SETTLING_HELPER] }, startTimeoutMs: 10_000, ...(settleTimeoutMs ? { settleTimeoutMs } : {}) }),
+    });
+  }
+
+  type Answer = { pid: number; answered: number };
+  const task = () => ({ signal: new AbortController().signal });
+
+  it('a result that says settling answers its task at once; the next task is read once the helper has settled', async () => {
+    const pool = settlingPool(1);
+    try {
+      const first = await pool.run({}, task()) as Answer;
+      assert.equal(first.answered, 1, 'answered while the helper still settles (it settles only on SIGUSR2)');
+      let second: Answer | null = null;
+      const running = pool.run({}, task()).then((answer) => (second = answer as Answer));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(second, null, 'not answered before the helper settled');
+      process.kill(first.pid, 'SIGUSR2');
+      await running;
+      assert.deepEqual(second, { pid: first.pid, answered: 2 }, 'the same helper took it once settled');
+      assert.equal(pool.status().started, 1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('of two warm helpers, a task goes to the one that is not settling', async () => {
+    const pool = settlingPool(2);
+    try {
+      // The first slot's helper settles on SIGUSR2 only, the second's at once.
+      const [a, b] = await Promise.all([pool.run({}, task()), pool.run({ then: 'now' }, task())]) as Answer[];
+      assert.notEqual(a!.pid, b!.pid);
+      const third = await Promise.race([
+        pool.run({}, task()) as Promise<Answer>,
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000)),
+      ]);
+      assert.equal(third?.pid, b!.pid, 'the task went to the settled helper, not behind the one still settling');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a helper that ends while settling: the task sent to it meanwhile goes to a new helper', async () => {
+    const pool = settlingPool(1);
+    try {
+      const first = await pool.run({ then: 'exit' }, task()) as Answer;
+      const second = await pool.run({}, task()) as Answer;
+      assert.notEqual(second.pid, first.pid);
+      assert.equal(second.answered, 1);
+      assert.equal(pool.status().started, 2);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a helper that never settles is killed after its settle time; the task waiting for it goes to a new one', async () => {
+    const pool = settlingPool(1, 400);
+    try {
+      const first = await pool.run({ then: 'never' }, task()) as Answer;
+      const second = await Promise.race([
+        pool.run({}, task()) as Promise<Answer>,
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000)),
+      ]);
+      assert.ok(second, 'answered within 10 s');
+      assert.notEqual(second.pid, first.pid);
+      await waitFor(() => !isRunning(first.pid), 5000, 'the stuck helper to be killed');
+    } finally {
+      await pool.close();
+    }
+  });
 });

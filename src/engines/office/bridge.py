@@ -8,6 +8,9 @@ number of {"type": "event", "event": {"progress": ...}} (what LibreOffice's prog
 was told while it wrote the result, when the request asks with "exportIndicator": office/progress.ts
 reads them) and one
 {"type": "result", "ok": true, "value": {...}} or {"type": "result", "ok": false, "error": {...}}.
+A converted document's result says "settling": the file is written, and the bridge closes the
+document after answering, then sends {"type": "settled"}; convd sends it nothing before that
+(src/engines/process/helper-process.ts).
 
 It runs under the Python that LibreOffice's `uno` module was built for (Debian: /usr/bin/python3
 with python3-uno), started by convd in a process group of its own with soffice inside it, so a
@@ -435,14 +438,11 @@ def convert(desktop, request, detection=None):
             message = str(getattr(error, "Message", "") or error).strip().splitlines()
             raise Failure("conversion_failed", "LibreOffice could not write the %s file%s." % (request["target"], ": " + message[0] if message else ""), error)
         written = {"kind": kind, "warnings": font_warnings(request)}
-    finally:
-        # After a crash the close fails on the dead bridge; that must not hide a Failure above.
-        gone = close(document)
-    if gone is not None:
-        # Written, but soffice died under the close: answering would hand the next document to a
-        # dying instance. Failed as a crash, this instance ends and the next gets a new one.
-        raise Failure("conversion_failed", "LibreOffice stopped while closing the document.", gone)
-    return written
+    except BaseException:
+        # After a crash the close fails on the dead bridge; that must not hide the Failure.
+        close(document)
+        raise
+    return written, document
 
 
 def font_warnings(request):
@@ -475,6 +475,18 @@ def bridge_disposed(error):
             return True
         error = getattr(error, "cause", None) or error.__cause__ or error.__context__
     return False
+
+
+def settle(office, document):
+    """Closes the document a result was sent for, then tells convd this instance takes the next
+    one ({"type": "settled"}; convd sends none before). If soffice died under the close, this
+    bridge ends instead, and the next document goes to a new instance."""
+    global PHASE
+    PHASE = "closing"
+    gone = close(document)
+    if gone is not None:
+        end_if_office_died(office, gone)
+    send({"type": "settled"})
 
 
 def end_if_office_died(office, error):
@@ -600,19 +612,25 @@ def main():
         except ValueError:
             send({"type": "result", "ok": False, "error": {"kind": "internal", "message": "the request is not JSON"}})
             continue
+        written = None
         try:
             if request.get("op") == "ping":
                 # A health check: the office answers a call over the bridge.
                 desktop.getComponents()
                 send({"type": "result", "ok": True, "value": {}})
             else:
-                send({"type": "result", "ok": True, "value": convert(desktop, request, detection)})
+                written, document = convert(desktop, request, detection)
         except Failure as failure:
             end_if_office_died(office, failure.cause)
             send({"type": "result", "ok": False, "error": {"kind": "conversion", "code": failure.code, "message": failure.message}})
         except Exception as error:
             end_if_office_died(office, error)
             send({"type": "result", "ok": False, "error": {"kind": "internal", "message": traceback.format_exc(limit=3)}})
+        if written is not None:
+            # The file is whole once storeToURL has returned: convd takes it while LibreOffice
+            # closes the document (3-4 ms of a one-page letter's 40, more for a long one).
+            send({"type": "result", "ok": True, "value": written, "settling": True})
+            settle(office, document)
         PHASE = "idle"
     # stdin closed: convd wants this instance to end.
     stop_office(office, desktop)

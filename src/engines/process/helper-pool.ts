@@ -1,5 +1,5 @@
 import { dropWhenLong } from './group.ts';
-import { HelperProcess, type HelperOptions } from './helper-process.ts';
+import { HelperDied, HelperProcess, type HelperOptions } from './helper-process.ts';
 import { Supervised, type HelperLifecycle } from './supervisor.ts';
 
 export interface HelperPoolOptions {
@@ -98,7 +98,8 @@ export class HelperPool {
     let failed = 0;
     await Promise.all(this.slots.map(async (slot) => {
       const helper = slot.helper;
-      if (slot.busy || !helper?.healthy() || this.closed) return;
+      // One still settling its last task is checked next time.
+      if (slot.busy || !helper?.healthy() || helper.value.settling || this.closed) return;
       slot.busy = true;
       // A check is not a task: it does not bring a recycle nearer.
       const done = helper.hold();
@@ -129,24 +130,35 @@ export class HelperPool {
     const slot = await this.acquire(task.signal, task.quick === true);
     let helper: Helper | null = null;
     let done: () => void = () => undefined;
+    let started = false;
     try {
-      helper = await this.helperOf(slot);
-      task.signal.throwIfAborted();
-      done = helper.use();
-      task.onStart?.();
-      const running = helper;
-      const onAbort = () => running.kill();
-      task.signal.addEventListener('abort', onAbort, { once: true });
-      const endWatch = running.value.niced ? dropWhenLong(running.value.pid, true, () => running.alive) : () => undefined;
-      this.keepSpare();
-      try {
-        return await running.value.run(request, task.onEvent);
-      } catch (error) {
-        if (task.signal.aborted) throw task.signal.reason;
-        throw error;
-      } finally {
-        endWatch();
-        task.signal.removeEventListener('abort', onAbort);
+      for (;;) {
+        helper = await this.helperOf(slot);
+        task.signal.throwIfAborted();
+        done = helper.use();
+        if (!started) task.onStart?.();
+        started = true;
+        const running = helper;
+        const onAbort = () => running.kill();
+        task.signal.addEventListener('abort', onAbort, { once: true });
+        const endWatch = running.value.niced ? dropWhenLong(running.value.pid, true, () => running.alive) : () => undefined;
+        this.keepSpare();
+        try {
+          return await running.value.run(request, task.onEvent);
+        } catch (error) {
+          if (task.signal.aborted) throw task.signal.reason;
+          // Its helper ended settling the task before, never having read this one: a new one takes it.
+          if (error instanceof HelperDied && error.unread && !this.closed) {
+            this.lost += 1;
+            done();
+            done = () => undefined;
+            continue;
+          }
+          throw error;
+        } finally {
+          endWatch();
+          task.signal.removeEventListener('abort', onAbort);
+        }
       }
     } finally {
       this.release(slot, helper, done);
@@ -210,7 +222,9 @@ export class HelperPool {
     const spares = this.options.spares;
     const keepWarm = !quick && spares !== undefined && cold !== undefined
       && this.slots.some((slot) => slot.busy) && warm.length <= spares.count;
-    const free = (keepWarm ? cold : warm[0]) ?? this.slots.find((slot) => !slot.busy);
+    // Of the warm ones, one that is not still settling its last task (it would make this one wait).
+    const ready = warm.find((slot) => !slot.helper!.value.settling) ?? warm[0];
+    const free = (keepWarm ? cold : ready) ?? this.slots.find((slot) => !slot.busy);
     if (free) {
       free.busy = true;
       return Promise.resolve(free);

@@ -31,6 +31,11 @@ export interface HelperOptions {
   niceness?: number;
   /** Run once the process has exited, whatever the way (its profile directory removed, say). */
   cleanup?: () => Promise<void>;
+  /**
+   * How long a helper may take to settle after a result it sent with `settling` (see
+   * HelperMessage) before its group is killed; a default of 60 s.
+   */
+  settleTimeoutMs?: number;
 }
 
 /** Why a helper's process ended. */
@@ -44,20 +49,30 @@ export interface HelperExit {
   stderrTail: string;
 }
 
-/** A task's helper went away before answering (killed, crashed, out of memory). */
+/**
+ * A task's helper went away before answering (killed, crashed, out of memory). `unread`: it ended
+ * while still settling the task before (HelperMessage `settling`), so this one's request was never
+ * read, and another helper may take it.
+ */
 export class HelperDied extends Error {
-  constructor(readonly helper: string, readonly exit: HelperExit) {
+  constructor(readonly helper: string, readonly exit: HelperExit, readonly unread = false) {
     super(`${helper} ended (${exit.end}; code ${exit.code ?? '-'}, signal ${exit.signal ?? '-'})`);
     this.name = 'HelperDied';
   }
 }
 
-/** A message a helper sends: `ready` once, then per task any number of `event`s and one `result`. */
+/**
+ * A message a helper sends: `ready` once, then per task any number of `event`s and one `result`.
+ * A result with `settling` says the helper has work of its own left from the task (LibreOffice
+ * closing the document it wrote), which it ends with `settled`: the task is answered at once, and
+ * the helper takes no next one before it settles.
+ */
 export type HelperMessage =
   | { type: 'ready' }
   | { type: 'event'; event: unknown }
-  | { type: 'result'; ok: true; value: unknown }
-  | { type: 'result'; ok: false; error: unknown };
+  | { type: 'result'; ok: true; value: unknown; settling?: boolean }
+  | { type: 'result'; ok: false; error: unknown; settling?: boolean }
+  | { type: 'settled' };
 
 /** A task the helper answered with `ok: false`: its `error` is the helper's own description. */
 export class HelperTaskError extends Error {
@@ -68,12 +83,15 @@ export class HelperTaskError extends Error {
 }
 
 const DEFAULT_MEMORY_POLL_MS = 200;
+const DEFAULT_SETTLE_TIMEOUT_MS = 60_000;
 const STDERR_TAIL_CHARS = 16 * 1024;
 
 interface Task {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   onEvent: (event: unknown) => void;
+  /** Sent while the helper was settling the task before: not read until it settles. */
+  queued?: boolean;
 }
 
 /**
@@ -94,6 +112,8 @@ export class HelperProcess {
   private memoryTimer: NodeJS.Timeout | undefined;
   /** The most resident memory seen during the last task (0 where it is not read). */
   private peakBytes = 0;
+  /** While the helper finishes the work its last result left (HelperMessage `settling`). */
+  private settlement: { timer: NodeJS.Timeout } | null = null;
   /** Settles when the process has exited and its pipes are closed. */
   readonly exited: Promise<HelperExit>;
 
@@ -127,7 +147,8 @@ export class HelperProcess {
         const cannotExec = execFailure(options.command.command, code, this.stderrTail);
         const exit: HelperExit = { code, signal, end: this.end, stderrTail: cannotExec ? cannotExec.message : this.stderrTail.trim() };
         this.exitInfo = exit;
-        this.failTask(new HelperDied(options.name, exit));
+        this.failTask(new HelperDied(options.name, exit, this.task?.queued === true && this.settlement !== null));
+        this.endSettlement();
         void (options.cleanup?.() ?? Promise.resolve()).catch(() => undefined).then(() => resolve(exit));
       });
     });
@@ -178,6 +199,10 @@ export class HelperProcess {
     } catch {
       return; // not ours: the protocol is one JSON object per line
     }
+    if (message.type === 'settled') {
+      this.endSettlement();
+      return;
+    }
     const task = this.task;
     if (!task) return;
     if (message.type === 'event') {
@@ -186,9 +211,28 @@ export class HelperProcess {
     }
     this.task = null;
     this.stopWatchingMemory();
+    if (message.type === 'result' && message.settling === true) this.startSettlement();
     if (message.type === 'ready') task.resolve(undefined);
     else if (message.ok) task.resolve(message.value);
     else task.reject(new HelperTaskError(message.error));
+  }
+
+  /** The result said the helper has work left: no next request until it settles, within its time. */
+  private startSettlement(): void {
+    if (this.settlement || this.exitInfo) return;
+    // A helper stuck in its own clean-up would hold its slot for good: it is killed instead, and
+    // a task sent meanwhile goes to a new one (HelperDied `unread`).
+    const timer = setTimeout(() => this.kill('killed'), this.options.settleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS);
+    timer.unref();
+    this.settlement = { timer };
+  }
+
+  private endSettlement(): void {
+    const settlement = this.settlement;
+    if (!settlement) return;
+    this.settlement = null;
+    clearTimeout(settlement.timer);
+    if (this.task) this.task.queued = false;
   }
 
   private failTask(error: unknown): void {
@@ -205,12 +249,24 @@ export class HelperProcess {
     return this.task !== null;
   }
 
-  /** Sends one request; resolves with the helper's answer, rejects with HelperTaskError or HelperDied. */
+  /**
+   * Whether it is still finishing its last task's own work (HelperMessage `settling`). A request
+   * sent now is written at once and read once it has settled (a helper reads one line at a time);
+   * HelperPool gives a task to a helper that is not settling first.
+   */
+  get settling(): boolean {
+    return this.settlement !== null;
+  }
+
+  /**
+   * Sends one request; resolves with the helper's answer, rejects with HelperTaskError or
+   * HelperDied (`unread` where it ended while settling the last task, before reading this one).
+   */
   run(request: unknown, onEvent: (event: unknown) => void = () => undefined): Promise<unknown> {
     if (this.exitInfo) return Promise.reject(new HelperDied(this.options.name, this.exitInfo));
     if (this.task) return Promise.reject(new Error(`${this.options.name} is busy`));
     const answer = new Promise<unknown>((resolve, reject) => {
-      this.task = { resolve, reject, onEvent };
+      this.task = { resolve, reject, onEvent, ...(this.settlement ? { queued: true } : {}) };
     });
     this.watchMemory();
     (this.child.stdin as Writable).write(`${JSON.stringify(request)}\n`);
