@@ -301,12 +301,16 @@ describe('helper pool', () => {
       const first = await pool.run({}, task()) as Answer;
       assert.equal(first.answered, 1, 'answered while the helper still settles (it settles only on SIGUSR2)');
       let second: Answer | null = null;
-      const running = pool.run({}, task()).then((answer) => (second = answer as Answer));
+      // The task's clock (its time limit, its engine time) starts when the helper takes it up.
+      let starts = 0;
+      const running = pool.run({}, { ...task(), onStart: () => starts++ }).then((answer) => (second = answer as Answer));
       await new Promise((resolve) => setTimeout(resolve, 300));
       assert.equal(second, null, 'not answered before the helper settled');
+      assert.equal(starts, 0, 'not started while the helper settles the task before');
       process.kill(first.pid, 'SIGUSR2');
       await running;
       assert.deepEqual(second, { pid: first.pid, answered: 2 }, 'the same helper took it once settled');
+      assert.equal(starts, 1);
       assert.equal(pool.status().started, 1);
     } finally {
       await pool.close();

@@ -32,7 +32,10 @@ export interface PoolTask {
   /** Aborting kills the helper running the task (its whole group); the task rejects with the reason. */
   signal: AbortSignal;
   onEvent?: (event: unknown) => void;
-  /** Called once the task has a started helper of its own, just before it is sent. */
+  /**
+   * Called once the task has a started helper of its own, as the helper takes it up (after it
+   * has settled its last task, if it must: HelperProcess `settling`).
+   */
   onStart?: () => void;
   /** A quick-lane task: it may take the warm helpers kept as spares (see HelperPoolOptions.spares). */
   quick?: boolean;
@@ -130,21 +133,19 @@ export class HelperPool {
     const slot = await this.acquire(task.signal, task.quick === true);
     let helper: Helper | null = null;
     let done: () => void = () => undefined;
-    let started = false;
     try {
       for (;;) {
         helper = await this.helperOf(slot);
         task.signal.throwIfAborted();
         done = helper.use();
-        if (!started) task.onStart?.();
-        started = true;
         const running = helper;
         const onAbort = () => running.kill();
         task.signal.addEventListener('abort', onAbort, { once: true });
         const endWatch = running.value.niced ? dropWhenLong(running.value.pid, true, () => running.alive) : () => undefined;
         this.keepSpare();
         try {
-          return await running.value.run(request, task.onEvent);
+          // onStart once the helper takes the task up (after settling the one before, if it must).
+          return await running.value.run(request, task.onEvent, task.onStart);
         } catch (error) {
           if (task.signal.aborted) throw task.signal.reason;
           // Its helper ended settling the task before, never having read this one: a new one takes it.

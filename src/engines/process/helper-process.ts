@@ -92,6 +92,7 @@ interface Task {
   onEvent: (event: unknown) => void;
   /** Sent while the helper was settling the task before: not read until it settles. */
   queued?: boolean;
+  onStart?: () => void;
 }
 
 /**
@@ -232,7 +233,11 @@ export class HelperProcess {
     if (!settlement) return;
     this.settlement = null;
     clearTimeout(settlement.timer);
-    if (this.task) this.task.queued = false;
+    const task = this.task;
+    if (task?.queued && this.alive) {
+      task.queued = false;
+      task.onStart?.();
+    }
   }
 
   private failTask(error: unknown): void {
@@ -261,13 +266,18 @@ export class HelperProcess {
   /**
    * Sends one request; resolves with the helper's answer, rejects with HelperTaskError or
    * HelperDied (`unread` where it ended while settling the last task, before reading this one).
+   * `onStart` is called as the helper takes the request up: at once, or once it has settled the
+   * task before (a time limit started earlier would count the last task's clean-up, another
+   * tenant's perhaps, against this one).
    */
-  run(request: unknown, onEvent: (event: unknown) => void = () => undefined): Promise<unknown> {
+  run(request: unknown, onEvent: (event: unknown) => void = () => undefined, onStart?: () => void): Promise<unknown> {
     if (this.exitInfo) return Promise.reject(new HelperDied(this.options.name, this.exitInfo));
     if (this.task) return Promise.reject(new Error(`${this.options.name} is busy`));
+    const queued = this.settlement !== null;
     const answer = new Promise<unknown>((resolve, reject) => {
-      this.task = { resolve, reject, onEvent, ...(this.settlement ? { queued: true } : {}) };
+      this.task = { resolve, reject, onEvent, ...(queued ? { queued, onStart } : {}) };
     });
+    if (!queued) onStart?.();
     this.watchMemory();
     (this.child.stdin as Writable).write(`${JSON.stringify(request)}\n`);
     return answer;
