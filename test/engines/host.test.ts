@@ -295,13 +295,13 @@ describe('helper pool', () => {
   type Answer = { pid: number; answered: number };
   const task = () => ({ signal: new AbortController().signal });
 
-  it('a result that says settling answers its task at once; the next task is read once the helper has settled', async () => {
+  it('a result that says settling answers its task at once; the next task is sent once the helper has settled', async () => {
     const pool = settlingPool(1);
     try {
       const first = await pool.run({}, task()) as Answer;
       assert.equal(first.answered, 1, 'answered while the helper still settles (it settles only on SIGUSR2)');
       let second: Answer | null = null;
-      // The task's clock (its time limit, its engine time) starts when the helper takes it up.
+      // The task's clock (its time limit, its engine time) starts when it is sent.
       let starts = 0;
       const running = pool.run({}, { ...task(), onStart: () => starts++ }).then((answer) => (second = answer as Answer));
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -333,7 +333,7 @@ describe('helper pool', () => {
     }
   });
 
-  it('a helper that ends while settling: the task sent to it meanwhile goes to a new helper', async () => {
+  it('a helper that ends while settling: the task waiting for it goes to a new helper', async () => {
     const pool = settlingPool(1);
     try {
       const first = await pool.run({ then: 'exit' }, task()) as Answer;
@@ -341,6 +341,24 @@ describe('helper pool', () => {
       assert.notEqual(second.pid, first.pid);
       assert.equal(second.answered, 1);
       assert.equal(pool.status().started, 2);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a task cancelled while it waits for a settling helper ends with its reason and kills no one', async () => {
+    const pool = settlingPool(1);
+    try {
+      const first = await pool.run({}, task()) as Answer;
+      const controller = new AbortController();
+      const waiting = failure(pool.run({}, { signal: controller.signal }));
+      setTimeout(() => controller.abort(new Error('cancelled by its client')), 200);
+      const outcome = await Promise.race([waiting, new Promise((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5000))]);
+      assert.match(String(outcome), /cancelled by its client/);
+      assert.ok(isRunning(first.pid), 'the helper settling the task before was not killed');
+      process.kill(first.pid, 'SIGUSR2');
+      const next = await pool.run({}, task()) as Answer;
+      assert.deepEqual(next, { pid: first.pid, answered: 2 }, 'the cancelled task was never sent to it');
     } finally {
       await pool.close();
     }

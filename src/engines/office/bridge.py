@@ -481,11 +481,12 @@ def settle(office, document):
     """Closes the document a result was sent for, then tells convd this instance takes the next
     one ({"type": "settled"}; convd sends none before). If soffice died under the close, this
     bridge ends instead, and the next document goes to a new instance."""
-    global PHASE
-    PHASE = "closing"
     gone = close(document)
     if gone is not None:
         end_if_office_died(office, gone)
+    if office.poll() is not None:
+        # Died tearing the document down after close() returned: not the next document's crash.
+        office_gone(office.returncode, " after closing the document")
     send({"type": "settled"})
 
 
@@ -628,7 +629,9 @@ def main():
             send({"type": "result", "ok": False, "error": {"kind": "internal", "message": traceback.format_exc(limit=3)}})
         if written is not None:
             # The file is whole once storeToURL has returned: convd takes it while LibreOffice
-            # closes the document (3-4 ms of a one-page letter's 40, more for a long one).
+            # closes the document (3-4 ms of a one-page letter's 40, more for a long one). A crash
+            # from here on is the close's, not a crash on a document (office_gone).
+            PHASE = "closing"
             send({"type": "result", "ok": True, "value": written, "settling": True})
             settle(office, document)
         PHASE = "idle"

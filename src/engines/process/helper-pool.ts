@@ -1,5 +1,5 @@
 import { dropWhenLong } from './group.ts';
-import { HelperDied, HelperProcess, type HelperOptions } from './helper-process.ts';
+import { HelperProcess, type HelperOptions } from './helper-process.ts';
 import { Supervised, type HelperLifecycle } from './supervisor.ts';
 
 export interface HelperPoolOptions {
@@ -33,8 +33,8 @@ export interface PoolTask {
   signal: AbortSignal;
   onEvent?: (event: unknown) => void;
   /**
-   * Called once the task has a started helper of its own, as the helper takes it up (after it
-   * has settled its last task, if it must: HelperProcess `settling`).
+   * Called once the task has a started helper of its own (one that has settled its last task:
+   * HelperProcess `settling`), just before it is sent.
    */
   onStart?: () => void;
   /** A quick-lane task: it may take the warm helpers kept as spares (see HelperPoolOptions.spares). */
@@ -134,32 +134,23 @@ export class HelperPool {
     let helper: Helper | null = null;
     let done: () => void = () => undefined;
     try {
-      for (;;) {
-        helper = await this.helperOf(slot);
-        task.signal.throwIfAborted();
-        done = helper.use();
-        const running = helper;
-        const onAbort = () => running.kill();
-        task.signal.addEventListener('abort', onAbort, { once: true });
-        const endWatch = running.value.niced ? dropWhenLong(running.value.pid, true, () => running.alive) : () => undefined;
-        this.keepSpare();
-        try {
-          // onStart once the helper takes the task up (after settling the one before, if it must).
-          return await running.value.run(request, task.onEvent, task.onStart);
-        } catch (error) {
-          if (task.signal.aborted) throw task.signal.reason;
-          // Its helper ended settling the task before, never having read this one: a new one takes it.
-          if (error instanceof HelperDied && error.unread && !this.closed) {
-            this.lost += 1;
-            done();
-            done = () => undefined;
-            continue;
-          }
-          throw error;
-        } finally {
-          endWatch();
-          task.signal.removeEventListener('abort', onAbort);
-        }
+      helper = await this.settledHelperOf(slot, task.signal);
+      task.signal.throwIfAborted();
+      done = helper.use();
+      task.onStart?.();
+      const running = helper;
+      const onAbort = () => running.kill();
+      task.signal.addEventListener('abort', onAbort, { once: true });
+      const endWatch = running.value.niced ? dropWhenLong(running.value.pid, true, () => running.alive) : () => undefined;
+      this.keepSpare();
+      try {
+        return await running.value.run(request, task.onEvent);
+      } catch (error) {
+        if (task.signal.aborted) throw task.signal.reason;
+        throw error;
+      } finally {
+        endWatch();
+        task.signal.removeEventListener('abort', onAbort);
       }
     } finally {
       this.release(slot, helper, done);
@@ -248,6 +239,21 @@ export class HelperPool {
     });
   }
 
+  /**
+   * The slot's helper once it has settled its last task (HelperProcess `settling`: LibreOffice
+   * closing the document it has answered). The task is sent only then: never to a helper on its
+   * way out (one that died or was retired meanwhile is replaced), a cancel while it waits kills
+   * no one's work, and its clock, memory watch and events are its own.
+   */
+  private async settledHelperOf(slot: Slot, signal: AbortSignal): Promise<Helper> {
+    let helper = await this.helperOf(slot);
+    while (helper.value.settling) {
+      await untilAborted(helper.value.settled(), signal);
+      if (!helper.healthy()) helper = await this.helperOf(slot);
+    }
+    return helper;
+  }
+
   private helperOf(slot: Slot): Promise<Helper> {
     if (slot.helper?.healthy()) return Promise.resolve(slot.helper);
     slot.helper = null;
@@ -305,4 +311,14 @@ export class HelperPool {
     // A helper that started for a task that then never used it (aborted meanwhile) idles too.
     slot.helper?.idleFromNow();
   }
+}
+
+/** `promise`, or the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

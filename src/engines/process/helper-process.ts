@@ -33,7 +33,7 @@ export interface HelperOptions {
   cleanup?: () => Promise<void>;
   /**
    * How long a helper may take to settle after a result it sent with `settling` (see
-   * HelperMessage) before its group is killed; a default of 60 s.
+   * HelperMessage) before its group is killed; a default of 15 s.
    */
   settleTimeoutMs?: number;
 }
@@ -49,13 +49,9 @@ export interface HelperExit {
   stderrTail: string;
 }
 
-/**
- * A task's helper went away before answering (killed, crashed, out of memory). `unread`: it ended
- * while still settling the task before (HelperMessage `settling`), so this one's request was never
- * read, and another helper may take it.
- */
+/** A task's helper went away before answering (killed, crashed, out of memory). */
 export class HelperDied extends Error {
-  constructor(readonly helper: string, readonly exit: HelperExit, readonly unread = false) {
+  constructor(readonly helper: string, readonly exit: HelperExit) {
     super(`${helper} ended (${exit.end}; code ${exit.code ?? '-'}, signal ${exit.signal ?? '-'})`);
     this.name = 'HelperDied';
   }
@@ -83,16 +79,17 @@ export class HelperTaskError extends Error {
 }
 
 const DEFAULT_MEMORY_POLL_MS = 200;
-const DEFAULT_SETTLE_TIMEOUT_MS = 60_000;
+/**
+ * A one-page letter's close takes 3-5 ms, a 300,000-row sheet's a third of a second: a helper
+ * still closing after this long is stuck, and a new one serves the next task sooner.
+ */
+const DEFAULT_SETTLE_TIMEOUT_MS = 15_000;
 const STDERR_TAIL_CHARS = 16 * 1024;
 
 interface Task {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   onEvent: (event: unknown) => void;
-  /** Sent while the helper was settling the task before: not read until it settles. */
-  queued?: boolean;
-  onStart?: () => void;
 }
 
 /**
@@ -114,7 +111,7 @@ export class HelperProcess {
   /** The most resident memory seen during the last task (0 where it is not read). */
   private peakBytes = 0;
   /** While the helper finishes the work its last result left (HelperMessage `settling`). */
-  private settlement: { timer: NodeJS.Timeout } | null = null;
+  private settlement: { settled: Promise<void>; done: () => void; timer: NodeJS.Timeout } | null = null;
   /** Settles when the process has exited and its pipes are closed. */
   readonly exited: Promise<HelperExit>;
 
@@ -148,7 +145,7 @@ export class HelperProcess {
         const cannotExec = execFailure(options.command.command, code, this.stderrTail);
         const exit: HelperExit = { code, signal, end: this.end, stderrTail: cannotExec ? cannotExec.message : this.stderrTail.trim() };
         this.exitInfo = exit;
-        this.failTask(new HelperDied(options.name, exit, this.task?.queued === true && this.settlement !== null));
+        this.failTask(new HelperDied(options.name, exit));
         this.endSettlement();
         void (options.cleanup?.() ?? Promise.resolve()).catch(() => undefined).then(() => resolve(exit));
       });
@@ -221,11 +218,13 @@ export class HelperProcess {
   /** The result said the helper has work left: no next request until it settles, within its time. */
   private startSettlement(): void {
     if (this.settlement || this.exitInfo) return;
+    let done = (): void => undefined;
+    const settled = new Promise<void>((resolve) => (done = resolve));
     // A helper stuck in its own clean-up would hold its slot for good: it is killed instead, and
-    // a task sent meanwhile goes to a new one (HelperDied `unread`).
+    // the task waiting for it goes to a new one.
     const timer = setTimeout(() => this.kill('killed'), this.options.settleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS);
     timer.unref();
-    this.settlement = { timer };
+    this.settlement = { settled, done, timer };
   }
 
   private endSettlement(): void {
@@ -233,11 +232,7 @@ export class HelperProcess {
     if (!settlement) return;
     this.settlement = null;
     clearTimeout(settlement.timer);
-    const task = this.task;
-    if (task?.queued && this.alive) {
-      task.queued = false;
-      task.onStart?.();
-    }
+    settlement.done();
   }
 
   private failTask(error: unknown): void {
@@ -255,29 +250,26 @@ export class HelperProcess {
   }
 
   /**
-   * Whether it is still finishing its last task's own work (HelperMessage `settling`). A request
-   * sent now is written at once and read once it has settled (a helper reads one line at a time);
-   * HelperPool gives a task to a helper that is not settling first.
+   * Whether it is still finishing its last task's own work (HelperMessage `settling`): it takes
+   * no request before `settled()`.
    */
   get settling(): boolean {
     return this.settlement !== null;
   }
 
-  /**
-   * Sends one request; resolves with the helper's answer, rejects with HelperTaskError or
-   * HelperDied (`unread` where it ended while settling the last task, before reading this one).
-   * `onStart` is called as the helper takes the request up: at once, or once it has settled the
-   * task before (a time limit started earlier would count the last task's clean-up, another
-   * tenant's perhaps, against this one).
-   */
-  run(request: unknown, onEvent: (event: unknown) => void = () => undefined, onStart?: () => void): Promise<unknown> {
+  /** Resolves once it has settled, or has exited (then it takes no more requests). */
+  settled(): Promise<void> {
+    return this.settlement?.settled ?? Promise.resolve();
+  }
+
+  /** Sends one request; resolves with the helper's answer, rejects with HelperTaskError or HelperDied. */
+  run(request: unknown, onEvent: (event: unknown) => void = () => undefined): Promise<unknown> {
     if (this.exitInfo) return Promise.reject(new HelperDied(this.options.name, this.exitInfo));
     if (this.task) return Promise.reject(new Error(`${this.options.name} is busy`));
-    const queued = this.settlement !== null;
+    if (this.settlement) return Promise.reject(new Error(`${this.options.name} is still settling its last task`));
     const answer = new Promise<unknown>((resolve, reject) => {
-      this.task = { resolve, reject, onEvent, ...(queued ? { queued, onStart } : {}) };
+      this.task = { resolve, reject, onEvent };
     });
-    if (!queued) onStart?.();
     this.watchMemory();
     (this.child.stdin as Writable).write(`${JSON.stringify(request)}\n`);
     return answer;
