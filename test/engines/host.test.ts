@@ -294,6 +294,9 @@ describe('helper pool', () => {
 
   type Answer = { pid: number; answered: number };
   const task = () => ({ signal: new AbortController().signal });
+  /** What `promise` settles to, or null if it has not within `ms` (a wrong pool would wait for good). */
+  const within = <T>(promise: Promise<T>, ms: number): Promise<T | null> =>
+    Promise.race([promise, new Promise<null>((resolve) => setTimeout(() => resolve(null), ms).unref())]);
 
   it('a result that says settling answers its task at once; the next task is sent once the helper has settled', async () => {
     const pool = settlingPool(1);
@@ -323,10 +326,7 @@ describe('helper pool', () => {
       // The first slot's helper settles on SIGUSR2 only, the second's at once.
       const [a, b] = await Promise.all([pool.run({}, task()), pool.run({ then: 'now' }, task())]) as Answer[];
       assert.notEqual(a!.pid, b!.pid);
-      const third = await Promise.race([
-        pool.run({}, task()) as Promise<Answer>,
-        new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000)),
-      ]);
+      const third = await within(pool.run({}, task()) as Promise<Answer>, 3000);
       assert.equal(third?.pid, b!.pid, 'the task went to the settled helper, not behind the one still settling');
     } finally {
       await pool.close();
@@ -353,8 +353,7 @@ describe('helper pool', () => {
       const controller = new AbortController();
       const waiting = failure(pool.run({}, { signal: controller.signal }));
       setTimeout(() => controller.abort(new Error('cancelled by its client')), 200);
-      const outcome = await Promise.race([waiting, new Promise((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5000))]);
-      assert.match(String(outcome), /cancelled by its client/);
+      assert.match(String(await within(waiting, 5000) ?? 'still waiting after 5 s'), /cancelled by its client/);
       assert.ok(isRunning(first.pid), 'the helper settling the task before was not killed');
       process.kill(first.pid, 'SIGUSR2');
       const next = await pool.run({}, task()) as Answer;
@@ -368,10 +367,7 @@ describe('helper pool', () => {
     const pool = settlingPool(1, 400);
     try {
       const first = await pool.run({ then: 'never' }, task()) as Answer;
-      const second = await Promise.race([
-        pool.run({}, task()) as Promise<Answer>,
-        new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000)),
-      ]);
+      const second = await within(pool.run({}, task()) as Promise<Answer>, 10_000);
       assert.ok(second, 'answered within 10 s');
       assert.notEqual(second.pid, first.pid);
       await waitFor(() => !isRunning(first.pid), 5000, 'the stuck helper to be killed');

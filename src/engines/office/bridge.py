@@ -481,18 +481,15 @@ def settle(office, document):
     """Closes the document a result was sent for, then tells convd this instance takes the next
     one ({"type": "settled"}; convd sends none before). If soffice died under the close, this
     bridge ends instead, and the next document goes to a new instance."""
-    gone = close(document)
-    if gone is not None:
-        end_if_office_died(office, gone)
-    if office.poll() is not None:
-        # Died tearing the document down after close() returned: not the next document's crash.
-        office_gone(office.returncode, " after closing the document")
+    # Also where soffice died tearing the document down after close() returned: that is the
+    # close's end, never the next document's crash.
+    end_if_office_died(office, close(document), " while closing the document")
     send({"type": "settled"})
 
 
-def end_if_office_died(office, error):
-    """A call failed. If soffice died under it (a crash, or killed), this instance is done: no
-    answer is sent, convd sees the bridge end, fails the document and starts a new instance for
+def end_if_office_died(office, error, during=" while converting"):
+    """A call failed (`error`), or a close returned (`error` None where it went well). If soffice
+    died under it (a crash, or killed), this instance is done: no answer is sent, convd sees the bridge end, fails the document and starts a new instance for
     the next one (an answer first would let the next document reach a dying instance)."""
     if office.poll() is None and not bridge_disposed(error):
         return
@@ -500,7 +497,7 @@ def end_if_office_died(office, error):
         office.wait(timeout=2)
     except subprocess.TimeoutExpired:
         pass
-    office_gone(office.returncode, " while converting")
+    office_gone(office.returncode, during)
 
 
 def watch_office(office):
@@ -629,7 +626,7 @@ def main():
             send({"type": "result", "ok": False, "error": {"kind": "internal", "message": traceback.format_exc(limit=3)}})
         if written is not None:
             # The file is whole once storeToURL has returned: convd takes it while LibreOffice
-            # closes the document (3-4 ms of a one-page letter's 40, more for a long one). A crash
+            # closes the document (3-5 ms of a one-page letter's 40, more for a long one). A crash
             # from here on is the close's, not a crash on a document (office_gone).
             PHASE = "closing"
             send({"type": "result", "ok": True, "value": written, "settling": True})
