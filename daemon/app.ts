@@ -7,7 +7,7 @@ import type { Caller } from '../src/service/accounts.ts';
 import { negotiateLanguage } from '../src/errors/negotiate.ts';
 import type { ConversionSystem } from '../src/service/system.ts';
 import { RequestRateLimiter, type RateLimiter } from '../src/service/rate-limiter.ts';
-import { createAdmission, refuseInMaintenance, takeRequest } from './http/admission.ts';
+import { createAdmission, createAdmissionNow, refuseInMaintenance, takeRequest } from './http/admission.ts';
 import { AuthFailureLimiter } from './http/auth-failures.ts';
 import { DEFAULT_BODY_TIMEOUTS } from './http/body-deadline.ts';
 import { routeHeadAsGet } from './http/head.ts';
@@ -172,7 +172,7 @@ export function createApp(system: ConversionSystem, options: AppOptions = {}): D
   app.all('/**', unmatched);
 
   const h3Listener = toNodeHandler(app);
-  const hotRead = createHotRead({ admit, conversions: system.conversions, baseUrlFor, done });
+  const hotRead = createHotRead({ admit, admitNow: createAdmissionNow(system, limiter), conversions: system.conversions, baseUrlFor, done });
   // A worker-only node has no /v1 to read fast: every request goes to its one 503 route.
   const readHot = options.serveApi === false ? () => false : hotRead;
   const listener: RequestListener = (req, res) => {

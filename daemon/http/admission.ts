@@ -23,6 +23,31 @@ export interface AuthFailureGuard {
   clientAddress: (req: IncomingMessage) => string;
 }
 
+/**
+ * The same admission at once, from what is in memory: the same checks in the same order, for a
+ * key that authenticated a moment ago (AccountService.authenticateNow) while the maintenance
+ * switch, the key and its account are held in memory (StorePeek) and the request buckets are this
+ * process's. Undefined, having taken nothing, where one of them cannot be read at once: the
+ * Admission then runs from the start and decides (a switch that is on, a refused key included).
+ * Throws the Admission's ApiError for an empty bucket and a missing scope. The allowance of failed
+ * authentications is not consulted: a key that authenticated a moment ago passes it there too.
+ */
+export type AdmissionNow = (authorization: string | undefined, scope: Scope, headers: Record<string, string>) => Caller | undefined;
+
+export function createAdmissionNow(system: ConversionSystem, limiter: RateLimiter): AdmissionNow {
+  const takeNow = limiter.takeNow?.bind(limiter);
+  if (takeNow === undefined) return () => undefined;
+  return (authorization, scope, headers) => {
+    const maintenance = system.maintenance.stateNow();
+    if (maintenance === undefined || maintenance.enabled) return undefined;
+    const caller = system.accounts.authenticateNow(bearerToken(authorization));
+    if (caller === undefined) return undefined;
+    spend(takeNow(caller.account.id, requestsPerMinute(system, caller.account)), headers);
+    system.accounts.requireScope(caller, scope);
+    return caller;
+  };
+}
+
 export function createAdmission(system: ConversionSystem, limiter: RateLimiter, guard: AuthFailureGuard): Admission {
   return async (authorization, scope, headers, req) => {
     await refuseInMaintenance(system);
@@ -44,7 +69,15 @@ export async function refuseInMaintenance(system: ConversionSystem): Promise<voi
 
 /** One request from the account's requests-per-minute bucket (its RateLimit-* headers into `headers`); 429 when empty. */
 export async function takeRequest(system: ConversionSystem, limiter: RateLimiter, account: AccountRecord, headers: Record<string, string>): Promise<void> {
-  const decision = await limiter.take(account.id, system.conversions.config.plans[account.plan].requests_per_minute);
+  spend(await limiter.take(account.id, requestsPerMinute(system, account)), headers);
+}
+
+function requestsPerMinute(system: ConversionSystem, account: Readonly<AccountRecord>): number {
+  return system.conversions.config.plans[account.plan].requests_per_minute;
+}
+
+/** The bucket's decision: its RateLimit-* headers into `headers`, and 429 when it refused. */
+function spend(decision: RateDecision, headers: Record<string, string>): void {
   addRateHeaders(headers, decision);
   if (!decision.allowed) {
     throw new ApiError('rate_limited', {

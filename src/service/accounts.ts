@@ -3,7 +3,7 @@ import { ApiError } from '../errors/api-error.ts';
 import type { AccountRecord, ApiKeyRecord, Scope } from '../model/account.ts';
 import type { Plan, PlanId } from '../model/plan.ts';
 import type { AccountView } from '../model/account-view.ts';
-import type { DayUsage, Store } from '../store/types.ts';
+import type { DayUsage, Store, StorePeek } from '../store/types.ts';
 import { applyMonthlyReset, balanceOf, nextMonthStart, remainingOf, type Balance } from './credits.ts';
 import { dailyUsage } from './daily-usage.ts';
 import type { ServiceConfig } from './config.ts';
@@ -29,6 +29,38 @@ const HASH_MEMO_SIZE = 1024;
  */
 const LAST_USED_RESOLUTION_MS = 3600_000;
 
+/**
+ * Whether the key's record admits the bearer whose hash it was found by: not revoked, and the
+ * hashes equal. The lookup already matched them; the constant-time compare keeps the final
+ * decision free of any early-exit timing, whatever the store does.
+ */
+function admits(key: Readonly<ApiKeyRecord> | undefined, hash: KeyHash): key is Readonly<ApiKeyRecord> {
+  return key !== undefined && !key.revoked_at && timingSafeEqual(storedHashBytes(key), hash.bytes);
+}
+
+/** A bearer key's SHA-256, as the store names it (hex) and as compared (bytes). */
+interface KeyHash {
+  hex: string;
+  bytes: Buffer;
+}
+
+function keyHashOf(key: string): KeyHash {
+  const bytes = createHash('sha256').update(key).digest();
+  return { hex: bytes.toString('hex'), bytes };
+}
+
+/** Each key record's hash as bytes, decoded once per record object (a poller's key is one object for as long as it is unchanged). */
+const hashBytesByRecord = new WeakMap<Readonly<ApiKeyRecord>, Buffer>();
+
+function storedHashBytes(key: Readonly<ApiKeyRecord>): Buffer {
+  let bytes = hashBytesByRecord.get(key);
+  if (bytes === undefined) {
+    bytes = Buffer.from(key.hash, 'hex');
+    hashBytesByRecord.set(key, bytes);
+  }
+  return bytes;
+}
+
 /** Accounts, keys and the account object; also the admin operations behind `convd accounts|keys`. */
 export class AccountService {
   /**
@@ -36,26 +68,27 @@ export class AccountService {
    * second and SHA-256 was a tenth of the cost of answering it. Only the hashing is memoized;
    * the key record is looked up every time, so a revoked key is refused at once.
    */
-  private readonly hashMemo = new Map<string, string>();
+  private readonly hashMemo = new Map<string, KeyHash>();
   /** When this process last wrote each key's `last_used_at` (ms). */
   private readonly usesNoted = new Map<string, number>();
+
+  /** The store's memory, read at once (StorePeek); taken once: a store's peek never changes. */
+  private readonly peek: StorePeek | undefined;
 
   constructor(
     private readonly store: Store,
     private readonly config: ServiceConfig,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.peek = store.peek;
+  }
 
   /** Resolves a bearer key to its account; any failure is the same 401, whatever was wrong. */
   async authenticate(bearer: string | undefined): Promise<Caller> {
     if (!bearer || !bearer.startsWith('cvk_') || bearer.length > 200) throw new ApiError('unauthenticated');
-    const hash = this.hashMemo.get(bearer) ?? hashApiKey(bearer);
-    const key = await this.store.findApiKeyByHash(hash);
-    // The map lookup already matched the hash; the constant-time compare keeps the final decision
-    // free of any early-exit timing, whatever the store does.
-    if (!key || key.revoked_at || !timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) {
-      throw new ApiError('unauthenticated');
-    }
+    const hash = this.hashMemo.get(bearer) ?? keyHashOf(bearer);
+    const key = await this.store.findApiKeyByHash(hash.hex);
+    if (!admits(key, hash)) throw new ApiError('unauthenticated');
     const account = await this.currentAccount(key.account_id);
     if (!account) throw new ApiError('unauthenticated');
     this.noteUse(key);
@@ -63,6 +96,26 @@ export class AccountService {
       if (this.hashMemo.size >= HASH_MEMO_SIZE) this.hashMemo.clear();
       this.hashMemo.set(bearer, hash);
     }
+    return { account, key };
+  }
+
+  /**
+   * `authenticate`'s caller from what the store holds in memory now (StorePeek), for a key that
+   * authenticated a moment ago (its hash memoized): no promise, no hashing, nothing copied (the
+   * records are the store's, never to be changed). Undefined whenever that cannot be said at once:
+   * a key not seen lately, one revoked since, a record not in memory, a monthly reset due (which
+   * `authenticate` writes). `authenticate` then decides, every refusal included: this one never
+   * refuses, so an answer it gives is one `authenticate` would have given.
+   */
+  authenticateNow(bearer: string | undefined): Caller | undefined {
+    const peek = this.peek;
+    const hash = bearer === undefined ? undefined : this.hashMemo.get(bearer);
+    if (peek === undefined || hash === undefined) return undefined;
+    const key = peek.apiKeyByHash(hash.hex);
+    if (!admits(key, hash)) return undefined;
+    const account = peek.account(key.account_id);
+    if (!account || this.rolledOver(account)) return undefined;
+    this.noteUse(key);
     return { account, key };
   }
 
@@ -103,11 +156,16 @@ export class AccountService {
 
   /** `currentAccount` of a record just read (a list of them): written only if it rolled over. */
   async current(account: AccountRecord): Promise<AccountRecord> {
-    const plan = this.config.plans[account.plan];
-    const rolled = plan.credits_type === 'unmetered' ? null : applyMonthlyReset(account, plan, this.now());
+    const rolled = this.rolledOver(account);
     if (!rolled) return account;
     await this.store.putAccount(rolled);
     return rolled;
+  }
+
+  /** The account after the monthly reset that is due; null when none is (an unmetered plan has none). */
+  private rolledOver(account: AccountRecord): AccountRecord | null {
+    const plan = this.config.plans[account.plan];
+    return plan.credits_type === 'unmetered' ? null : applyMonthlyReset(account, plan, this.now());
   }
 
   /** Every account as stored (a monthly reset that is due not applied: `current` does that). */

@@ -11,7 +11,7 @@ import type { JobOwner, JobSource } from '../queue/job-source.ts';
 import type { WorkerPool } from '../queue/worker-pool.ts';
 import type { BlobStore } from '../store/blob-store.ts';
 import { UNLIMITED_ROOM, type DiskRoom } from '../store/disk-room.ts';
-import type { Store } from '../store/types.ts';
+import type { Store, StorePeek } from '../store/types.ts';
 import type { AccountService } from './accounts.ts';
 import type { ServiceConfig } from './config.ts';
 import { conversionCost } from './credits.ts';
@@ -71,7 +71,9 @@ export class ConversionService {
     private readonly queue: JobSource,
     private readonly rules: RequestRules,
     readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.peek = store.peek;
+  }
 
   /** Set once the worker pool exists (the pool needs the service's runner, the service the pool). */
   pool: WorkerPool | null = null;
@@ -85,6 +87,8 @@ export class ConversionService {
   }
 
   private readonly publicJsonCache = new PublicJsonCache();
+  /** The store's memory, read at once (StorePeek); taken once: a store's peek never changes. */
+  private readonly peek: StorePeek | undefined;
 
   /** `JSON.stringify(publicView(record, baseUrl))`, from a cache while the record is unchanged. */
   publicJson(record: ConversionRecord, baseUrl = this.config.baseUrl): string {
@@ -249,6 +253,16 @@ export class ConversionService {
     const record = isConversionId(id) ? await this.store.getConversion(id) : undefined;
     if (!record || record.account_id !== account.id) throw new ApiError('not_found', { params: { resource: 'conversion' } });
     return this.expireIfDue(record);
+  }
+
+  /**
+   * `get`'s record from what the store holds in memory now (StorePeek): no promise, no copy (the
+   * store's own, never to be changed). Undefined whenever that cannot be said at once: not in
+   * memory, not the account's (`get` says not_found), or its result due to expire (`get` expires it).
+   */
+  getNow(account: Readonly<AccountRecord>, id: string): Readonly<ConversionRecord> | undefined {
+    const record = isConversionId(id) ? this.peek?.conversion(id) : undefined;
+    return record && record.account_id === account.id && !this.expiryDue(record) ? record : undefined;
   }
 
   /**
@@ -441,8 +455,12 @@ export class ConversionService {
   }
 
   private async expireIfDue(record: ConversionRecord): Promise<ConversionRecord> {
-    if (record.status !== 'succeeded' || !record.result || record.result.expires_at > this.nowIso()) return record;
-    return this.expire(record.id);
+    return this.expiryDue(record) ? this.expire(record.id) : record;
+  }
+
+  /** A succeeded conversion whose result's time is up (read now, it is expired first). */
+  private expiryDue(record: Readonly<ConversionRecord>): boolean {
+    return record.status === 'succeeded' && record.result !== null && record.result !== undefined && record.result.expires_at <= this.nowIso();
   }
 
   private async expire(id: string): Promise<ConversionRecord> {

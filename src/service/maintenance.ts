@@ -1,6 +1,6 @@
 import { ApiError } from '../errors/api-error.ts';
 import type { Settings } from '../model/account.ts';
-import type { Store } from '../store/types.ts';
+import type { Store, StorePeek } from '../store/types.ts';
 
 export type Maintenance = Settings['maintenance'];
 
@@ -10,10 +10,20 @@ export type Maintenance = Settings['maintenance'];
  * owner's page), so the rule for its Retry-After is kept in one place.
  */
 export class MaintenanceSwitch {
-  constructor(private readonly store: Store) {}
+  /** The store's memory, read at once (StorePeek); taken once: a store's peek never changes. */
+  private readonly peek: StorePeek | undefined;
+
+  constructor(private readonly store: Store) {
+    this.peek = store.peek;
+  }
 
   async state(): Promise<Maintenance> {
     return (await this.store.getSettings()).maintenance;
+  }
+
+  /** The switch as the store holds it in memory now (never to be changed); undefined: ask `state`. */
+  stateNow(): Readonly<Maintenance> | undefined {
+    return this.peek?.settings()?.maintenance;
   }
 
   /**

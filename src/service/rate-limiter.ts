@@ -11,6 +11,8 @@ export interface RateDecision {
 /** Requests per minute per account: in this process, or (several nodes) in the shared database. */
 export interface RateLimiter {
   take(key: string, limit: number): RateDecision | Promise<RateDecision>;
+  /** `take` where it answers at once (buckets in this process); absent where it asks elsewhere (the database). */
+  takeNow?(key: string, limit: number): RateDecision;
 }
 
 /** The decision for a bucket left with `tokens` after the request (taken one if `allowed`). */
@@ -40,6 +42,10 @@ export class RequestRateLimiter implements RateLimiter {
   constructor(private readonly now: () => number = Date.now) {}
 
   take(key: string, limit: number): RateDecision {
+    return this.takeNow(key, limit);
+  }
+
+  takeNow(key: string, limit: number): RateDecision {
     const now = this.now();
     const perMs = limit / 60_000;
     const bucket = this.buckets.get(key) ?? { tokens: limit, updatedAt: now };

@@ -6,7 +6,7 @@ import type { ConversionRecord } from '../model/conversion.ts';
 import { ACTIVE_STATUSES, type ConversionStatus } from '../model/status.ts';
 import { DirectorySync } from './directory-sync.ts';
 import { DurableJsonFile, fsyncDirectory } from './durable-json-file.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type FlushOptions, type InsertOptions, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from './types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type FlushOptions, type InsertOptions, type ListQuery, type Store, type StorePeek, type UpdateOptions, type WebTokenRecord } from './types.ts';
 import { conversionIdFloor, conversionIdTime } from '../model/ids.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 
@@ -81,6 +81,13 @@ export class LowdbStore implements Store {
   private readonly accountsById = new Map<string, AccountRecord>();
   /** Ids of the accounts of each name (sign-in by name). */
   private readonly accountsByName = new Map<string, Set<string>>();
+  /** Everything is in memory: every read can be answered at once (StorePeek). */
+  readonly peek: StorePeek = {
+    settings: () => this.main.data.settings,
+    apiKeyByHash: (hash) => this.keysByHash.get(hash),
+    account: (id) => this.accountsById.get(id),
+    conversion: (id) => this.conversions.get(id),
+  };
   /** The same objects as `main.data.web_tokens`: a session is looked up on every page. */
   private readonly webTokensByHash = new Map<string, WebTokenRecord>();
   /**

@@ -101,7 +101,23 @@ export interface DeliveryAttempt {
  * the lowdb implementation; writes are durable once `flush()` resolves. Every method is async so
  * that a networked store can implement the same contract.
  */
+/**
+ * What a store holds in memory now, read at once: no promise, no copy (what it gives is the
+ * store's own and must not be changed, nor kept past the moment). Each answers undefined where
+ * the store would have to ask further (nothing held, or held past the time it may be trusted);
+ * the caller then takes the async way, which decides everything that is refused or missing. The
+ * hot read (daemon/http/hot-read.ts) answers a poll from these without waiting.
+ */
+export interface StorePeek {
+  settings(): Readonly<Settings> | undefined;
+  apiKeyByHash(hash: string): Readonly<ApiKeyRecord> | undefined;
+  account(id: string): Readonly<AccountRecord> | undefined;
+  conversion(id: string): Readonly<ConversionRecord> | undefined;
+}
+
 export interface Store {
+  /** Absent: every read waits (a store bound to a transaction reads fresh). */
+  readonly peek?: StorePeek;
   getConversion(id: string): Promise<ConversionRecord | undefined>;
   insertConversion(record: ConversionRecord, options?: InsertOptions): Promise<void>;
   /**

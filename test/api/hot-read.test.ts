@@ -112,9 +112,12 @@ describe('GET /v1/conversions/{id}: the node:http fast path answers as h3 does',
 
   it('a key without the read scope: 403 forbidden, with the RateLimit headers', async () => {
     const writer = await newAccount(daemon, 'pro', { scopes: 'convert' });
-    const answer = await sameBothWays(daemon, `/v1/conversions/${conversionId}`, { authorization: `Bearer ${writer.apiKey}` });
-    assert.equal(answer.status, 403);
-    assert.ok(answer.headers['ratelimit-limit']);
+    // Twice: the second time the key has authenticated a moment ago and is admitted from memory.
+    for (let round = 0; round < 2; round++) {
+      const answer = await sameBothWays(daemon, `/v1/conversions/${conversionId}`, { authorization: `Bearer ${writer.apiKey}` });
+      assert.equal(answer.status, 403);
+      assert.ok(answer.headers['ratelimit-limit']);
+    }
   });
 
   it('past the requests per minute: the same 429 with Retry-After both ways', async () => {
@@ -155,6 +158,7 @@ describe('which requests the fast path takes', () => {
   const taken: string[] = [];
   const hotRead = createHotRead({
     admit: () => Promise.reject(new ApiError('unauthenticated')),
+    admitNow: () => undefined,
     conversions: {} as never,
     baseUrlFor: () => 'http://x/v1',
   });
@@ -176,5 +180,101 @@ describe('which requests the fast path takes', () => {
     assert.equal(takes('DELETE', '/v1/conversions/cnv_01abc'), false);
     assert.equal(takes('GET', '/v2/conversions/cnv_01abc'), false);
     assert.deepEqual(taken, ['GET /v1/conversions/cnv_01abc']);
+  });
+});
+
+describe('a read memory can answer is written before the call returns', () => {
+  const caller = { account: { id: 'acc_1' }, key: { id: 'key_1' } } as never;
+  const request = { method: 'GET', url: '/v1/conversions/cnv_x', headers: { authorization: 'Bearer cvk_a' }, rawHeaders: ['Authorization', 'Bearer cvk_a'] } as never;
+
+  /** A response that keeps what is written to it. */
+  function response() {
+    const written: { status?: number; headers?: Record<string, string>; body?: string } = {};
+    const res = {
+      destroyed: false,
+      writeHead(status: number, headers: Record<string, string>) {
+        written.status = status;
+        written.headers = headers;
+      },
+      end(body: string) {
+        written.body = body;
+      },
+    };
+    return { res: res as never, written };
+  }
+
+  /** A hot read whose every dependency counts its calls; `now` and `record` say what memory holds. */
+  function hotReadWith(now: { admitNow: () => unknown; record: unknown }) {
+    const calls = { admit: 0, admitNow: 0, get: [] as string[] };
+    const hotRead = createHotRead({
+      admit: async () => {
+        calls.admit++;
+        return caller;
+      },
+      admitNow: (_authorization, _scope, headers) => {
+        calls.admitNow++;
+        headers['ratelimit-limit'] = '60';
+        return now.admitNow() as never;
+      },
+      conversions: {
+        getNow: () => now.record as never,
+        get: async (account, id) => {
+          calls.get.push(`${account.id} ${id}`);
+          return { id } as never;
+        },
+        publicJson: (record) => JSON.stringify({ id: record.id }),
+      },
+      baseUrlFor: () => 'http://x/v1',
+    });
+    return { hotRead, calls };
+  }
+
+  const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('admitted and found in memory: answered at once, the async admission never asked', () => {
+    const { hotRead, calls } = hotReadWith({ admitNow: () => caller, record: { id: 'cnv_x' } });
+    const { res, written } = response();
+    assert.equal(hotRead(request, res), true);
+    assert.equal(written.status, 200, 'written before hotRead returned');
+    assert.equal(written.body, '{"id":"cnv_x"}');
+    assert.equal(written.headers?.['ratelimit-limit'], '60');
+    assert.equal(written.headers?.['content-length'], '14');
+    assert.deepEqual(calls, { admit: 0, admitNow: 1, get: [] });
+  });
+
+  it('refused at once (an empty bucket): the same error answer, at once', () => {
+    const { hotRead, calls } = hotReadWith({
+      admitNow: () => {
+        throw new ApiError('rate_limited', { params: { retry_after: 3 }, headers: { 'Retry-After': '3' } });
+      },
+      record: undefined,
+    });
+    const { res, written } = response();
+    hotRead(request, res);
+    assert.equal(written.status, 429);
+    assert.equal(written.headers?.['retry-after'], '3');
+    assert.equal(written.headers?.['ratelimit-limit'], '60');
+    assert.equal((JSON.parse(written.body!) as { error: { code: string } }).error.code, 'rate_limited');
+    assert.equal(calls.admit, 0);
+  });
+
+  it('admitted at once but the record not in memory: read the async way, admitted once (one request from the bucket)', async () => {
+    const { hotRead, calls } = hotReadWith({ admitNow: () => caller, record: undefined });
+    const { res, written } = response();
+    hotRead(request, res);
+    assert.equal(written.status, undefined);
+    await settled();
+    assert.equal(written.status, 200);
+    assert.deepEqual(calls, { admit: 0, admitNow: 1, get: ['acc_1 cnv_x'] });
+  });
+
+  it('memory cannot admit: the async way from the start', async () => {
+    const { hotRead, calls } = hotReadWith({ admitNow: () => undefined, record: { id: 'cnv_x' } });
+    const { res, written } = response();
+    hotRead(request, res);
+    assert.equal(written.status, undefined);
+    await settled();
+    assert.equal(written.status, 200);
+    assert.deepEqual(calls, { admit: 1, admitNow: 1, get: ['acc_1 cnv_x'] });
   });
 });

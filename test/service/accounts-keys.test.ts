@@ -44,3 +44,61 @@ describe('a key\'s last use', () => {
     }
   });
 });
+
+describe('a caller at once (authenticateNow): only where authenticate would answer the same', () => {
+  it('for a key that authenticated a moment ago, until it is revoked', async () => {
+    const store = await LowdbStore.open({ dir: null });
+    const accounts = new AccountService(store, defaultServiceConfig(), () => new Date());
+    const account = await accounts.createAccount({ plan: 'pro', name: 'now' });
+    const { record, key } = await accounts.createKey(account.id, ['read']);
+    assert.equal(accounts.authenticateNow(key), undefined, 'not before it authenticated: hashing and the failure allowance are the async way\'s');
+    await accounts.authenticate(key);
+    const caller = accounts.authenticateNow(key);
+    assert.ok(caller && !(caller instanceof Promise));
+    assert.equal(caller.account.id, account.id);
+    assert.equal(caller.key.id, record.id);
+    assert.equal(accounts.authenticateNow(`${key}x`), undefined);
+    assert.equal(accounts.authenticateNow(undefined), undefined);
+    await accounts.revokeKey(record.id);
+    assert.equal(accounts.authenticateNow(key), undefined, 'revoked: at once');
+    await assert.rejects(accounts.authenticate(key), /unauthenticated/);
+  });
+
+  it('not while a monthly reset is due (authenticate writes it), then again', async () => {
+    let now = Date.parse('2026-11-26T12:00:00Z');
+    const store = await LowdbStore.open({ dir: null });
+    const accounts = new AccountService(store, defaultServiceConfig(), () => new Date(now));
+    const account = await accounts.createAccount({ plan: 'free', name: 'reset' });
+    const { key } = await accounts.createKey(account.id, ['read']);
+    await accounts.authenticate(key);
+    assert.ok(accounts.authenticateNow(key));
+    now = Date.parse(account.resets_at) + 1000;
+    assert.equal(accounts.authenticateNow(key), undefined, 'the reset is due');
+    const caller = await accounts.authenticate(key);
+    assert.ok(Date.parse(caller.account.resets_at) > now, 'authenticate rolled the period over');
+    assert.equal(accounts.authenticateNow(key)?.account.resets_at, caller.account.resets_at);
+  });
+
+  it('not from a store that holds nothing in memory (no peek)', async () => {
+    const lowdb = await LowdbStore.open({ dir: null });
+    const store = new Proxy(lowdb, { get: (target, property) => (property === 'peek' ? undefined : Reflect.get(target, property, target)) });
+    const accounts = new AccountService(store, defaultServiceConfig(), () => new Date());
+    const account = await accounts.createAccount({ plan: 'pro', name: 'nopeek' });
+    const { key } = await accounts.createKey(account.id, ['read']);
+    await accounts.authenticate(key);
+    assert.equal(accounts.authenticateNow(key), undefined);
+  });
+
+  it('notes the key\'s use as authenticate does', async () => {
+    let now = Date.parse('2026-11-26T12:00:00Z');
+    const store = await LowdbStore.open({ dir: null });
+    const accounts = new AccountService(store, defaultServiceConfig(), () => new Date(now));
+    const account = await accounts.createAccount({ plan: 'pro', name: 'use' });
+    const { record, key } = await accounts.createKey(account.id, ['read']);
+    await accounts.authenticate(key);
+    now += 2 * 3600_000;
+    assert.ok(accounts.authenticateNow(key));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal((await store.getApiKey(record.id))?.last_used_at, '2026-11-26T14:00:00.000Z');
+  });
+});

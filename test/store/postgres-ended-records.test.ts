@@ -117,6 +117,30 @@ describe('PostgreSQL: ended conversions kept for a second', () => {
     assert.equal((await a.getConversion(record.id))?.status, 'expired');
   });
 
+  it('peeks (read at once, the hot read\'s) answer only what the node keeps, while it keeps it', async () => {
+    const record = succeeded('acc_peek');
+    await b.insertConversion(record);
+    assert.equal(a.peek?.conversion(record.id), undefined, 'nothing kept before a read');
+    await a.getConversion(record.id);
+    assert.equal(a.peek?.conversion(record.id)?.status, 'succeeded');
+    await a.updateConversion(record.id, { status: 'expired' });
+    assert.equal(a.peek?.conversion(record.id), undefined, 'its own write drops it at once');
+    const queued = conversion('acc_peek');
+    await b.insertConversion(queued);
+    await a.getConversion(queued.id);
+    assert.equal(a.peek?.conversion(queued.id), undefined, 'a queued one is never kept');
+
+    const settings = await a.getSettings();
+    assert.deepEqual(a.peek?.settings(), settings);
+    await a.exclusive('peek', async (tx) => assert.equal(tx.peek, undefined, 'a transaction reads fresh'));
+    const kept = succeeded('acc_peek');
+    await b.insertConversion(kept);
+    await a.getConversion(kept.id);
+    await sleep(1050);
+    assert.equal(a.peek?.conversion(kept.id), undefined, 'not past its second');
+    assert.equal(a.peek?.settings(), undefined);
+  });
+
   it('a caller that changes what it read changes nothing for the next reader', async () => {
     const record = succeeded('acc_copy');
     await b.insertConversion(record);

@@ -2,7 +2,7 @@ import type { AccountRecord, ApiKeyRecord, Settings } from '../../model/account.
 import type { ConversionRecord } from '../../model/conversion.ts';
 import { END_STATUSES, type ConversionStatus } from '../../model/status.ts';
 import { conversionIdFloor, conversionIdTime } from '../../model/ids.ts';
-import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type FlushOptions, type ListQuery, type Store, type UpdateOptions, type WebTokenRecord } from '../types.ts';
+import { DEFAULT_SETTINGS, IDEMPOTENCY_TTL_MS, type DayUsage, type DeliveryRecord, type FlushOptions, type ListQuery, type Store, type StorePeek, type UpdateOptions, type WebTokenRecord } from '../types.ts';
 import { connect, disconnect, type Connections, type PostgresStoreOptions } from './connect.ts';
 import { DeliveryClaims } from './delivery-claims.ts';
 import { Notifications } from './notifications.ts';
@@ -17,6 +17,11 @@ export { DatabaseInUseError, type NodeLockMode } from './node-lock.ts';
 
 /** An ended conversion changed on some node (payload: its id, or `*` for many): the others drop what they keep of it. */
 const CONVERSION_CHANGED = 'convd_changed';
+
+/** Names of what the second cache `hot` keeps: read through it, peeked and forgotten by the same name. */
+const SETTINGS_ENTRY = 'settings';
+const keyEntry = (hash: string): string => `key:${hash}`;
+const accountEntry = (id: string): string => `account:${id}`;
 
 /**
  * The Store on PostgreSQL: every node that shares the database sees the
@@ -37,6 +42,7 @@ export class PostgresStore implements Store {
   /** What the nodes tell each other (new work, an end, a cancel). */
   readonly notifications: Notifications;
   /** Requests per minute and failed sign-ins, counted across the nodes. */
+  readonly peek: StorePeek | undefined;
   readonly rateBuckets: RateBuckets;
   private readonly deliveryClaims: DeliveryClaims;
 
@@ -51,6 +57,13 @@ export class PostgresStore implements Store {
     /** Ended conversions read recently (see getConversion); shared with the transactions, which never read from it. */
     private readonly ended: SecondCache = new SecondCache(1000, 10_000, shallowCopy),
   ) {
+    // What a request reads again and again, from the second caches (a transaction reads fresh).
+    this.peek = connections === null ? undefined : {
+      settings: () => hot.peek<Settings>(SETTINGS_ENTRY),
+      apiKeyByHash: (hash) => hot.peek<ApiKeyRecord>(keyEntry(hash)),
+      account: (id) => hot.peek<AccountRecord>(accountEntry(id)),
+      conversion: (id) => ended.peek<ConversionRecord>(id),
+    };
     // Single statements nobody is told about go to the relaxed pool (Connections.relaxed); in a
     // transaction, to its connection (a deferred `exclusive` sets the same in its transaction).
     const relaxed = connections?.relaxed ?? db;
@@ -279,7 +292,7 @@ export class PostgresStore implements Store {
   }
 
   async getAccount(id: string): Promise<AccountRecord | undefined> {
-    return this.cached(`account:${id}`, () => queryDoc(this.db, 'convd-account', 'SELECT doc FROM convd_accounts WHERE id = $1', [id]));
+    return this.cached(accountEntry(id), () => queryDoc(this.db, 'convd-account', 'SELECT doc FROM convd_accounts WHERE id = $1', [id]));
   }
 
   async accountsNamed(name: string, limit: number): Promise<AccountRecord[]> {
@@ -292,7 +305,7 @@ export class PostgresStore implements Store {
   }
 
   async putAccount(record: AccountRecord): Promise<void> {
-    this.forget(`account:${record.id}`);
+    this.forget(accountEntry(record.id));
     await this.db.query({
       name: 'convd-account-put',
       text: 'INSERT INTO convd_accounts (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
@@ -305,7 +318,7 @@ export class PostgresStore implements Store {
   }
 
   async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    return this.cached(`key:${hash}`, () => queryDoc(this.db, 'convd-key-hash', 'SELECT doc FROM convd_api_keys WHERE hash = $1', [hash]));
+    return this.cached(keyEntry(hash), () => queryDoc(this.db, 'convd-key-hash', 'SELECT doc FROM convd_api_keys WHERE hash = $1', [hash]));
   }
 
   async listApiKeys(accountId: string): Promise<ApiKeyRecord[]> {
@@ -313,7 +326,7 @@ export class PostgresStore implements Store {
   }
 
   async putApiKey(record: ApiKeyRecord): Promise<void> {
-    this.forget(`key:${record.hash}`);
+    this.forget(keyEntry(record.hash));
     await this.db.query({
       name: 'convd-key-put',
       text: 'INSERT INTO convd_api_keys (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',
@@ -322,11 +335,11 @@ export class PostgresStore implements Store {
   }
 
   async getSettings(): Promise<Settings> {
-    return this.cached('settings', async () => (await queryDoc<Settings>(this.db, 'convd-settings', 'SELECT doc FROM convd_settings WHERE id = 1', [])) ?? structuredClone(DEFAULT_SETTINGS));
+    return this.cached(SETTINGS_ENTRY, async () => (await queryDoc<Settings>(this.db, 'convd-settings', 'SELECT doc FROM convd_settings WHERE id = 1', [])) ?? structuredClone(DEFAULT_SETTINGS));
   }
 
   async putSettings(settings: Settings): Promise<void> {
-    this.forget('settings');
+    this.forget(SETTINGS_ENTRY);
     await this.db.query({
       name: 'convd-settings-put',
       text: 'INSERT INTO convd_settings (id, doc) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc',

@@ -39,6 +39,15 @@ export class SecondCache {
     return value;
   }
 
+  /**
+   * The value kept for `key` while it may still be trusted, as kept (no copy: never to be
+   * changed); undefined when none is (`get` would load it).
+   */
+  peek<T>(key: string): Readonly<T> | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.until > Date.now() ? (hit.value as T) : undefined;
+  }
+
   drop(key: string): void {
     this.generation++;
     this.entries.delete(key);
