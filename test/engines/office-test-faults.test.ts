@@ -19,6 +19,38 @@ const skip = office.ready ? false : `LibreOffice's Python is not here: ${office.
 /** A child that outlives a SIGABRT, as a soffice whose crash handler hangs; says when it is ready to. */
 const STUBBORN = 'import signal, time; signal.signal(signal.SIGABRT, signal.SIG_IGN); print("ready", flush=True); time.sleep(60)';
 
+describe('a call that fails as its soffice is killed', { skip }, () => {
+  /** Runs `end_if_office_died` on UNO's RuntimeException beside a stand-in soffice running `child`. */
+  const endIfDied = (child: string) => run(office.ready ? office.python : 'python3', ['-c', [
+    'import subprocess, sys, uno, bridge',
+    'bridge.PHASE = "converting"',
+    `office = subprocess.Popen([sys.executable, "-c", ${JSON.stringify(child)}])`,
+    'error = uno.getClass("com.sun.star.uno.RuntimeException")("illegal object given!", None)',
+    'bridge.end_if_office_died(office, error)',
+    'print("answered", office.poll())',
+    'office.kill()',
+  ].join('\n')], { cwd: OFFICE_DIR, timeout: 30_000 }).then(
+    ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
+    (error: { code?: number; stdout?: string; stderr?: string }) => ({ code: error.code, stdout: error.stdout ?? '', stderr: error.stderr ?? '' }),
+  );
+
+  it('before it can be reaped (its connection closes first): the instance ends, no error answer', async () => {
+    // Killed a moment after the call failed, as a kill -9 whose sockets closed before the process was reapable.
+    const exit = await endIfDied('import os, signal, time; time.sleep(0.2); os.kill(os.getpid(), signal.SIGKILL)');
+    assert.equal(exit.code, 1, `${exit.stdout} ${exit.stderr}`);
+    assert.match(exit.stderr, /soffice exited \(-9\) while converting/);
+    assert.equal(exit.stdout, '');
+  });
+
+  it('while soffice lives on: the error is answered after a moment', async () => {
+    const started = performance.now();
+    const exit = await endIfDied('import time; time.sleep(30)');
+    assert.equal(exit.code, 0, exit.stderr);
+    assert.equal(exit.stdout.trim(), 'answered None');
+    assert.ok(performance.now() - started < 10_000);
+  });
+});
+
 describe('the office tests\' injected crash', { skip }, () => {
   it('in the second way: a soffice that outlives its SIGABRT is killed and reported as aborted', async () => {
     const script = [

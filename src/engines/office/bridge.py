@@ -61,6 +61,11 @@ CRASHED_ON_DOCUMENT = 3
 # How soffice ends when it crashes: its own handler re-raises the signal after printing a stack
 # (SIGSEGV ends as SIGABRT). SIGKILL is not one: that is the OOM killer or someone's kill -9.
 CRASH_SIGNALS = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS}
+# How long a call that failed as on a broken connection waits for its soffice to be seen gone. A
+# killed soffice's sockets close before it can be reaped (the kernel closes its files, then makes
+# it a zombie): a call can fail in between, and was answered as an error of the bridge with its
+# traceback instead of the instance's end.
+GONE_WAIT_S = 0.5
 
 # Tests only: the office engine's `faultsForTests` setting puts these in the bridge's environment
 # (never the daemon's: engineEnvironment passes no CONVD_ variable on). A document whose file name
@@ -466,15 +471,25 @@ def close(document):
         return error if bridge_disposed(error) else None
 
 
-def bridge_disposed(error):
-    """Whether the error, or one it was raised while handling, says the UNO bridge is gone."""
+def error_chain(error):
+    """The error and those it was raised while handling (a Failure's cause among them)."""
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
-        if "disposed" in str(error).lower() or "Disposed" in type(error).__name__:
-            return True
+        yield error
         error = getattr(error, "cause", None) or error.__cause__ or error.__context__
-    return False
+
+
+def bridge_disposed(error):
+    """Whether the error, or one it was raised while handling, says the UNO bridge is gone."""
+    return any("disposed" in str(e).lower() or "Disposed" in type(e).__name__ for e in error_chain(error))
+
+
+def uno_runtime_error(error):
+    """Whether the error, or one it was raised while handling, is UNO's RuntimeException (or one of
+    its kind): what a call raises when the connection under it breaks, "disposed" or not
+    ("illegal object given!" from a document proxy whose soffice was just killed)."""
+    return any(type(e).__name__.endswith("RuntimeException") for e in error_chain(error))
 
 
 def settle(office, document):
@@ -492,7 +507,12 @@ def end_if_office_died(office, error, during=" while converting"):
     died under it (a crash, or killed), this instance is done: no answer is sent, convd sees the bridge end, fails the document and starts a new instance for
     the next one (an answer first would let the next document reach a dying instance)."""
     if office.poll() is None and not bridge_disposed(error):
-        return
+        if not uno_runtime_error(error):
+            return
+        try:
+            office.wait(timeout=GONE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return
     try:
         office.wait(timeout=2)
     except subprocess.TimeoutExpired:
