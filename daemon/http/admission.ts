@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../../src/errors/api-error.ts';
 import type { AccountRecord, Scope } from '../../src/model/account.ts';
-import type { AccountService, Caller } from '../../src/service/accounts.ts';
+import type { AccountService, Caller, PeekedCaller } from '../../src/service/accounts.ts';
 import type { RateDecision, RateLimiter } from '../../src/service/rate-limiter.ts';
 import type { ConversionSystem } from '../../src/service/system.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
@@ -32,7 +32,7 @@ export interface AuthFailureGuard {
  * Throws the Admission's ApiError for an empty bucket and a missing scope. The allowance of failed
  * authentications is not consulted: a key that authenticated a moment ago passes it there too.
  */
-export type AdmissionNow = (authorization: string | undefined, scope: Scope, headers: Record<string, string>) => Caller | undefined;
+export type AdmissionNow = (authorization: string | undefined, scope: Scope, headers: Record<string, string>) => PeekedCaller | undefined;
 
 export function createAdmissionNow(system: ConversionSystem, limiter: RateLimiter): AdmissionNow {
   const takeNow = limiter.takeNow?.bind(limiter);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
-import type { Caller } from '../../src/service/accounts.ts';
+import type { PeekedCaller } from '../../src/service/accounts.ts';
 import type { ConversionService } from '../../src/service/conversion-service.ts';
 import type { Admission, AdmissionNow } from './admission.ts';
 import { Exchange, report, settle, settleNow, warnUnexpected, type FailureRules, type RequestReport } from './pipeline.ts';
@@ -22,10 +22,13 @@ export interface HotReadDeps {
 /** The API's failure as plain parts (errorAnswer is errorResponse byte for byte). */
 const HOT_RULES: FailureRules<PlainAnswer> = { failure: (error, exchange) => errorAnswer(error, exchange.language, exchange.headers) };
 
-/** One read: the id asked for, and the caller once admitted (its request taken from its bucket). */
+/**
+ * One read: the id asked for, and the caller once admitted at once (its request taken from its
+ * bucket). The async way reads only its account's id after that moment, which never changes.
+ */
 interface Read {
   id: string;
-  caller: Caller | undefined;
+  caller: PeekedCaller | undefined;
 }
 
 /**

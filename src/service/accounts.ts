@@ -17,8 +17,14 @@ export interface Caller {
   key: ApiKeyRecord;
 }
 
+/** A caller read from the store's memory (authenticateNow): the store's own records, never to be changed. */
+export interface PeekedCaller {
+  readonly account: Readonly<AccountRecord>;
+  readonly key: Readonly<ApiKeyRecord>;
+}
+
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return keyHashOf(key).hex;
 }
 
 /** Keys whose hash is kept in memory; past this the memo starts over (a flood of made-up keys cannot grow it). */
@@ -49,7 +55,11 @@ function keyHashOf(key: string): KeyHash {
   return { hex: bytes.toString('hex'), bytes };
 }
 
-/** Each key record's hash as bytes, decoded once per record object (a poller's key is one object for as long as it is unchanged). */
+/**
+ * Each key record's hash as bytes, decoded once per record object: a poller's key is one object
+ * for as long as it is unchanged in lowdb's memory and in PostgreSQL's second cache (its async
+ * reads hand out copies, each decoded anew).
+ */
 const hashBytesByRecord = new WeakMap<Readonly<ApiKeyRecord>, Buffer>();
 
 function storedHashBytes(key: Readonly<ApiKeyRecord>): Buffer {
@@ -107,7 +117,7 @@ export class AccountService {
    * `authenticate` writes). `authenticate` then decides, every refusal included: this one never
    * refuses, so an answer it gives is one `authenticate` would have given.
    */
-  authenticateNow(bearer: string | undefined): Caller | undefined {
+  authenticateNow(bearer: string | undefined): PeekedCaller | undefined {
     const peek = this.peek;
     const hash = bearer === undefined ? undefined : this.hashMemo.get(bearer);
     if (peek === undefined || hash === undefined) return undefined;
@@ -144,7 +154,7 @@ export class AccountService {
     return bearer !== undefined && this.hashMemo.has(bearer);
   }
 
-  requireScope(caller: Caller, scope: Scope): void {
+  requireScope(caller: Caller | PeekedCaller, scope: Scope): void {
     if (!caller.key.scopes.includes(scope)) throw new ApiError('forbidden', { params: { action: scope } });
   }
 

@@ -97,11 +97,6 @@ export interface DeliveryAttempt {
 }
 
 /**
- * The persistence seam (lowdb today, a relational store later). Reads are served from memory by
- * the lowdb implementation; writes are durable once `flush()` resolves. Every method is async so
- * that a networked store can implement the same contract.
- */
-/**
  * What a store holds in memory now, read at once: no promise, no copy (what it gives is the
  * store's own and must not be changed, nor kept past the moment). Each answers undefined where
  * the store would have to ask further (nothing held, or held past the time it may be trusted);
@@ -115,6 +110,11 @@ export interface StorePeek {
   conversion(id: string): Readonly<ConversionRecord> | undefined;
 }
 
+/**
+ * The persistence seam (lowdb, or PostgreSQL for several nodes). Reads are served from memory by
+ * the lowdb implementation; writes are durable once `flush()` resolves. Every method is async so
+ * that a networked store can implement the same contract; `peek` is the one way to read at once.
+ */
 export interface Store {
   /** Absent: every read waits (a store bound to a transaction reads fresh). */
   readonly peek?: StorePeek;

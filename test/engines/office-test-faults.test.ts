@@ -2,7 +2,10 @@
  * The office tests' injected crash (bridge.py's CONVD_TEST_CRASH_* faults) ends as a crash even
  * when soffice's own crash handler hangs instead of ending it: a soffice that does not die of
  * its SIGABRT is killed after TEST_ABORT_WAIT_S and counted as the crash it was made to be (CI
- * once waited 40 minutes on one). Stood in for here by a process that ignores SIGABRT.
+ * once waited 40 minutes on one). Stood in for here by a process that ignores SIGABRT. And a UNO
+ * call that fails as its soffice is killed ends the instance even when the process could not be
+ * reaped yet at the failure (its connection closes first): stood in for by a process that kills
+ * itself a moment after.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -20,12 +23,16 @@ const skip = office.ready ? false : `LibreOffice's Python is not here: ${office.
 const STUBBORN = 'import signal, time; signal.signal(signal.SIGABRT, signal.SIG_IGN); print("ready", flush=True); time.sleep(60)';
 
 describe('a call that fails as its soffice is killed', { skip }, () => {
-  /** Runs `end_if_office_died` on UNO's RuntimeException beside a stand-in soffice running `child`. */
-  const endIfDied = (child: string) => run(office.ready ? office.python : 'python3', ['-c', [
+  /**
+   * Runs `end_if_office_died` on `error` (Python) beside a stand-in soffice running `child`, once the
+   * child says it is ready (its own clock starts there, not while Python starts).
+   */
+  const endIfDied = (child: string, error = 'uno.getClass("com.sun.star.uno.RuntimeException")("illegal object given!", None)') => run(office.ready ? office.python : 'python3', ['-c', [
     'import subprocess, sys, uno, bridge',
     'bridge.PHASE = "converting"',
-    `office = subprocess.Popen([sys.executable, "-c", ${JSON.stringify(child)}])`,
-    'error = uno.getClass("com.sun.star.uno.RuntimeException")("illegal object given!", None)',
+    `office = subprocess.Popen([sys.executable, "-c", ${JSON.stringify(`print("ready", flush=True); ${child}`)}], stdout=subprocess.PIPE)`,
+    `error = ${error}`,
+    'office.stdout.readline()',
     'bridge.end_if_office_died(office, error)',
     'print("answered", office.poll())',
     'office.kill()',
@@ -48,6 +55,13 @@ describe('a call that fails as its soffice is killed', { skip }, () => {
     assert.equal(exit.code, 0, exit.stderr);
     assert.equal(exit.stdout.trim(), 'answered None');
     assert.ok(performance.now() - started < 10_000);
+  });
+
+  it('a filter\'s own failure (a subclass of RuntimeException) is answered without the wait', async () => {
+    // Killed 0.2 s after: were the error taken for a broken connection, the wait would see it gone.
+    const exit = await endIfDied('import os, signal, time; time.sleep(0.2); os.kill(os.getpid(), signal.SIGKILL)', 'uno.getClass("com.sun.star.lang.WrappedTargetRuntimeException")("the filter failed", None, None)');
+    assert.equal(exit.code, 0, exit.stderr);
+    assert.equal(exit.stdout.trim(), 'answered None');
   });
 });
 

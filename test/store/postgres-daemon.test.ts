@@ -80,6 +80,34 @@ describe('convd on PostgreSQL', () => {
     await waitUntil('maintenance off seen', async () => ((await call(daemon, '/account')).status === 200 ? true : undefined), 3000);
   });
 
+  it('a poll of a finished conversion, answered from what the node keeps, sees a revocation and maintenance made outside within a second', async () => {
+    const account = await adminOnDatabase(database.url, ['accounts', 'create', '--plan', 'pro', '--name', 'poller']);
+    const accountId = (account.json as { id: string }).id;
+    const made = (await adminOnDatabase(database.url, ['keys', 'create', '--account', accountId, '--scopes', 'read,convert'])).json as { id: string; key: string };
+    const client = { baseUrl: daemon.baseUrl, apiKey: made.key };
+    const created = await submitFile(client, { target: 'webp', wait: '30' }, { data: await png(16, 16), name: 'poll.png' });
+    assert.equal(created.body.status, 'succeeded');
+    const path = `/conversions/${created.body.id}`;
+    // Polled again and again: the key, its account, the switch and the record kept, answered at once.
+    for (let i = 0; i < 20; i++) assert.equal((await call(client, path)).status, 200);
+
+    assert.equal((await adminOnDatabase(database.url, ['maintenance', 'on', '--retry-after', '30'])).code, 0);
+    try {
+      const changedAt = Date.now();
+      await waitUntil('maintenance seen by the poll', async () => ((await call(client, path)).status === 503 ? true : undefined), 3000);
+      assert.ok(Date.now() - changedAt <= 1500, `seen ${Date.now() - changedAt} ms after`);
+    } finally {
+      assert.equal((await adminOnDatabase(database.url, ['maintenance', 'off'])).code, 0);
+    }
+    await waitUntil('maintenance off seen by the poll', async () => ((await call(client, path)).status === 200 ? true : undefined), 3000);
+    for (let i = 0; i < 20; i++) assert.equal((await call(client, path)).status, 200);
+
+    assert.equal((await adminOnDatabase(database.url, ['keys', 'revoke', made.id])).code, 0);
+    const revokedAt = Date.now();
+    await waitUntil('the revoked key refused by the poll', async () => ((await call(client, path)).status === 401 ? true : undefined), 3000);
+    assert.ok(Date.now() - revokedAt <= 1500, `refused ${Date.now() - revokedAt} ms after the revocation`);
+  });
+
   it('a second daemon on the same database is refused; the store outlives a restart on a new data dir', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'convd-pg-second-'));
     try {

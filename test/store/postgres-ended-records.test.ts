@@ -14,7 +14,7 @@ import pg from 'pg';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import { nodesOnFreshDatabase } from '../helpers/postgres.ts';
-import { conversion } from '../helpers/store-records.ts';
+import { account, conversion } from '../helpers/store-records.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -139,6 +139,24 @@ describe('PostgreSQL: ended conversions kept for a second', () => {
     await sleep(1050);
     assert.equal(a.peek?.conversion(kept.id), undefined, 'not past its second');
     assert.equal(a.peek?.settings(), undefined);
+  });
+
+  it('peeks the key by its hash and its account while kept; this node\'s write drops them at once', async () => {
+    const owner = account(`acc_peek_${Date.now()}`, new Date().toISOString());
+    await b.putAccount(owner);
+    const key = { id: `key_peek_${Date.now()}`, account_id: owner.id, hash: 'cd'.repeat(32), prefix: 'cvk_peek', scopes: ['read' as const], created_at: new Date().toISOString(), revoked_at: null };
+    await b.putApiKey(key);
+    assert.equal(a.peek?.apiKeyByHash(key.hash), undefined, 'nothing kept before a read');
+    await a.findApiKeyByHash(key.hash);
+    await a.getAccount(owner.id);
+    assert.equal(a.peek?.apiKeyByHash(key.hash)?.id, key.id);
+    assert.equal(a.peek?.account(owner.id)?.id, owner.id);
+    await a.putApiKey({ ...key, revoked_at: new Date().toISOString() });
+    await a.putAccount({ ...owner, name: 'renamed' });
+    assert.equal(a.peek?.apiKeyByHash(key.hash), undefined, 'a revocation here: at once');
+    assert.equal(a.peek?.account(owner.id), undefined);
+    assert.ok((await a.findApiKeyByHash(key.hash))?.revoked_at);
+    assert.ok(a.peek?.apiKeyByHash(key.hash)?.revoked_at, 'read again, kept as revoked');
   });
 
   it('a caller that changes what it read changes nothing for the next reader', async () => {

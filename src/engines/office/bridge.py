@@ -486,10 +486,11 @@ def bridge_disposed(error):
 
 
 def uno_runtime_error(error):
-    """Whether the error, or one it was raised while handling, is UNO's RuntimeException (or one of
-    its kind): what a call raises when the connection under it breaks, "disposed" or not
-    ("illegal object given!" from a document proxy whose soffice was just killed)."""
-    return any(type(e).__name__.endswith("RuntimeException") for e in error_chain(error))
+    """Whether the error, or one it was raised while handling, is UNO's plain RuntimeException:
+    what a call raises when the connection under it breaks without saying "disposed" ("illegal
+    object given!" from a document proxy whose soffice was just killed). Not its subclasses
+    (WrappedTargetRuntimeException is a filter's own failure)."""
+    return any(type(e).__name__ == "com.sun.star.uno.RuntimeException" for e in error_chain(error))
 
 
 def settle(office, document):

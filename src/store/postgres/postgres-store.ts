@@ -41,8 +41,9 @@ export class PostgresStore implements Store {
   readonly queue: QueueSql;
   /** What the nodes tell each other (new work, an end, a cancel). */
   readonly notifications: Notifications;
-  /** Requests per minute and failed sign-ins, counted across the nodes. */
+  /** What the second caches keep, read at once (none in a transaction: it reads fresh). */
   readonly peek: StorePeek | undefined;
+  /** Requests per minute and failed sign-ins, counted across the nodes. */
   readonly rateBuckets: RateBuckets;
   private readonly deliveryClaims: DeliveryClaims;
 
@@ -57,7 +58,6 @@ export class PostgresStore implements Store {
     /** Ended conversions read recently (see getConversion); shared with the transactions, which never read from it. */
     private readonly ended: SecondCache = new SecondCache(1000, 10_000, shallowCopy),
   ) {
-    // What a request reads again and again, from the second caches (a transaction reads fresh).
     this.peek = connections === null ? undefined : {
       settings: () => hot.peek<Settings>(SETTINGS_ENTRY),
       apiKeyByHash: (hash) => hot.peek<ApiKeyRecord>(keyEntry(hash)),

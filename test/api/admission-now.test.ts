@@ -1,0 +1,66 @@
+/**
+ * The admission at once (daemon/http/admission.ts, AdmissionNow) on a real system: the async
+ * admission's checks in its order, one request taken from the bucket per admission, and nothing
+ * taken where it cannot say what the async admission would (a key not authenticated a moment ago,
+ * the maintenance switch on, a revoked key).
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createAdmissionNow } from '../../daemon/http/admission.ts';
+import { defaultServiceConfig } from '../../src/service/config.ts';
+import { RequestRateLimiter } from '../../src/service/rate-limiter.ts';
+import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
+
+describe('the admission at once', () => {
+  let dir: string;
+  let system: ConversionSystem;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'convd-admission-now-'));
+    system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig({}), workers: 1, engines: [] });
+  });
+  after(async () => {
+    await system.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('takes one request per admission, and none where it answers undefined', async () => {
+    const admitNow = createAdmissionNow(system, new RequestRateLimiter());
+    const account = await system.accounts.createAccount({ plan: 'pro', name: 'at-once' });
+    const { record, key } = await system.accounts.createKey(account.id, ['read']);
+    const bearer = `Bearer ${key}`;
+    const admit = (scope: 'read' | 'convert' = 'read') => {
+      const headers: Record<string, string> = {};
+      return { caller: admitNow(bearer, scope, headers), headers };
+    };
+
+    assert.deepEqual(admit(), { caller: undefined, headers: {} }, 'not authenticated a moment ago: the async way, which hashes and counts failures');
+    await system.accounts.authenticate(key);
+    const first = admit();
+    assert.equal(first.caller?.account.id, account.id);
+    const remaining = Number(first.headers['ratelimit-remaining']);
+    assert.equal(Number(admit().headers['ratelimit-remaining']), remaining - 1, 'one request taken');
+
+    await system.maintenance.set(true, 30);
+    assert.deepEqual(admit(), { caller: undefined, headers: {} }, 'the switch on: the async way answers 503');
+    await system.maintenance.set(false);
+    assert.equal(Number(admit().headers['ratelimit-remaining']), remaining - 2, 'none taken while the switch was on');
+
+    assert.throws(() => admit('convert'), /forbidden/, 'a missing scope: refused at once, after the bucket as the async way');
+    assert.equal(Number(admit().headers['ratelimit-remaining']), remaining - 4);
+
+    await system.accounts.revokeKey(record.id);
+    assert.deepEqual(admit(), { caller: undefined, headers: {} }, 'revoked: the async way refuses it and counts the failure');
+  });
+
+  it('never where the buckets are asked elsewhere (no takeNow: the database\'s, shared by the nodes)', async () => {
+    const shared = { take: () => Promise.reject(new Error('not asked')) };
+    const admitNow = createAdmissionNow(system, shared);
+    const account = await system.accounts.createAccount({ plan: 'pro', name: 'shared' });
+    const { key } = await system.accounts.createKey(account.id, ['read']);
+    await system.accounts.authenticate(key);
+    assert.equal(admitNow(`Bearer ${key}`, 'read', {}), undefined);
+  });
+});
