@@ -460,7 +460,7 @@ export class ConversionService {
 
   /** A succeeded conversion whose result's time is up (read now, it is expired first). */
   private expiryDue(record: Readonly<ConversionRecord>): boolean {
-    return record.status === 'succeeded' && record.result !== null && record.result !== undefined && record.result.expires_at <= this.nowIso();
+    return record.status === 'succeeded' && !!record.result && record.result.expires_at <= this.nowIso();
   }
 
   private async expire(id: string): Promise<ConversionRecord> {

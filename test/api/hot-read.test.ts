@@ -258,23 +258,19 @@ describe('a read memory can answer is written before the call returns', () => {
     assert.equal(calls.admit, 0);
   });
 
-  it('admitted at once but the record not in memory: read the async way, admitted once (one request from the bucket)', async () => {
-    const { hotRead, calls } = hotReadWith({ admitNow: () => caller, record: undefined });
-    const { res, written } = response();
-    hotRead(request, res);
-    assert.equal(written.status, undefined);
-    await settled();
-    assert.equal(written.status, 200);
-    assert.deepEqual(calls, { admit: 0, admitNow: 1, get: ['acc_1 cnv_x'] });
-  });
-
-  it('memory cannot admit: the async way from the start', async () => {
-    const { hotRead, calls } = hotReadWith({ admitNow: () => undefined, record: { id: 'cnv_x' } });
-    const { res, written } = response();
-    hotRead(request, res);
-    assert.equal(written.status, undefined);
-    await settled();
-    assert.equal(written.status, 200);
-    assert.deepEqual(calls, { admit: 1, admitNow: 1, get: ['acc_1 cnv_x'] });
-  });
+  const laterCases = [
+    { name: 'admitted at once but the record not in memory: read the async way, admitted once (one request from the bucket)', admitNow: () => caller, record: undefined, admitted: 0 },
+    { name: 'memory cannot admit: the async way from the start', admitNow: () => undefined, record: { id: 'cnv_x' }, admitted: 1 },
+  ];
+  for (const { name, admitNow, record, admitted } of laterCases) {
+    it(name, async () => {
+      const { hotRead, calls } = hotReadWith({ admitNow, record });
+      const { res, written } = response();
+      hotRead(request, res);
+      assert.equal(written.status, undefined, 'not at once');
+      await settled();
+      assert.equal(written.status, 200);
+      assert.deepEqual(calls, { admit: admitted, admitNow: 1, get: ['acc_1 cnv_x'] });
+    });
+  }
 });
