@@ -280,6 +280,18 @@ async function startDirectInstance(install: { sofficeBin: string; python: string
   };
 }
 
+/**
+ * INSTANCES baseline instances, started at once. One that fails to start stops those that did:
+ * left running, they would keep the bench's process alive after it reports the failure.
+ */
+async function startDirectInstances(install: { sofficeBin: string; python: string }, dir: string, setpriv: string | null): Promise<DirectInstance[]> {
+  const started = await Promise.allSettled(Array.from({ length: INSTANCES }, (_, k) => startDirectInstance(install, join(dir, 'profiles', `instance-${k}`), setpriv)));
+  const failed = started.find((result) => result.status === 'rejected');
+  if (!failed) return started.map((result) => (result as PromiseFulfilledResult<DirectInstance>).value);
+  await Promise.all(started.map((result) => (result.status === 'fulfilled' ? result.value.stop() : undefined)));
+  throw failed.reason;
+}
+
 /** All documents through the baseline's instances, one in flight per instance; ms. */
 async function directRound(instances: DirectInstance[], documents: Document[], outputDir: string): Promise<{ ms: number; latencies: number[] }> {
   await freshDir(outputDir);
@@ -304,7 +316,7 @@ export async function benchOfficeWarm(): Promise<BenchResult> {
     const documents = await makeDocuments(dir);
     const setpriv = await findParentDeathWrapper();
     const directStarted = performance.now();
-    const direct = await Promise.all(Array.from({ length: INSTANCES }, (_, k) => startDirectInstance(install, join(dir, 'profiles', `instance-${k}`), setpriv)));
+    const direct = await startDirectInstances(install, dir, setpriv);
     const directStartMs = performance.now() - directStarted;
     const notes: string[] = [];
     const daemonRounds: Awaited<ReturnType<typeof daemonRound>>[] = [];
