@@ -9,6 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -102,5 +105,50 @@ describe('the office tests\' injected crash', { skip }, () => {
     assert.equal(exit.code, 3, `CRASHED_ON_DOCUMENT: ${exit.stderr}`);
     assert.match(exit.stderr, /soffice crashed .* while opening the document/);
     assert.ok(performance.now() - started < 15_000);
+  });
+});
+
+describe('a soffice start that dies of a signal', { skip }, () => {
+  /**
+   * launch_office on a stand-in for soffice.bin that aborts (SIGABRT) in its first `aborts`
+   * starts and runs the real soffice.bin after; prints how many starts it took, and stops the
+   * instance it got.
+   */
+  const launch = async (aborts: number) => {
+    const dir = await mkdtemp(join(tmpdir(), 'convd-start-'));
+    try {
+      const standIn = join(dir, 'soffice.bin');
+      const starts = join(dir, 'starts');
+      await writeFile(standIn, [
+        '#!/bin/sh',
+        `echo start >> '${starts}'`,
+        `if [ "$(wc -l < '${starts}')" -le ${aborts} ]; then kill -ABRT $$; fi`,
+        `exec '${office.ready ? office.sofficeBin : ''}' "$@"`,
+      ].join('\n'), { mode: 0o700 });
+      const exit = await run(office.ready ? office.python : 'python3', ['-c', [
+        'import sys, bridge',
+        'try:',
+        `    office, desktop = bridge.start_office(${JSON.stringify(standIn)}, ${JSON.stringify(join(dir, 'profile'))}, None)`,
+        '    bridge.stop_office(office, desktop)',
+        '    print("started")',
+        'except RuntimeError as error:',
+        '    print(error)',
+      ].join('\n')], { cwd: OFFICE_DIR, timeout: 120_000 });
+      const count = (await readFile(starts, 'utf8')).trim().split('\n').length;
+      return { said: exit.stdout.trim(), starts: count };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('in its first start is started once more, and comes up', async () => {
+    const { said, starts } = await launch(1);
+    assert.equal(said, 'started');
+    // The abort, then the start that came up (a fresh profile's is two: the first asks for a restart, 81).
+    assert.ok(starts >= 2, `${starts} starts`);
+  });
+
+  it('twice fails, after one more start only', async () => {
+    assert.deepEqual(await launch(5), { said: 'soffice exited with -6 before it accepted a connection', starts: 2 });
   });
 });

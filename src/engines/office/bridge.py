@@ -166,6 +166,11 @@ class Failure(Exception):
 # soffice.bin's exit status when it wants to be started again (after making a new profile); its
 # launcher (oosplash) would do that, but convd starts soffice.bin itself (see start_office).
 RESTART_REQUESTED = 81
+# A start that dies of a signal before it accepts a connection is made once more: on a fresh
+# machine (2026-12-06), one of two instances started at once aborted (SIGABRT) in LibreOffice's
+# very first start there while the other came up; not seen again once the machine had started
+# LibreOffice. A start that fails twice, or exits with a status, is the instance's failure.
+START_RETRIES_AFTER_SIGNAL = 1
 
 
 def start_office(soffice, profile, setpriv):
@@ -203,11 +208,15 @@ def launch_office(soffice, profile, setpriv):
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
     deadline = time.monotonic() + START_TIMEOUT_S
+    retries = START_RETRIES_AFTER_SIGNAL
     while True:
         # One look per turn: with two, an exit between them (81, a fresh profile's restart) was
         # taken for a failure.
         code = office.poll()
         if code == RESTART_REQUESTED:
+            office = launch()
+        elif code is not None and code < 0 and retries > 0:
+            retries -= 1
             office = launch()
         elif code is not None:
             raise RuntimeError("soffice exited with %s before it accepted a connection" % code)
