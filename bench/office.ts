@@ -267,7 +267,11 @@ interface DirectInstance {
  */
 async function startDirectInstance(install: { sofficeBin: string; python: string }, profile: string, setpriv: string | null): Promise<DirectInstance> {
   const baseline = startBaseline(install.python, ['-u', join(ROOT, 'bench', 'lib', 'office-direct.py'), install.sofficeBin, profile, ...(setpriv ? [setpriv] : [])], 'the UNO baseline process');
-  const ready = await baseline.next<{ startMs: number }>();
+  const ready = await baseline.next<{ startMs: number }>().catch(async (error: unknown) => {
+    // Alive but not ready (an answer that is no JSON): not left running.
+    await baseline.stop();
+    throw error;
+  });
   return {
     startMs: ready.startMs,
     convert: async (input, output) => {

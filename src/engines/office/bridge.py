@@ -217,9 +217,12 @@ def launch_office(soffice, profile, setpriv):
             office = launch()
         elif code is not None and code < 0 and retries > 0:
             retries -= 1
+            # Said where the instance's start is logged if it fails after all.
+            print("soffice died of signal %d before it accepted a connection; starting it once more" % -code, file=sys.stderr, flush=True)
             office = launch()
         elif code is not None:
-            raise RuntimeError("soffice exited with %s before it accepted a connection" % code)
+            again = " (its start made once more)" if retries < START_RETRIES_AFTER_SIGNAL else ""
+            raise RuntimeError("soffice exited with %s before it accepted a connection%s" % (code, again))
         try:
             context = resolver.resolve("uno:pipe,name=%s;urp;StarOffice.ComponentContext" % pipe)
             break
