@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -155,5 +155,29 @@ describe('a soffice start that dies of a signal', { skip }, () => {
 
   it('twice fails, after one more start only', async () => {
     assert.deepEqual(await launch(5), { said: 'soffice exited with -6 before it accepted a connection (its start made once more)', starts: 2 });
+  });
+});
+
+describe('soffice\'s temporary files', { skip }, () => {
+  it('are kept in its profile, so a killed instance leaves nothing of them in the temp dir', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'convd-temp-'));
+    try {
+      const profile = join(dir, 'profile');
+      // LibreOffice names its directory lu<pid>...tmp; read at once, then soffice is killed (-9).
+      const { stdout } = await run(office.ready ? office.python : 'python3', ['-c', [
+        'import glob, json, os, bridge',
+        `office, desktop = bridge.start_office(${JSON.stringify(office.ready ? office.sofficeBin : '')}, ${JSON.stringify(profile)}, None)`,
+        'found = lambda where: sorted(glob.glob(os.path.join(where, "lu%d*.tmp" % office.pid)))',
+        'print(json.dumps({"inProfile": len(found(os.path.join(' + JSON.stringify(profile) + ', "tmp"))), "pid": office.pid}))',
+        'office.kill()',
+        'office.wait()',
+      ].join('\n')], { cwd: OFFICE_DIR, timeout: 120_000 });
+      const { inProfile, pid } = JSON.parse(stdout.trim()) as { inProfile: number; pid: number };
+      assert.equal(inProfile, 1, 'its directory is in the profile');
+      const left = (await readdir(tmpdir())).filter((name) => name.startsWith(`lu${pid}`) && name.endsWith('.tmp'));
+      assert.deepEqual(left, [], 'nothing of the killed instance in the temp dir');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -203,7 +203,8 @@ def launch_office(soffice, profile, setpriv):
     ]
     if setpriv:
         command = [setpriv, "--pdeathsig", "KILL", "--"] + command
-    launch = lambda: subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    env = office_env(profile)
+    launch = lambda: subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
     office = launch()
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
@@ -233,8 +234,17 @@ def launch_office(soffice, profile, setpriv):
     return office, context
 
 
+def office_env(profile):
+    """soffice's environment: this one, its temporary files in the profile. soffice keeps them in
+    a directory of its own (lu<pid>....tmp) in TMPDIR and removes it when it ends, not when it is
+    killed or crashes (a time limit, a stall, the memory limit, a document that aborts it): in the
+    profile, they go with the profile, which convd removes however the instance ended."""
+    return dict(os.environ, TMPDIR=os.path.join(profile, "tmp"))
+
+
 def write_profile(profile):
     os.makedirs(os.path.join(profile, "user"), exist_ok=True)
+    os.makedirs(os.path.join(profile, "tmp"), exist_ok=True)
     with open(os.path.join(profile, "user", "registrymodifications.xcu"), "w") as settings:
         settings.write(PROFILE_SETTINGS)
 
@@ -587,7 +597,7 @@ def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv
         command = [setpriv, "--pdeathsig", "KILL", "--"] + command
     # A fresh profile: the first start makes it and asks to be started again.
     for _ in range(3):
-        office = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr)
+        office = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr, env=office_env(profile))
         code = aborted_for_tests(office) if CRASH_ONE_OFF and CRASH_ONE_OFF in os.path.basename(source) else office.wait()
         if code != RESTART_REQUESTED:
             break
