@@ -5,26 +5,20 @@
  * the maintenance switch on, a revoked key).
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createAdmissionNow } from '../../daemon/http/admission.ts';
-import { defaultServiceConfig } from '../../src/service/config.ts';
 import { RequestRateLimiter } from '../../src/service/rate-limiter.ts';
-import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
+import type { ConversionSystem } from '../../src/service/system.ts';
+import { openTempSystem, type TempSystem } from '../helpers/temp-system.ts';
 
 describe('the admission at once', () => {
-  let dir: string;
+  let opened: TempSystem;
   let system: ConversionSystem;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'convd-admission-now-'));
-    system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig({}), workers: 1, engines: [] });
+    opened = await openTempSystem('convd-admission-now-');
+    system = opened.system;
   });
-  after(async () => {
-    await system.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => opened.close());
 
   it('takes one request per admission, and none where it answers undefined', async () => {
     // A clock that stands still: no request comes back to the bucket while the switch is written

@@ -4,27 +4,25 @@
  * file gone since is found by reading it, 410 all the same. A HEAD opens nothing, so it asks.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { unlink, writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { resultResponse } from '../../daemon/http/result-download.ts';
 import { createImageEngine } from '../../src/engines/image/sharp-engine.ts';
 import { ApiError } from '../../src/errors/api-error.ts';
 import type { AccountRecord } from '../../src/model/account.ts';
-import { defaultServiceConfig } from '../../src/service/config.ts';
-import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
+import type { ConversionSystem } from '../../src/service/system.ts';
 import { waitUntil } from '../helpers/ops-support.ts';
+import { openTempSystem, type TempSystem } from '../helpers/temp-system.ts';
 
 describe('a download', () => {
-  let dir: string;
+  let opened: TempSystem;
   let system: ConversionSystem;
   let account: AccountRecord;
   const sizeAsked: string[] = [];
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'convd-download-'));
-    system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig({}), workers: 1, engines: [createImageEngine({ maxInputPixels: 100_000_000 })], ephemeralStore: true });
+    opened = await openTempSystem('convd-download-', { engines: [createImageEngine({ maxInputPixels: 100_000_000 })], ephemeralStore: true });
+    system = opened.system;
     await system.start();
     account = await system.accounts.createAccount({ plan: 'unmetered', name: 'download' });
     const size = system.blobs.size.bind(system.blobs);
@@ -33,10 +31,7 @@ describe('a download', () => {
       return size(kind, id);
     };
   });
-  after(async () => {
-    await system.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => opened.close());
 
   async function converted(): Promise<string> {
     const png = await sharp({ create: { width: 50, height: 40, channels: 3, background: '#804020' } }).png().toBuffer();

@@ -5,17 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { createImageEngine } from '../../src/engines/image/sharp-engine.ts';
 import type { ConversionRecord } from '../../src/model/conversion.ts';
-import { defaultServiceConfig } from '../../src/service/config.ts';
-import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
+import type { ConversionSystem } from '../../src/service/system.ts';
 import { decodeCopy } from '../../src/store/durable-json-file.ts';
+import { openTempSystem, type TempSystem } from '../helpers/temp-system.ts';
 
 /** The record as the store's files hold it now, read without yielding (no write can land meanwhile). */
 function onDiskNow(dataDir: string, id: string): ConversionRecord | undefined {
@@ -51,17 +50,15 @@ function shardWrites(dataDir: string, id?: string): { seqs: Map<string, number>;
 }
 
 describe('an end state told only once it is on disk', () => {
-  let dir: string;
+  let opened: TempSystem;
   let system: ConversionSystem;
+  let dataDir: string;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'convd-end-on-disk-'));
-    system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig({}), workers: 1, engines: [createImageEngine({ maxInputPixels: 100_000_000 })] });
+    opened = await openTempSystem('convd-end-on-disk-', { engines: [createImageEngine({ maxInputPixels: 100_000_000 })] });
+    ({ system, dataDir } = opened);
     await system.start();
   });
-  after(async () => {
-    await system.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => opened.close());
 
   it('a wait that ends finds the success in the store files the moment it is answered', async () => {
     const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'disk' });
@@ -73,13 +70,12 @@ describe('an end state told only once it is on disk', () => {
       const { record } = await system.conversions.create(account, { fields: { target: 'webp' }, options: {}, files: [file] });
       const ended = await system.conversions.waitForEnd(record, 30);
       assert.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
-      assert.equal(onDiskNow(join(dir, 'data'), record.id)?.status, 'succeeded', 'on disk when the waiter is told');
+      assert.equal(onDiskNow(dataDir, record.id)?.status, 'succeeded', 'on disk when the waiter is told');
     }
   });
 
   it('a submission with wait that ends within it is written once, and its upload never reaches the disk', async () => {
     const account = await system.accounts.createAccount({ plan: 'unmetered', name: 'once' });
-    const dataDir = join(dir, 'data');
     // The deferred writes of the conversions before (their uploads' second copies) are done: a
     // round's shard is written by nothing but its own conversion.
     await sleep(1100);

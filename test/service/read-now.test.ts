@@ -3,25 +3,19 @@
  * answer it as it is: the account's own, and not due to expire (`get` expires it first).
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { defaultServiceConfig } from '../../src/service/config.ts';
-import { openSystem, type ConversionSystem } from '../../src/service/system.ts';
+import type { ConversionSystem } from '../../src/service/system.ts';
 import { conversion, DAY } from '../helpers/store-records.ts';
+import { openTempSystem, type TempSystem } from '../helpers/temp-system.ts';
 
 describe('a conversion read at once (getNow)', () => {
-  let dir: string;
+  let opened: TempSystem;
   let system: ConversionSystem;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'convd-read-now-'));
-    system = await openSystem({ dataDir: join(dir, 'data'), config: defaultServiceConfig({}), workers: 1, engines: [] });
+    opened = await openTempSystem('convd-read-now-');
+    system = opened.system;
   });
-  after(async () => {
-    await system.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => opened.close());
 
   const succeeded = (accountId: string, expiresAt: number) => conversion(accountId, {
     status: 'succeeded', progress: 100, finished_at: new Date().toISOString(),

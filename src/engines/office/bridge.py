@@ -169,7 +169,8 @@ RESTART_REQUESTED = 81
 # A start that dies of a signal before it accepts a connection is made once more: on a fresh
 # machine (2026-12-06), one of two instances started at once aborted (SIGABRT) in LibreOffice's
 # very first start there while the other came up; not seen again once the machine had started
-# LibreOffice. A start that fails twice, or exits with a status, is the instance's failure.
+# LibreOffice. A start that dies so twice, or exits with a status other than 81, is the
+# instance's failure.
 START_RETRIES_AFTER_SIGNAL = 1
 
 
@@ -595,9 +596,10 @@ def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv
     ]
     if setpriv:
         command = [setpriv, "--pdeathsig", "KILL", "--"] + command
+    env = office_env(profile)
     # A fresh profile: the first start makes it and asks to be started again.
     for _ in range(3):
-        office = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr, env=office_env(profile))
+        office = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr, env=env)
         code = aborted_for_tests(office) if CRASH_ONE_OFF and CRASH_ONE_OFF in os.path.basename(source) else office.wait()
         if code != RESTART_REQUESTED:
             break
