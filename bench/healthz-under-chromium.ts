@@ -12,7 +12,7 @@
  * measured without it is seen as such.
  */
 import { readFileSync } from 'node:fs';
-import { descendantsOf } from '../src/engines/process/resident-memory.ts';
+import { descendantsOf } from '../src/engines/process/proc-readings.ts';
 import { startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { json, multipartBody, send } from './lib/http.ts';
 import { removeDir, tempDir } from './lib/processes.ts';
@@ -122,7 +122,7 @@ function cpuTicks(pid: number): number {
 /** The session nice values (autogroup) of the daemon's Chromium processes, e.g. `nice 10 (23 processes)`. */
 async function browserSessions(daemonPid: number): Promise<string> {
   const counts = new Map<string, number>();
-  for (const pid of await descendantsOf(daemonPid, 6)) {
+  for (const pid of descendantsOf(daemonPid, 6)) {
     let command: string;
     let group: string;
     try {

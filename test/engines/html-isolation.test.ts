@@ -23,7 +23,7 @@ import { WarmBrowser } from '../../src/engines/html/browser.ts';
 import { findChromium } from '../../src/engines/html/find-chromium.ts';
 import { createHtmlEngine, type HtmlEngine } from '../../src/engines/html/html-engine.ts';
 import { renderersOf } from '../../src/engines/html/renderer-watch.ts';
-import { residentBytes } from '../../src/engines/process/resident-memory.ts';
+import { residentBytes } from '../../src/engines/process/proc-readings.ts';
 import type { EngineJob } from '../../src/engines/types.ts';
 import { validateOptions } from '../../src/formats/options.ts';
 import type { ConversionOptions } from '../../src/model/conversion.ts';
@@ -200,8 +200,8 @@ setTimeout(() => { document.getElementById('out').textContent = 'candidates ' + 
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        const renderers = (await Promise.all(browserGroupsOf(process.pid).map((browser) => renderersOf(browser)))).flat();
-        for (const pid of renderers) peak = Math.max(peak, await residentBytes(pid));
+        const renderers = browserGroupsOf(process.pid).flatMap(renderersOf);
+        for (const pid of renderers) peak = Math.max(peak, residentBytes(pid));
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
     })();
@@ -257,8 +257,7 @@ setTimeout(() => { document.getElementById('out').textContent = 'candidates ' + 
     let theirs: string[] = [];
     for (let tries = 0; tries < 100 && theirs.length === 0; tries++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const renderers = (await Promise.all(browserGroupsOf(process.pid).map((browser) => renderersOf(browser)))).flat();
-      theirs = renderers.flatMap(namespaceOf);
+      theirs = browserGroupsOf(process.pid).flatMap(renderersOf).flatMap(namespaceOf);
     }
     assert.ok(theirs.length > 0, 'the browser\'s renderers are found');
     const ours = readlinkSync('/proc/self/ns/net');

@@ -1,6 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { descendantsOf } from '../process/resident-memory.ts';
+import { childrenOf, descendantsOf, processTitle, residentBytes } from '../process/proc-readings.ts';
 
 /** How often the renderers' memory is read while a conversion runs. */
 export const RENDERER_POLL_MS = 100;
@@ -18,7 +16,6 @@ const KILL_ATTRIBUTION_MS = 10_000;
 export class RendererWatch {
   private holds = 0;
   private timer: NodeJS.Timeout | undefined;
-  private checking = false;
   private lastKill = Number.NEGATIVE_INFINITY;
   /** The browser's zygotes, whose children are the renderers. */
   private readonly zygotes = new Set<number>();
@@ -30,7 +27,7 @@ export class RendererWatch {
   /** Watch while the returned function has not been called (one hold per running conversion). */
   hold(): () => void {
     this.holds++;
-    this.timer ??= setInterval(() => void this.check(), RENDERER_POLL_MS).unref();
+    this.timer ??= setInterval(() => this.check(), RENDERER_POLL_MS).unref();
     let released = false;
     return () => {
       if (released) return;
@@ -49,21 +46,15 @@ export class RendererWatch {
     this.timer = undefined;
   }
 
-  private async check(): Promise<void> {
-    if (this.checking) return;
-    this.checking = true;
-    try {
-      for (const pid of await this.renderers()) {
-        if (residentSync(pid) <= this.limitBytes) continue;
-        try {
-          process.kill(pid, 'SIGKILL');
-          this.lastKill = performance.now();
-        } catch {
-          // Gone already.
-        }
+  private check(): void {
+    for (const pid of this.renderers()) {
+      if (residentBytes(pid) <= this.limitBytes) continue;
+      try {
+        process.kill(pid, 'SIGKILL');
+        this.lastKill = performance.now();
+      } catch {
+        // Gone already.
       }
-    } finally {
-      this.checking = false;
     }
   }
 
@@ -77,13 +68,9 @@ export class RendererWatch {
    * and a bomb went unwatched). Its own children are looked at too, one level down, since the
    * sandboxed zygote is itself forked by a zygote. Utility processes are never counted.
    */
-  private async renderers(): Promise<number[]> {
+  private renderers(): number[] {
     if (this.zygotes.size === 0) {
-      const pids = await descendantsOf(this.browserPid, 3);
-      const titles = await Promise.all(pids.map(titleOf));
-      pids.forEach((pid, index) => {
-        if (ZYGOTE.test(titles[index]!)) this.zygotes.add(pid);
-      });
+      for (const pid of descendantsOf(this.browserPid, 3)) if (ZYGOTE.test(processTitle(pid))) this.zygotes.add(pid);
       if (this.zygotes.size === 0) return [];
     }
     const found: number[] = [];
@@ -91,14 +78,14 @@ export class RendererWatch {
     let parents = [...this.zygotes];
     for (let depth = 0; depth < 2 && parents.length > 0; depth++) {
       const zygoteTitled: number[] = [];
-      for (const pid of parents.flatMap(childrenSync)) {
+      for (const pid of parents.flatMap(childrenOf)) {
         if (this.zygotes.has(pid) || seen.has(pid)) continue;
         seen.add(pid);
         if (this.known.has(pid)) {
           found.push(pid);
           continue;
         }
-        const title = titleSync(pid);
+        const title = processTitle(pid);
         if (RENDERER.test(title)) {
           this.known.add(pid);
           found.push(pid);
@@ -114,47 +101,11 @@ export class RendererWatch {
   }
 }
 
-const titleOf = (pid: number): Promise<string> => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-
-/*
- * What the watch reads ten times a second is read synchronously: /proc files are made in memory
- * at the read, in microseconds, while each asynchronous read is four calls through libuv's
- * threads (open, stat, read, close): 6 ms of the daemon's CPU a round against well under one.
- */
-function readSync(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-const titleSync = (pid: number): string => readSync(`/proc/${pid}/cmdline`);
-
-/** Resident memory in bytes (VmRSS of /proc/<pid>/status, which is in kB whatever the page size). */
-function residentSync(pid: number): number {
-  const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(readSync(`/proc/${pid}/status`))?.[1];
-  return kb ? Number(kb) * 1024 : 0;
-}
-
-/** Children of every thread of `pid` (any thread may fork). */
-function childrenSync(pid: number): number[] {
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return [];
-  }
-  return tasks.flatMap((tid) => readSync(`/proc/${pid}/task/${tid}/children`).split(' ').filter(Boolean).map(Number));
-}
-
 const RENDERER = /(?:^|[\s\0])--type=renderer(?:[\s\0]|$)/;
 const ZYGOTE = /(?:^|[\s\0])--type=zygote(?:[\s\0]|$)/;
 
 /** The browser's renderer processes (the zygote's children with --type=renderer). */
-export async function renderersOf(browserPid: number): Promise<number[]> {
-  const pids = await descendantsOf(browserPid, 4);
-  const kinds = await Promise.all(pids.map(titleOf));
+export function renderersOf(browserPid: number): number[] {
   // Chromium rewrites its processes' titles: the arguments are one string, split by spaces.
-  return pids.filter((_, index) => RENDERER.test(kinds[index]!));
+  return descendantsOf(browserPid, 4).filter((pid) => RENDERER.test(processTitle(pid)));
 }

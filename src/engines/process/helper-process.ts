@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { execFailure, findParentDeathWrapper, killGroup, lowerSessionPriority, offerToOomKiller, wrapped } from './group.ts';
-import { residentBytes, residentBytesOfTree } from './resident-memory.ts';
+import { residentBytes, residentBytesOfTree } from './proc-readings.ts';
 
 /** How to start one helper. */
 export interface HelperCommand {
@@ -288,20 +288,11 @@ export class HelperProcess {
     const limit = this.options.memoryLimitBytes;
     this.peakBytes = 0;
     if (limit === undefined || process.platform !== 'linux') return;
-    let reading = false;
     const measure = this.options.measureChildren ? residentBytesOfTree : residentBytes;
     const check = () => {
-      // One read at a time: on a loaded machine a read may take longer than the interval.
-      if (reading) return;
-      reading = true;
-      // The task the reading is for: a reading that ends after it must not kill the next one.
-      const task = this.task;
-      void measure(this.pid).then((bytes) => {
-        reading = false;
-        if (this.task !== task) return;
-        this.peakBytes = Math.max(this.peakBytes, bytes);
-        if (bytes > limit && task && this.alive) this.kill('memory');
-      });
+      const bytes = measure(this.pid);
+      this.peakBytes = Math.max(this.peakBytes, bytes);
+      if (bytes > limit && this.task && this.alive) this.kill('memory');
     };
     this.memoryTimer = setInterval(check, this.options.memoryPollMs ?? DEFAULT_MEMORY_POLL_MS);
     this.memoryTimer.unref();

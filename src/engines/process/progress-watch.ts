@@ -1,6 +1,7 @@
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { formatSeconds } from '../units.ts';
+import { processCpuMs } from './proc-readings.ts';
 
 export interface ProgressWatchOptions {
   /** Nothing advanced for this long while watched: the run is ended. 0 or undefined: never. */
@@ -104,33 +105,11 @@ export function watchFileGrowth(path: string, watch: ProgressWatch, everyMs = 25
   return { size: () => size, stop: () => clearInterval(poll) };
 }
 
-/** Linux's USER_HZ, the unit of /proc's CPU times: 100 on every architecture Node runs on. */
-const TICKS_PER_SECOND = 100;
-
-/** User and system time of a process so far, ms (its threads together); undefined where /proc has none. */
-export async function processCpuMs(pid: number): Promise<number | undefined> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // After the command's name, which may hold spaces and parentheses: state is field 3, utime 14, stime 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return Number.isFinite(ticks) ? (ticks * 1000) / TICKS_PER_SECOND : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Reads `pid`'s processor time every `everyMs`: the latest reading, and a stop. */
 export function watchCpu(pid: number, everyMs = 250): { ms: () => number | undefined; stop: () => void } {
   let latest: number | undefined;
-  let reading = false;
   const poll = setInterval(() => {
-    if (reading) return;
-    reading = true;
-    void processCpuMs(pid).then((ms) => {
-      reading = false;
-      if (ms !== undefined) latest = ms;
-    });
+    latest = processCpuMs(pid) ?? latest;
   }, everyMs);
   poll.unref();
   return { ms: () => latest, stop: () => clearInterval(poll) };
