@@ -4,9 +4,9 @@ import { readdirSync, readFileSync } from 'node:fs';
  * Everything here reads /proc, and reads it synchronously: the kernel makes a /proc file in
  * memory at the read, in microseconds, while an asynchronous read is four calls through libuv's
  * threads (open, stat, read, close). The watches call these several times a second for each
- * running engine: one reading of a LibreOffice instance's tree (two processes, nine threads) cost
+ * running engine: one reading of a LibreOffice instance's tree (two processes, thirteen threads) cost
  * the daemon 2.96 ms of CPU asynchronously on a 2-core VM, where each hop to the thread pool costs
- * 45-75 us, against 0.13 ms read here (docs/benchmarks.md, 2026-12-06, second session).
+ * 45-75 us, against 0.12-0.13 ms read here (docs/benchmarks.md, "2026-12-06, later").
  */
 
 /** A /proc file's text, '' when the process is gone (or the file cannot be read). */
