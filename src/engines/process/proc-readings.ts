@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
  * memory at the read, in microseconds, while an asynchronous read is four calls through libuv's
  * threads (open, stat, read, close). The watches call these several times a second for each
  * running engine: one reading of a LibreOffice instance's tree (two processes, thirteen threads) cost
- * the daemon 2.96 ms of CPU asynchronously on a 2-core VM, where each hop to the thread pool costs
+ * the daemon 2.96-3.4 ms of CPU asynchronously on a 2-core VM, where each hop to the thread pool costs
  * 45-75 us, against 0.12-0.13 ms read here (docs/benchmarks.md, "2026-12-06, later").
  */
 
