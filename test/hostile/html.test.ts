@@ -2,10 +2,11 @@
  * The HTML engine through a real daemon: a page, a zip and Markdown convert and are charged a
  * document's weight; a hung page ends `timeout` at the html time limit while pages sent with it
  * succeed; a page's attempts to reach loopback reach nothing; no Chromium process outlives the
- * daemon, stopped (SIGTERM) or killed (kill -9), and the next daemon removes what a killed one left.
+ * daemon, stopped (SIGTERM) or killed (kill -9), and the next daemon removes what a killed one left
+ * (its browser's directory, with Chromium's lock socket in it, and the profile Playwright made).
  */
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -147,11 +148,21 @@ describe('no Chromium outlives the daemon', { skip }, () => {
     assert.ok(groups.length >= 1, 'a browser runs');
     const left = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-chromium-${killed}-`));
     assert.ok(left().length >= 1, 'the browser\'s directory, named after the daemon');
+    // The profile Playwright made in the temp dir, and Chromium's lock socket in the browser's
+    // directory (in the temp dir, its org.chromium.Chromium.* directory outlived every kill).
+    const profiles = groups.map((pid) => /--user-data-dir=([^\0]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? '');
+    for (const profile of profiles) {
+      assert.match(profile, /playwright_chromiumdev_profile-/);
+      assert.ok(existsSync(profile), `${profile} is there while the browser runs`);
+      const socket = readlinkSync(join(profile, 'SingletonSocket'));
+      assert.ok(left().some((name) => socket.startsWith(join(tmpdir(), name, 'tmp') + '/')), `the lock socket ${socket} is in the browser's directory`);
+    }
     await daemon.kill();
     await waitUntil(() => groups.every((pgid) => liveMembers(pgid).length === 0), 10_000, 'every Chromium process to die with the daemon');
     daemon = await daemon.restart();
     client = await meteredClient(daemon, 'pro');
     await expectPage('after-kill.html', page, 'pdf');
     assert.deepEqual(left(), [], 'the next daemon removed it');
+    for (const profile of profiles) assert.equal(existsSync(profile), false, `the next daemon removed the profile ${profile}`);
   });
 });

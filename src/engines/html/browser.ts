@@ -1,7 +1,7 @@
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { engineEnvironment, ENGINE_NICENESS, findParentDeathWrapper, killGroup } from '../process/group.ts';
 import type { HelperExit } from '../process/helper-process.ts';
@@ -135,7 +135,7 @@ const STOP_GRACE_MS = 2_500;
  */
 async function launchChromium(settings: BrowserSettings, sandbox: SandboxPlan, proxyPort: number): Promise<Running<Chromium>> {
   const { chromium } = await import('playwright-core');
-  await removeOrphanedDirs(MADE_BY, (path) => rm(path, { recursive: true, force: true }));
+  await removeOrphanedDirs(MADE_BY, removeLaunchDir);
   const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   const removeDir = () => rm(dir, { recursive: true, force: true });
   let browser: Browser;
@@ -148,8 +148,17 @@ async function launchChromium(settings: BrowserSettings, sandbox: SandboxPlan, p
     // only if it is its own) and only passable to the other user.
     const home = join(dir, 'home');
     await mkdir(home, { mode: 0o700 });
+    // Chromium's own temporary directories (its profile's lock socket: org.chromium.Chromium.*)
+    // stay behind in TMPDIR when it is killed; in here they go with this directory. Not where
+    // the socket's path would pass what a Unix socket's name may hold (TMPDIR as given then).
+    const temp = join(dir, 'tmp');
+    await mkdir(temp, { mode: 0o700 });
+    const ownTemp = temp.length <= MAX_TEMP_PATH;
+    // What Playwright would make in the system's temp dir and leave there when the daemon is killed.
+    const artifacts = join(dir, 'artifacts');
+    await mkdir(artifacts, { mode: 0o700 });
     if (sandbox.on && sandbox.runAs !== undefined) await chmod(dir, 0o711);
-    const paths = { executable: settings.executable, pidFile: join(dir, 'pid'), preferences, ownDirs: [home] };
+    const paths = { executable: settings.executable, pidFile: join(dir, 'pid'), preferences, ownDirs: [home, temp], profileRecord: join(dir, PROFILE_RECORD) };
     await writeFile(wrapper, wrapperScript(paths, await findParentDeathWrapper(), sandbox), { mode: 0o700 });
     await chmod(wrapper, 0o700);
     browser = await chromium.launch({
@@ -157,7 +166,8 @@ async function launchChromium(settings: BrowserSettings, sandbox: SandboxPlan, p
       args: launchFlags(proxyPort, settings.pageHeapMb, sandbox),
       // Playwright adds --no-sandbox unless told otherwise.
       chromiumSandbox: sandbox.on,
-      env: engineEnvironment({ HOME: home, XDG_CONFIG_HOME: home, XDG_CACHE_HOME: home }),
+      env: engineEnvironment({ HOME: home, XDG_CONFIG_HOME: home, XDG_CACHE_HOME: home, ...(ownTemp ? { TMPDIR: temp } : {}) }),
+      artifactsDir: artifacts,
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
@@ -442,6 +452,25 @@ async function withinTime(work: Promise<void>, ms: number): Promise<boolean> {
 /** Each daemon's browser directory is named after the daemon's pid: a dead one's is removed by the next. */
 const DIR_PREFIX = 'convd-chromium-';
 const MADE_BY = /^convd-chromium-(\d+)-/;
+/** The file in a browser's directory that names the profile Playwright made for it (launch.ts). */
+const PROFILE_RECORD = 'profile';
+/** What Playwright names a Chromium profile it makes in the system's temp dir. */
+const PLAYWRIGHT_PROFILE = /^playwright_chromiumdev_profile-[A-Za-z0-9]{6}$/;
+/**
+ * The longest TMPDIR for the browser: Chromium's lock socket goes at
+ * <TMPDIR>/org.chromium.Chromium.XXXXXX/SingletonSocket, and a Unix socket's path holds 107 bytes.
+ */
+const MAX_TEMP_PATH = 107 - '/org.chromium.Chromium.XXXXXX/SingletonSocket'.length;
+
+/**
+ * A dead daemon's browser directory, and the profile its Playwright made beside it (named in the
+ * directory; only one Playwright would name, in the system's temp dir).
+ */
+async function removeLaunchDir(path: string): Promise<void> {
+  const profile = (await readFile(join(path, PROFILE_RECORD), 'utf8').catch(() => '')).trim();
+  if (dirname(profile) === tmpdir() && PLAYWRIGHT_PROFILE.test(basename(profile))) await rm(profile, { recursive: true, force: true });
+  await rm(path, { recursive: true, force: true });
+}
 
 function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 200) ?? 'unknown error';

@@ -38,16 +38,21 @@ export interface WrapperPaths {
   pidFile: string;
   /** The preferences file copied into the profile Playwright names with --user-data-dir. */
   preferences: string;
-  /** Folders the browser's own user must own (its HOME), when it runs as another user. */
+  /** Folders the browser's own user must own (its HOME, its TMPDIR), when it runs as another user. */
   ownDirs: readonly string[];
+  /**
+   * Where the script writes the profile Playwright made (its --user-data-dir): Playwright removes
+   * it when the browser ends, but not when the daemon was killed; the next daemon reads it here.
+   */
+  profileRecord?: string;
 }
 
 /**
  * The shell script Playwright starts as "the browser": it records its pid (exec keeps it), takes
  * the OOM killer's first place and a lower priority, puts the preferences into the profile
- * Playwright made, and execs Chromium through setpriv: --pdeathsig where there is one, and as the
- * browser's own unprivileged user when the daemon runs as root (sandbox.ts), after handing it the
- * folders it writes to.
+ * Playwright made (and records where that is), and execs Chromium through setpriv: --pdeathsig
+ * where there is one, and as the browser's own unprivileged user when the daemon runs as root
+ * (sandbox.ts), after handing it the folders it writes to.
  *
  * The lower priority is two things. `nice` sets every thread's. And Playwright starts the browser
  * in a session of its own, which with Linux's autogroup scheduling is a scheduling group that
@@ -66,6 +71,7 @@ export function wrapperScript(paths: WrapperPaths, setpriv: string | null, sandb
   const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
   const runAs = sandbox.on && sandbox.runAs !== undefined ? sandbox.runAs : undefined;
   const owner = runAs === undefined ? '' : `; chown -R ${runAs}:${runAs} "$d"`;
+  const record = paths.profileRecord === undefined ? '' : `printf '%s' "$d" > ${quote(paths.profileRecord)}; `;
   const setprivArgs = [
     ...(setpriv ? ['--pdeathsig', 'KILL'] : []),
     ...(runAs === undefined ? [] : [`--reuid=${runAs}`, `--regid=${runAs}`, '--clear-groups']),
@@ -80,7 +86,7 @@ export function wrapperScript(paths: WrapperPaths, setpriv: string | null, sandb
     `  until { echo ${ENGINE_NICENESS} > /proc/self/autogroup; } 2>/dev/null; do n=$((n + 1)); [ $n -ge 20 ] && break; sleep 0.1; done`,
     'fi',
     'for a in "$@"; do',
-    `  case "$a" in --user-data-dir=*) d="\${a#--user-data-dir=}"; mkdir -p "$d/Default" && cp ${quote(paths.preferences)} "$d/Default/Preferences"${owner};; esac`,
+    `  case "$a" in --user-data-dir=*) d="\${a#--user-data-dir=}"; ${record}mkdir -p "$d/Default" && cp ${quote(paths.preferences)} "$d/Default/Preferences"${owner};; esac`,
     'done',
     ...(runAs === undefined ? [] : paths.ownDirs.map((dir) => `chown -R ${runAs}:${runAs} ${quote(dir)}`)),
     `exec ${setpriv && setprivArgs.length > 0 ? `${quote(setpriv)} ${setprivArgs.join(' ')} -- ` : ''}nice -n ${ENGINE_NICENESS} ${quote(paths.executable)} "$@"`,
