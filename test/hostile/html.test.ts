@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { findChromium } from '../../src/engines/html/find-chromium.ts';
 import { startDaemon, type DaemonHandle } from '../helpers/daemon.ts';
@@ -130,7 +130,39 @@ describe('html_reuse account through the daemon', { skip }, () => {
   });
 });
 
+/**
+ * The profiles Playwright made in the temp dir for these browsers, each checked to hold its
+ * Chromium's lock socket in the browser's directory of daemon `daemonPid` (in the temp dir, its
+ * org.chromium.Chromium.* directory outlived every kill).
+ */
+function profilesOf(groups: number[], daemonPid: number): string[] {
+  const dirs = readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-chromium-${daemonPid}-`));
+  return groups.map((pid) => {
+    const profile = /--user-data-dir=([^\0]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? '';
+    assert.match(profile, /playwright_chromiumdev_profile-/);
+    assert.ok(existsSync(profile), `${profile} is there while the browser runs`);
+    const socket = readlinkSync(join(profile, 'SingletonSocket'));
+    assert.ok(dirs.some((name) => socket.startsWith(join(tmpdir(), name, 'tmp') + '/')), `the lock socket ${socket} is in the browser's directory`);
+    return profile;
+  });
+}
+
 describe('no Chromium outlives the daemon', { skip }, () => {
+  it('a browser killed: the next page has a new one, and nothing of the killed one is left', async () => {
+    await expectPage('before-browser-kill.html', page, 'pdf');
+    const groups = browserGroupsOf(daemon.process.pid!);
+    assert.ok(groups.length >= 1, 'a browser runs');
+    const profiles = profilesOf(groups, daemon.process.pid!);
+    const sockets = profiles.map((profile) => readlinkSync(join(profile, 'SingletonSocket')));
+    for (const pgid of groups) process.kill(-pgid, 'SIGKILL');
+    await waitUntil(() => groups.every((pgid) => liveMembers(pgid).length === 0), 10_000, 'every killed Chromium process to end');
+    // The daemon has seen its browser go once it has removed what the browser left (on a loaded
+    // machine that comes a moment after the processes are gone; a page sent in that moment fails).
+    await waitUntil(() => sockets.every((socket) => !existsSync(dirname(socket))), 10_000, 'the killed browser\'s lock socket directory to be removed');
+    for (const profile of profiles) assert.equal(existsSync(profile), false, `the killed browser's profile ${profile} is removed`);
+    await expectPage('after-browser-kill.html', page, 'pdf');
+  });
+
   it('SIGTERM: the browser ends with the daemon', async () => {
     await expectPage('before-stop.html', page, 'pdf');
     const groups = browserGroupsOf(daemon.process.pid!);
@@ -148,15 +180,7 @@ describe('no Chromium outlives the daemon', { skip }, () => {
     assert.ok(groups.length >= 1, 'a browser runs');
     const left = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-chromium-${killed}-`));
     assert.ok(left().length >= 1, 'the browser\'s directory, named after the daemon');
-    // The profile Playwright made in the temp dir, and Chromium's lock socket in the browser's
-    // directory (in the temp dir, its org.chromium.Chromium.* directory outlived every kill).
-    const profiles = groups.map((pid) => /--user-data-dir=([^\0]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? '');
-    for (const profile of profiles) {
-      assert.match(profile, /playwright_chromiumdev_profile-/);
-      assert.ok(existsSync(profile), `${profile} is there while the browser runs`);
-      const socket = readlinkSync(join(profile, 'SingletonSocket'));
-      assert.ok(left().some((name) => socket.startsWith(join(tmpdir(), name, 'tmp') + '/')), `the lock socket ${socket} is in the browser's directory`);
-    }
+    const profiles = profilesOf(groups, killed);
     await daemon.kill();
     await waitUntil(() => groups.every((pgid) => liveMembers(pgid).length === 0), 10_000, 'every Chromium process to die with the daemon');
     daemon = await daemon.restart();

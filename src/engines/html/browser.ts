@@ -137,7 +137,7 @@ async function launchChromium(settings: BrowserSettings, sandbox: SandboxPlan, p
   const { chromium } = await import('playwright-core');
   await removeOrphanedDirs(MADE_BY, removeLaunchDir);
   const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
-  const removeDir = () => rm(dir, { recursive: true, force: true });
+  const removeDir = () => removeLaunchDir(dir);
   let browser: Browser;
   try {
     const wrapper = join(dir, 'chromium');
@@ -463,12 +463,17 @@ const PLAYWRIGHT_PROFILE = /^playwright_chromiumdev_profile-[A-Za-z0-9]{6}$/;
 const MAX_TEMP_PATH = 107 - '/org.chromium.Chromium.XXXXXX/SingletonSocket'.length;
 
 /**
- * A dead daemon's browser directory, and the profile its Playwright made beside it (named in the
- * directory; only one Playwright would name, in the system's temp dir).
+ * A browser's directory once the browser has ended (a dead daemon's too), and the profile
+ * Playwright made for it, named in the directory (only one Playwright would name, in the system's
+ * temp dir). Playwright removes its profile when its browser ends, but not when the daemon was
+ * killed, and not always when the browser was: what its dying processes still write can make that
+ * removal fail (one of CI's runs left one so). Tried again here a few times for the same reason.
  */
 async function removeLaunchDir(path: string): Promise<void> {
   const profile = (await readFile(join(path, PROFILE_RECORD), 'utf8').catch(() => '')).trim();
-  if (dirname(profile) === tmpdir() && PLAYWRIGHT_PROFILE.test(basename(profile))) await rm(profile, { recursive: true, force: true });
+  if (dirname(profile) === tmpdir() && PLAYWRIGHT_PROFILE.test(basename(profile))) {
+    await rm(profile, { recursive: true, force: true, maxRetries: 3, retryDelay: 100 }).catch(() => undefined);
+  }
   await rm(path, { recursive: true, force: true });
 }
 
