@@ -131,11 +131,11 @@ describe('html_reuse account through the daemon', { skip }, () => {
 });
 
 /**
- * The profiles Playwright made in the temp dir for these browsers, each checked to hold its
- * Chromium's lock socket in the browser's directory of daemon `daemonPid` (in the temp dir, its
- * org.chromium.Chromium.* directory outlived every kill).
+ * The profiles Playwright made in the temp dir for these browsers and their Chromium's lock
+ * sockets, each socket checked to be in the browser's directory of daemon `daemonPid` (in the temp
+ * dir, its org.chromium.Chromium.* directory outlived every kill).
  */
-function profilesOf(groups: number[], daemonPid: number): string[] {
+function profilesOf(groups: number[], daemonPid: number): { profile: string; socket: string }[] {
   const dirs = readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-chromium-${daemonPid}-`));
   return groups.map((pid) => {
     const profile = /--user-data-dir=([^\0]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? '';
@@ -143,7 +143,7 @@ function profilesOf(groups: number[], daemonPid: number): string[] {
     assert.ok(existsSync(profile), `${profile} is there while the browser runs`);
     const socket = readlinkSync(join(profile, 'SingletonSocket'));
     assert.ok(dirs.some((name) => socket.startsWith(join(tmpdir(), name, 'tmp') + '/')), `the lock socket ${socket} is in the browser's directory`);
-    return profile;
+    return { profile, socket };
   });
 }
 
@@ -152,14 +152,13 @@ describe('no Chromium outlives the daemon', { skip }, () => {
     await expectPage('before-browser-kill.html', page, 'pdf');
     const groups = browserGroupsOf(daemon.process.pid!);
     assert.ok(groups.length >= 1, 'a browser runs');
-    const profiles = profilesOf(groups, daemon.process.pid!);
-    const sockets = profiles.map((profile) => readlinkSync(join(profile, 'SingletonSocket')));
+    const browsers = profilesOf(groups, daemon.process.pid!);
     for (const pgid of groups) process.kill(-pgid, 'SIGKILL');
     await waitUntil(() => groups.every((pgid) => liveMembers(pgid).length === 0), 10_000, 'every killed Chromium process to end');
     // The daemon has seen its browser go once it has removed what the browser left (on a loaded
     // machine that comes a moment after the processes are gone; a page sent in that moment fails).
-    await waitUntil(() => sockets.every((socket) => !existsSync(dirname(socket))), 10_000, 'the killed browser\'s lock socket directory to be removed');
-    for (const profile of profiles) assert.equal(existsSync(profile), false, `the killed browser's profile ${profile} is removed`);
+    await waitUntil(() => browsers.every(({ socket }) => !existsSync(dirname(socket))), 10_000, 'the killed browser\'s lock socket directory to be removed');
+    for (const { profile } of browsers) assert.equal(existsSync(profile), false, `the killed browser's profile ${profile} is removed`);
     await expectPage('after-browser-kill.html', page, 'pdf');
   });
 
@@ -180,13 +179,13 @@ describe('no Chromium outlives the daemon', { skip }, () => {
     assert.ok(groups.length >= 1, 'a browser runs');
     const left = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`convd-chromium-${killed}-`));
     assert.ok(left().length >= 1, 'the browser\'s directory, named after the daemon');
-    const profiles = profilesOf(groups, killed);
+    const browsers = profilesOf(groups, killed);
     await daemon.kill();
     await waitUntil(() => groups.every((pgid) => liveMembers(pgid).length === 0), 10_000, 'every Chromium process to die with the daemon');
     daemon = await daemon.restart();
     client = await meteredClient(daemon, 'pro');
     await expectPage('after-kill.html', page, 'pdf');
     assert.deepEqual(left(), [], 'the next daemon removed it');
-    for (const profile of profiles) assert.equal(existsSync(profile), false, `the next daemon removed the profile ${profile}`);
+    for (const { profile } of browsers) assert.equal(existsSync(profile), false, `the next daemon removed the profile ${profile}`);
   });
 });

@@ -180,7 +180,7 @@ async function launchChromium(settings: BrowserSettings, sandbox: SandboxPlan, p
   const read = Number((await readFile(join(dir, 'pid'), 'utf8').catch(() => '')).trim());
   const pid = read > 0 ? read : undefined;
   // Started by the browser before it answers Playwright, outside its session.
-  void lowerCrashHandlers(dir, ENGINE_NICENESS);
+  lowerCrashHandlers(dir, ENGINE_NICENESS);
   const watch = pid === undefined ? undefined : new RendererWatch(pid, settings.rendererMemoryMb * 1024 * 1024);
   let end: HelperExit['end'] = 'exited';
   const exited = new Promise<HelperExit>((resolve) => {

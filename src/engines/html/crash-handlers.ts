@@ -1,6 +1,6 @@
-import { readdir, readFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { lowerSessionOf } from '../process/group.ts';
+import { processTitle } from '../process/proc-readings.ts';
 
 /**
  * Chromium's crash reporter handlers (chrome_crashpad_handler) leave the browser's session: the
@@ -14,26 +14,18 @@ import { lowerSessionOf } from '../process/group.ts';
  *
  * Returns the pids found, after asking for their sessions to be lowered.
  */
-export async function lowerCrashHandlers(browserDir: string, niceness: number): Promise<number[]> {
+export function lowerCrashHandlers(browserDir: string, niceness: number): number[] {
   if (process.platform !== 'linux') return [];
   const mark = `--database=${browserDir}/`;
   let entries: string[];
   try {
-    entries = await readdir('/proc');
+    entries = readdirSync('/proc');
   } catch {
     return [];
   }
-  const pids = entries.filter((entry) => /^\d+$/.test(entry)).map(Number);
-  const lines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
-  const handlers = pids.filter((_, index) => lines[index]!.includes(mark));
-  for (const pid of handlers) lowerSessionOf(pid, niceness, () => commandLine(pid).includes(mark));
+  // Read as the engine watches read /proc (proc-readings.ts): every process's command line, 0.5 ms
+  // for 85 processes here, where reading them asynchronously took 5.6-11 ms of CPU.
+  const handlers = entries.filter((entry) => /^\d+$/.test(entry)).map(Number).filter((pid) => processTitle(pid).includes(mark));
+  for (const pid of handlers) lowerSessionOf(pid, niceness, () => processTitle(pid).includes(mark));
   return handlers;
-}
-
-function commandLine(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-  } catch {
-    return '';
-  }
 }
