@@ -287,4 +287,31 @@ setTimeout(() => { document.getElementById('out').textContent = 'candidates ' + 
       await warm.close();
     }
   });
+  it('a browser killed while it starts is started again with its sandbox, which stays on', async () => {
+    const planned = probeEngine.sandbox();
+    if (!planned?.on) return;
+    const chromium = await findChromium(process.env);
+    assert.ok(chromium.ready);
+    const warm = new WarmBrowser({
+      executable: chromium.path, recycleAfter: 10, pageHeapMb: 512, rendererMemoryMb: 1024, reuse: 'none', pageUses: 1, idlePages: 1, sandbox: planned,
+    });
+    const before = new Set(browserGroupsOf(process.pid));
+    try {
+      const opening = warm.page(undefined);
+      let starting: number[] = [];
+      for (let waited = 0; waited < 20_000 && starting.length === 0; waited += 5) {
+        starting = browserGroupsOf(process.pid).filter((pgid) => !before.has(pgid));
+        if (starting.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      assert.ok(starting.length > 0, 'a browser is starting');
+      for (const pgid of starting) process.kill(-pgid, 'SIGKILL');
+      const page = await opening;
+      await page.page.setContent('<p>started</p>');
+      assert.equal(await page.page.textContent('p'), 'started');
+      await warm.release(page, { reusable: false, touched: new Set() });
+      assert.deepEqual(warm.sandboxInUse(), planned, 'the sandbox is still on');
+    } finally {
+      await warm.close();
+    }
+  });
 });

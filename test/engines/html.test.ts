@@ -4,7 +4,7 @@
  * landscape, page ranges, header and footer with page numbers, print CSS, media, waits, images'
  * window and full page); and the safety list of the issue, each with a loopback canary that must
  * see no connection; a hung page timing out beside three that succeed; the browser killed -9 in
- * the middle of a conversion; no Chromium left after close.
+ * the middle of a conversion (drawn again, once, in a new browser); no Chromium left after close.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -397,17 +397,37 @@ describe('a hung page, a killed browser, the end', { skip }, () => {
     await assertHtmlOutput('png', next.outputPath);
   });
 
-  it('the browser killed -9 in the middle of a conversion: that one fails, the next succeeds in a new browser', async () => {
-    const slow = await write('slow.html', '<!doctype html><html><body><script>const end = Date.now() + 3000; while (Date.now() < end) {}</script><p>slow</p></body></html>');
-    const running = engine.convert(job('html', 'pdf', slow, {}, timed(30_000)));
-    await new Promise((resolve) => setTimeout(resolve, 800));
-    const groups = browserGroupsOf(process.pid);
-    assert.ok(groups.length > 0, 'a browser is running');
-    for (const pgid of groups) {
-      seenGroups.add(pgid);
-      process.kill(-pgid, 'SIGKILL');
-    }
-    await rejectsWith(running, 'conversion_failed');
+  it('the browser killed -9 in the middle of a conversion: it is drawn again in a new browser; killed again there, it fails', async () => {
+    const waiting = await write('waiting.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p></body></html>`);
+    // The page waits 3 s once loaded (wait_delay): each time it says it has loaded (40 %), its
+    // browser is killed, as many times as asked.
+    const killedAtLoad = (kills: number): Partial<EngineJob> & { killed: Promise<void> } => {
+      let left = kills;
+      let allDone!: () => void;
+      const killed = new Promise<void>((resolve) => (allDone = resolve));
+      return {
+        ...timed(60_000),
+        killed,
+        onProgress: (percent: number) => {
+          if (percent !== 40 || left === 0) return;
+          left--;
+          for (const pgid of browserGroupsOf(process.pid).filter((group) => liveMembers(group).length > 0)) {
+            seenGroups.add(pgid);
+            process.kill(-pgid, 'SIGKILL');
+          }
+          if (left === 0) allDone();
+        },
+      };
+    };
+    const onceKilled = killedAtLoad(1);
+    const once = job('html', 'pdf', waiting, { wait_delay: 3 }, onceKilled);
+    await engine.convert(once);
+    await onceKilled.killed;
+    await assertHtmlOutput('pdf', once.outputPath);
+
+    const twiceKilled = killedAtLoad(2);
+    await rejectsWith(engine.convert(job('html', 'pdf', waiting, { wait_delay: 3 }, twiceKilled)), 'conversion_failed');
+    await twiceKilled.killed;
     const fine = await write('after-kill.html', `<!doctype html><html><body><p>${OFFICE_MARKER}</p></body></html>`);
     const next = job('html', 'pdf', fine, {}, timed(30_000));
     await engine.convert(next);

@@ -21,7 +21,7 @@ import { submitJson } from '../helpers/api-support.ts';
 import { createServer as createHttpServer } from 'node:http';
 import { OFFICE_MARKER } from '../helpers/office.ts';
 import { assertHtmlOutput } from '../helpers/registry-pairs-fixtures.ts';
-import { download, meteredClient, uploadFile, waitForEnd, waitUntil, type Client } from '../helpers/registry-pairs-daemon.ts';
+import { download, getJson, meteredClient, uploadFile, waitForEnd, waitUntil, type Client } from '../helpers/registry-pairs-daemon.ts';
 
 const chromium = await findChromium(process.env);
 const skip = chromium.ready || process.env.CI === 'true' ? false : `Chromium is not installed here: ${chromium.ready ? '' : chromium.problem}`;
@@ -148,18 +148,42 @@ function profilesOf(groups: number[], daemonPid: number): { profile: string; soc
 }
 
 describe('no Chromium outlives the daemon', { skip }, () => {
-  it('a browser killed: the next page has a new one, and nothing of the killed one is left', async () => {
+  it('a browser killed: a page sent at once has a new one, and nothing of the killed one is left', async () => {
     await expectPage('before-browser-kill.html', page, 'pdf');
     const groups = browserGroupsOf(daemon.process.pid!);
     assert.ok(groups.length >= 1, 'a browser runs');
     const browsers = profilesOf(groups, daemon.process.pid!);
     for (const pgid of groups) process.kill(-pgid, 'SIGKILL');
+    // Sent before the daemon can have seen its browser go: its page (the spare opened in the
+    // killed browser, or one opened as it died) is drawn in the next browser.
+    await expectPage('after-browser-kill.html', page, 'pdf');
     await waitUntil(() => groups.every((pgid) => liveMembers(pgid).length === 0), 10_000, 'every killed Chromium process to end');
-    // The daemon has seen its browser go once it has removed what the browser left (on a loaded
-    // machine that comes a moment after the processes are gone; a page sent in that moment fails).
     await waitUntil(() => browsers.every(({ socket }) => !existsSync(dirname(socket))), 10_000, 'the killed browser\'s lock socket directory to be removed');
     for (const { profile } of browsers) assert.equal(existsSync(profile), false, `the killed browser's profile ${profile} is removed`);
-    await expectPage('after-browser-kill.html', page, 'pdf');
+  });
+
+  it('a browser killed under a page being drawn: the page is drawn again in the next browser', async () => {
+    await expectPage('before-kill-under-page.html', page, 'pdf');
+    const path = join(dir, 'killed-under.html');
+    await writeFile(path, page);
+    // The page waits 2 s once loaded (wait_delay): its browser is killed in that wait.
+    const created = await uploadFile(client, { target: 'pdf', wait_delay: '2' }, path, 'killed-under.html');
+    assert.equal(created.status, 202, JSON.stringify(created.body));
+    const id = created.body.id;
+    await waitUntil(async () => {
+      const { body } = await getJson<{ status: string; progress: number }>(client, `/conversions/${id}`);
+      return body.status === 'processing' && body.progress >= 40;
+    }, 20_000, 'the page to have loaded in its browser');
+    const groups = browserGroupsOf(daemon.process.pid!);
+    assert.ok(groups.length >= 1, 'a browser runs');
+    for (const pgid of groups) process.kill(-pgid, 'SIGKILL');
+    const done = await waitForEnd(client, id);
+    assert.equal(done.status, 'succeeded', `drawn again in a new browser: ${JSON.stringify(done.error)}`);
+    const output = join(dir, `${id}.pdf`);
+    await download(client, id, output);
+    await assertHtmlOutput('pdf', output);
+    const now = browserGroupsOf(daemon.process.pid!);
+    assert.ok(now.length >= 1 && now.every((pgid) => !groups.includes(pgid)), 'the page was drawn in a browser started after the kill');
   });
 
   it('SIGTERM: the browser ends with the daemon', async () => {

@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { engineEnvironment, ENGINE_NICENESS, findParentDeathWrapper, killGroup } from '../process/group.ts';
 import type { HelperExit } from '../process/helper-process.ts';
 import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
+import { processEnded } from '../process/proc-readings.ts';
 import { Supervised, type HelperLifecycle, type Running } from '../process/supervisor.ts';
 import { AccountPages } from './account-pages.ts';
 import { lowerCrashHandlers } from './crash-handlers.ts';
@@ -108,6 +109,35 @@ async function openPage(launched: Launched): Promise<WarmPage> {
 }
 
 const INIT_SCRIPT = 'window.print = () => undefined; window.open = () => null;';
+
+/**
+ * How long a browser whose page (or its opening) failed as if it were closed is given to be seen
+ * disconnecting: Playwright rejects the calls in flight when the pipe closes, and tells of the
+ * disconnection a moment later.
+ */
+const DISCONNECT_WAIT_MS = 1_000;
+
+/**
+ * Whether `launched` has ended: its process exited (a zombie not yet reaped counts), or Playwright
+ * saw it disconnect. Where `page` is given, only a closed page waits for the disconnection; where
+ * none is (its opening failed), the wait is always made.
+ */
+async function ended(launched: Launched, page: Page | undefined): Promise<boolean> {
+  const { browser } = launched.value;
+  if (!browser.isConnected() || (launched.pid !== undefined && processEnded(launched.pid))) return true;
+  if (page && !page.isClosed()) return false;
+  return new Promise<boolean>((resolve) => {
+    const gone = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      browser.off('disconnected', gone);
+      resolve(!browser.isConnected());
+    }, DISCONNECT_WAIT_MS);
+    browser.once('disconnected', gone);
+  });
+}
 
 /** One launched Chromium: the browser, its renderer watch and the watch's hold of each page serving a conversion. */
 interface Chromium {
@@ -248,6 +278,27 @@ export class WarmBrowser {
    */
   async page(tenant: string | undefined): Promise<WarmPage> {
     const launched = await this.acquire();
+    try {
+      return await this.pageIn(launched, tenant);
+    } catch (error) {
+      // The browser died while the page opened (killed, the OOM killer, a crash): nothing of the
+      // conversion had reached it yet, so the next browser is asked, once.
+      if (this.closed || !(await ended(launched, undefined))) throw error;
+      this.forget(launched);
+      return this.pageIn(await this.acquire(), tenant);
+    }
+  }
+
+  /**
+   * True when `page`'s browser has died (the page failed because its browser went, not because
+   * of what it was drawing): its process has exited, or Playwright has seen it disconnect, or,
+   * with the page already closed under the conversion, does so within a moment.
+   */
+  browserDied(page: WarmPage): Promise<boolean> {
+    return ended(page.of, page.page);
+  }
+
+  private async pageIn(launched: Launched, tenant: string | undefined): Promise<WarmPage> {
     // Counted from here: a browser retired while the page opens stays up for it.
     const done = launched.use();
     try {
@@ -344,7 +395,9 @@ export class WarmBrowser {
   /**
    * Starts a browser with the sandbox in use; one that does not start sandboxed (a seccomp filter
    * or namespace rule the check did not meet) is started once more without, and the reason kept,
-   * so that the next launch does not try again.
+   * so that the next launch does not try again. A sandboxed start is made twice before that: a
+   * browser killed from outside while it starts (the OOM killer, an operator) fails its start as
+   * a sandbox that does not work would, and must not turn the sandbox off for good.
    */
   private async launch(): Promise<Launched> {
     const proxyPort = await this.blackHole();
@@ -358,9 +411,11 @@ export class WarmBrowser {
       ...(this.settings.onLifecycle ? { onLifecycle: this.settings.onLifecycle } : {}),
     });
     const planned = this.sandbox;
-    const launched = await start(planned).catch((error: unknown) => {
+    const launched = await start(planned).catch(async (error: unknown) => {
       if (!planned.on) throw error;
-      this.sandbox = { on: false, why: `Chromium did not start with its sandbox (${firstLine(error)})` };
+      const again = await start(planned).catch((second: unknown) => second instanceof Error ? second : new Error(String(second)));
+      if (!(again instanceof Error)) return again;
+      this.sandbox = { on: false, why: `Chromium did not start with its sandbox (${firstLine(again)})` };
       return start(this.sandbox);
     });
     this.all.add(launched);

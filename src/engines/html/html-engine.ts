@@ -108,37 +108,60 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
         ...(settings.onLifecycle ? { onLifecycle: settings.onLifecycle } : {}),
       });
       const warm = browser;
-      const page = await openPageFor(warm, job);
-      job.startClock?.();
       const remote = settings.remoteResources === true && job.options.allow_remote_resources === true
         ? { allowPrivate: settings.allowPrivateUrls === true, allowedNetworks: settings.allowedNetworks ?? [] }
         : null;
-      const touched = new Set<string>();
-      const target = {
-        warm: page,
-        // A reused page meets each conversion at a registrable site of its own (RFC 6761 .invalid).
-        origin: reuse === 'account' ? `http://${randomBytes(12).toString('hex')}.invalid` : SITE_ORIGIN,
-        touched,
-        killedForMemory: (since: number) => warm.killedForMemory(page, since),
-      };
       const limits = { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS, remote, rendererMemoryMb: memoryLimitMb };
-      const outcome = render(target, site, text ? { ...job, options: textPrintOptions(job) } : job, limits, svg ? svgPlan(job) : undefined);
-      // A browser that does not let go of an aborted page within the grace is killed (the next
-      // conversion gets a new one); the abort itself already failed this conversion.
-      let killTimer: NodeJS.Timeout | undefined;
-      const stuck = () => {
-        killTimer = setTimeout(() => void warm.kill(), CLOSE_GRACE_MS);
+      const drawn = text ? { ...job, options: textPrintOptions(job) } : job;
+      const plan = svg ? svgPlan(job) : undefined;
+      /** One page opened and drawn; a failure because its browser died (not the page) is a BrowserDied. */
+      const renderOnce = async (): Promise<EngineOutput> => {
+        const page = await openPageFor(warm, job);
+        job.startClock?.();
+        const touched = new Set<string>();
+        const target = {
+          warm: page,
+          // A reused page meets each conversion at a registrable site of its own (RFC 6761 .invalid).
+          origin: reuse === 'account' ? `http://${randomBytes(12).toString('hex')}.invalid` : SITE_ORIGIN,
+          touched,
+          killedForMemory: (since: number) => warm.killedForMemory(page, since),
+        };
+        const outcome = render(target, site, drawn, limits, plan);
+        // A browser that does not let go of an aborted page within the grace is killed (the next
+        // conversion gets a new one); the abort itself already failed this conversion.
+        let killTimer: NodeJS.Timeout | undefined;
+        const stuck = () => {
+          killTimer = setTimeout(() => void warm.kill(), CLOSE_GRACE_MS);
+        };
+        job.signal.addEventListener('abort', stuck, { once: true });
+        let reusable = false;
+        try {
+          const { size } = await outcome;
+          reusable = !job.signal.aborted;
+          return { size };
+        } catch (error) {
+          if (!job.signal.aborted && error instanceof ConversionFailure && error.code === 'conversion_failed' && await warm.browserDied(page)) {
+            throw new BrowserDied(error);
+          }
+          throw error;
+        } finally {
+          job.signal.removeEventListener('abort', stuck);
+          clearTimeout(killTimer);
+          await warm.release(page, { reusable, touched });
+        }
       };
-      job.signal.addEventListener('abort', stuck, { once: true });
-      let reusable = false;
       try {
-        const { size } = await outcome;
-        reusable = !job.signal.aborted;
-        return { size };
-      } finally {
-        job.signal.removeEventListener('abort', stuck);
-        clearTimeout(killTimer);
-        await warm.release(page, { reusable, touched });
+        return await renderOnce();
+      } catch (error) {
+        if (!(error instanceof BrowserDied)) throw error;
+        // Its browser was killed or crashed under the page (the OOM killer, an operator, a crash):
+        // drawn once more in the next browser, within the same time limit. Once only: a page that
+        // takes its browser down with it fails as it did.
+        try {
+          return await renderOnce();
+        } catch (again) {
+          throw again instanceof BrowserDied ? again.failure : again;
+        }
       }
     },
     async close(): Promise<void> {
@@ -148,6 +171,14 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
     idlePages: () => browser?.idlePages() ?? [],
     sandbox: () => browser?.sandboxInUse() ?? sandbox,
   };
+}
+
+/** A page's conversion failed because its browser died: `failure` is how it fails if the next browser fails too. */
+class BrowserDied extends Error {
+  constructor(readonly failure: ConversionFailure) {
+    super(failure.message);
+    this.name = 'BrowserDied';
+  }
 }
 
 /** Text the PDF engine's font cannot set; its options and variants are those of the pair it serves. */

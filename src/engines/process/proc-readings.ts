@@ -70,3 +70,12 @@ export function processCpuMs(pid: number): number | undefined {
   const ticks = Number(fields[11]) + Number(fields[12]);
   return Number.isFinite(ticks) ? (ticks * 1000) / TICKS_PER_SECOND : undefined;
 }
+
+/**
+ * True once `pid` has exited: gone from /proc, or a zombie its parent has not yet reaped (the
+ * kernel closed its files and pipes before it became one: what talked to it has already seen EOF).
+ */
+export function processEnded(pid: number): boolean {
+  const stat = procText(`/proc/${pid}/stat`);
+  return stat === '' || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+}

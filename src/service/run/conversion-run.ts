@@ -100,10 +100,11 @@ export class ConversionRun {
     const timeLimitOf = (chosen: ConversionPair) => chosen.steps ? chosen.steps.reduce((sum, step) => sum + limitOf(step.engine), 0) : limitOf(chosen.engine);
     const maxOutput = withinRoom(outputLimit(plan, record.input_size, config.outputCapRatio, config.outputCapFloorMb), service.diskRoom.headroom());
     let produced: EngineOutput | void;
+    const progress = progressWriter(service.store, this.id);
     try {
       const call: EngineCall = {
         record, inputPath, ...(inputName ? { inputName } : {}), ...(inputBytes ? { inputBytes } : {}), outputPath, signal: this.signal, lane: this.lane, maxOutput, timeLimitOf, maxPages: plan.max_pages, maxOcrPages: plan.max_ocr_pages,
-        onProgress: progressWriter(service.store, this.id),
+        onProgress: progress.report,
         onEngineTime: (ms) => {
           this.engineMs += ms;
         },
@@ -119,6 +120,7 @@ export class ConversionRun {
         }, pair, engine, registry, gates);
       } else produced = await convertOnEngines(call, pair, engine, registry, gates);
     } finally {
+      progress.stop();
       this.releaseSlot();
     }
     this.signal.throwIfAborted();
