@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -183,6 +184,34 @@ describe('fonts and scripts', { skip }, () => {
     assert.deepEqual(chained.warnings.map((entry) => entry.font), ['Segoe UI']);
     const clean = await submit(body(['Calibri', 'Cambria', 'Arial', 'Courier New']), 'word.docx', 'pdf');
     assert.deepEqual(clean.warnings, []);
+  });
+
+  it('an OpenDocument file: quoted font names read as names; its asian and complex fonts warned of only where it has such text', async () => {
+    // As LibreOffice writes them: a family with a space quoted (&apos;), each style naming a font
+    // for Latin text, one for Chinese, Japanese and Korean, and one for right-to-left and Indic text.
+    const fodt = (text: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.text">
+<office:font-face-decls>
+<style:font-face style:name="Liberation Sans" svg:font-family="&apos;Liberation Sans&apos;" style:font-family-generic="swiss"/>
+<style:font-face style:name="HG Mincho Light J" svg:font-family="&apos;HG Mincho Light J&apos;"/>
+<style:font-face style:name="Lucidasans" svg:font-family="Lucidasans"/>
+</office:font-face-decls>
+<office:styles><style:style style:name="Standard" style:family="paragraph"><style:text-properties style:font-name="Liberation Sans" style:font-name-asian="HG Mincho Light J" style:font-name-complex="Lucidasans"/></style:style></office:styles>
+<office:body><office:text><text:p text:style-name="Standard">${text}</text:p></office:text></office:body></office:document>`;
+    const fontsOf = async (text: string) => {
+      const done = await submit(fodt(text), 'styles.fodt', 'pdf');
+      assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+      return done.warnings.map((warning) => warning.font);
+    };
+    assert.deepEqual(await fontsOf('Only Latin letters here.'), [], 'an installed font, quoted, is found; the other scripts\' fonts set nothing');
+    assert.deepEqual(await fontsOf('Latin, and 日本語の文章.'), ['HG Mincho Light J']);
+    assert.deepEqual(await fontsOf('Latin, and עברית.'), ['Lucidasans']);
+    // LibreOffice's own letter template names Andale Sans UI and Tahoma for those scripts, and
+    // Liberation Mono quoted: it was warned of all three (its PDF sets every letter in installed fonts).
+    const template = '/usr/lib/libreoffice/share/template/common/wizard/letter/off-elegant_l.ott';
+    const letter = await submit(readFileSync(template), 'off-elegant_l.ott', 'pdf');
+    assert.equal(letter.status, 'succeeded', JSON.stringify(letter.error));
+    assert.deepEqual(letter.warnings, []);
   });
 
   it('Chinese, Japanese, Korean, Arabic and Hebrew in a docx -> pdf: a font with each script, every character a glyph', async () => {

@@ -6,6 +6,7 @@ file's own XML (the text fonts of Word, Excel and PowerPoint files and of OpenDo
 in what is read, so a hostile package costs little. Binary formats (doc, xls, ppt, rtf) are not read.
 """
 
+import html
 import re
 import subprocess
 import zipfile
@@ -43,7 +44,12 @@ SLIDE_PARTS = re.compile(r"^ppt/(slides|slideMasters|slideLayouts)/[^/]+\.xml$")
 SLIDE_FONT = re.compile(rb'<a:latin typeface="([^"]+)"')
 THEME_FONT = re.compile(rb'<a:(minor|major)Font>\s*<a:latin typeface="([^"]+)"')
 ODF_FACE = re.compile(rb'<style:font-face [^>]*?style:name="([^"]+)"[^>]*?svg:font-family="([^"]+)"')
-ODF_USED = re.compile(rb'style:font-name(?:-asian|-complex)?="([^"]+)"')
+# OpenDocument gives each style three fonts: for Latin text, for Chinese, Japanese and Korean
+# (asian), and for right-to-left and Indic scripts (complex). LibreOffice's own styles name an
+# asian and a complex font in every document; they set nothing in one without such text.
+ODF_USED = re.compile(rb'style:font-name(-asian|-complex)?="([^"]+)"')
+ASIAN_TEXT = re.compile("[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+COMPLEX_TEXT = re.compile("[\u0590-\u08ff\u0900-\u0dff\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\ufb1d-\ufdff\ufe70-\ufeff]")
 
 WORD = {"docx", "docm", "dotx", "dotm"}
 SHEETS = {"xlsx", "xlsm", "xltx", "xltm"}
@@ -61,18 +67,27 @@ def part(archive, name):
         return b""
 
 
+def attribute(value):
+    """An XML attribute's text: the file's bytes with their character references read (&apos;, &amp;...)."""
+    return html.unescape(value.decode("utf-8", "replace"))
+
+
 def theme_fonts(archive, path):
-    return {kind.decode(): face.decode("utf-8", "replace") for kind, face in THEME_FONT.findall(part(archive, path))}
+    return {kind.decode(): attribute(face) for kind, face in THEME_FONT.findall(part(archive, path))}
 
 
 def odf_fonts(xml_parts):
     faces = {}
     used = set()
+    text = ""
     for xml in xml_parts:
         for name, family in ODF_FACE.findall(xml):
-            faces[name] = family.decode("utf-8", "replace").strip("'\"")
+            # A family with a space in it is quoted in the attribute ("'Liberation Sans'").
+            faces[name] = attribute(family).strip().strip("'\"")
         used.update(ODF_USED.findall(xml))
-    return {faces[name] for name in used if name in faces}
+        text += xml.decode("utf-8", "replace")
+    scripts = {b"": True, b"-asian": bool(ASIAN_TEXT.search(text)), b"-complex": bool(COMPLEX_TEXT.search(text))}
+    return {faces[name] for script, name in used if scripts[script] and name in faces}
 
 
 def named_fonts(path, source):
@@ -95,17 +110,17 @@ def named_fonts(path, source):
             themes_used = set()
             for name in filter(WORD_PARTS.match, names):
                 xml = part(archive, name)
-                fonts.update(face.decode("utf-8", "replace") for face in WORD_FONT.findall(xml))
+                fonts.update(attribute(face) for face in WORD_FONT.findall(xml))
                 themes_used.update(kind.decode() for kind in WORD_THEME.findall(xml))
             theme = theme_fonts(archive, "word/theme/theme1.xml")
             fonts.update(theme[kind] for kind in themes_used if kind in theme)
         elif source in SHEETS:
-            fonts.update(face.decode("utf-8", "replace") for face in SHEET_FONT.findall(part(archive, "xl/styles.xml")))
+            fonts.update(attribute(face) for face in SHEET_FONT.findall(part(archive, "xl/styles.xml")))
         else:
             theme = theme_fonts(archive, "ppt/theme/theme1.xml")
             for name in filter(SLIDE_PARTS.match, names):
                 for face in SLIDE_FONT.findall(part(archive, name)):
-                    face = face.decode("utf-8", "replace")
+                    face = attribute(face)
                     fonts.add(theme.get("major" if face.startswith("+mj") else "minor", "") if face.startswith("+") else face)
         return {font for font in fonts if font and not font.startswith("+")}
 
@@ -114,13 +129,18 @@ _matched = {}
 
 
 def matched(font):
-    """The family fontconfig gives for the name, as LibreOffice asks it (cached for the bridge's life)."""
+    """
+    The family fontconfig gives for the name, as LibreOffice asks it, and every name of that face
+    (its families and full names: a document may name "Noto Sans Regular"); cached for the bridge's life.
+    """
     if font not in _matched:
         try:
-            done = subprocess.run(["fc-match", "--format", "%{family[0]}", font], capture_output=True, timeout=10, check=False)
-            _matched[font] = done.stdout.decode("utf-8", "replace").strip() if done.returncode == 0 else ""
+            done = subprocess.run(["fc-match", "--format", "%{family}\\n%{fullname}", font], capture_output=True, timeout=10, check=False)
+            families, _, full_names = done.stdout.decode("utf-8", "replace").partition("\n") if done.returncode == 0 else ("", "", "")
+            names = [name.strip() for name in families.split(",") + full_names.split(",") if name.strip()]
+            _matched[font] = (names[0] if families.strip() else "", {folded(name) for name in names})
         except (OSError, subprocess.SubprocessError):
-            _matched[font] = ""
+            _matched[font] = ("", set())
     return _matched[font]
 
 
@@ -132,8 +152,8 @@ def substituted(path, source):
     """Warnings for each named font the system has neither itself nor a metric-compatible face of."""
     warnings = []
     for font in sorted(named_fonts(path, source)):
-        used = matched(font)
-        if not used or folded(used) == folded(font) or folded(used) in METRIC_COMPATIBLE.get(folded(font), ()):
+        used, names = matched(font)
+        if not used or folded(font) in names or folded(used) in METRIC_COMPATIBLE.get(folded(font), ()):
             continue
         warnings.append({
             "code": "font_substituted",
