@@ -271,7 +271,8 @@ async function catalogEngines(options: SystemOptions, workers: number, quickRuns
   // Every long-running helper's start and end goes to the log: engine hosts, LibreOffice instances, browsers.
   const onLifecycle = (event: HelperLifecycle) => log(`${event.helper === 'engine-host' ? 'engine_host' : event.helper}.${event.type}`, event.type === 'started'
     ? { pid: event.pid, ms: event.ms }
-    : { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal });
+    : event.type === 'unsandboxed' ? { why: event.why }
+      : { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal });
   const settings = { ...engineSettings(config, { quickRuns }), onLifecycle };
   const host = new EngineHost({
     processes: workers + quickRuns,

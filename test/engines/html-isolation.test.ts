@@ -24,6 +24,7 @@ import { findChromium } from '../../src/engines/html/find-chromium.ts';
 import { createHtmlEngine, type HtmlEngine } from '../../src/engines/html/html-engine.ts';
 import { renderersOf } from '../../src/engines/html/renderer-watch.ts';
 import { residentBytes } from '../../src/engines/process/proc-readings.ts';
+import type { HelperLifecycle } from '../../src/engines/process/supervisor.ts';
 import type { EngineJob } from '../../src/engines/types.ts';
 import { validateOptions } from '../../src/formats/options.ts';
 import type { ConversionOptions } from '../../src/model/conversion.ts';
@@ -271,9 +272,10 @@ setTimeout(() => { document.getElementById('out').textContent = 'candidates ' + 
   it('a browser that refuses its sandbox (root without another user) starts without it and says why', { skip: process.getuid?.() !== 0 ? 'only as root' : false }, async () => {
     const chromium = await findChromium(process.env);
     assert.ok(chromium.ready);
+    const told: HelperLifecycle[] = [];
     const warm = new WarmBrowser({
       executable: chromium.path, recycleAfter: 10, pageHeapMb: 512, rendererMemoryMb: 1024, reuse: 'none', pageUses: 1, idlePages: 1,
-      sandbox: { on: true, how: 'as root, which Chromium refuses' },
+      sandbox: { on: true, how: 'as root, which Chromium refuses' }, onLifecycle: (event) => told.push(event),
     });
     try {
       const page = await warm.page(undefined);
@@ -283,6 +285,8 @@ setTimeout(() => { document.getElementById('out').textContent = 'candidates ' + 
       const plan = warm.sandboxInUse();
       assert.equal(plan.on, false);
       assert.match(plan.on ? '' : plan.why, /did not start with its sandbox/);
+      // The daemon's log is told (chromium.unsandboxed), once.
+      assert.deepEqual(told.filter((event) => event.type === 'unsandboxed'), [{ type: 'unsandboxed', helper: 'chromium', why: plan.on ? '' : plan.why }]);
     } finally {
       await warm.close();
     }
@@ -292,8 +296,10 @@ setTimeout(() => { document.getElementById('out').textContent = 'candidates ' + 
     if (!planned?.on) return;
     const chromium = await findChromium(process.env);
     assert.ok(chromium.ready);
+    const told: HelperLifecycle[] = [];
     const warm = new WarmBrowser({
       executable: chromium.path, recycleAfter: 10, pageHeapMb: 512, rendererMemoryMb: 1024, reuse: 'none', pageUses: 1, idlePages: 1, sandbox: planned,
+      onLifecycle: (event) => told.push(event),
     });
     const before = new Set(browserGroupsOf(process.pid));
     try {
@@ -310,6 +316,7 @@ setTimeout(() => { document.getElementById('out').textContent = 'candidates ' + 
       assert.equal(await page.page.textContent('p'), 'started');
       await warm.release(page, { reusable: false, touched: new Set() });
       assert.deepEqual(warm.sandboxInUse(), planned, 'the sandbox is still on');
+      assert.deepEqual(told.filter((event) => event.type === 'unsandboxed'), []);
     } finally {
       await warm.close();
     }

@@ -416,6 +416,7 @@ export class WarmBrowser {
       const again = await start(planned).catch((second: unknown) => second instanceof Error ? second : new Error(String(second)));
       if (!(again instanceof Error)) return again;
       this.sandbox = { on: false, why: `Chromium did not start with its sandbox (${firstLine(again)})` };
+      this.settings.onLifecycle?.({ type: 'unsandboxed', helper: 'chromium', why: this.sandbox.why });
       return start(this.sandbox);
     });
     this.all.add(launched);

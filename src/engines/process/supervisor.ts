@@ -4,10 +4,14 @@ import type { HelperExit } from './helper-process.ts';
 /** Why a supervised process ended: on purpose (all but `died`), or not. */
 export type EndReason = 'recycled' | 'idle' | 'closed' | 'unhealthy' | 'died';
 
-/** Told when a supervised process starts or ends (the daemon's log). */
+/**
+ * Told when a supervised process starts or ends (the daemon's log), and when Chromium's browsers
+ * are started without their sandbox from then on (`why` says what the sandboxed start answered).
+ */
 export type HelperLifecycle =
   | { type: 'started'; helper: string; pid: number; ms: number }
-  | { type: 'ended'; helper: string; pid: number; tasks: number; exit: HelperExit; why: EndReason };
+  | { type: 'ended'; helper: string; pid: number; tasks: number; exit: HelperExit; why: EndReason }
+  | { type: 'unsandboxed'; helper: string; why: string };
 
 /** A started process as its starter hands it over: what it is, and how to reach its end. */
 export interface Running<T> {
