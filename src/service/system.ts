@@ -260,6 +260,18 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
   };
 }
 
+/** A helper's lifecycle event as its log line's fields. */
+function lifecycleFields(event: HelperLifecycle): Record<string, unknown> {
+  switch (event.type) {
+    case 'started':
+      return { pid: event.pid, ms: event.ms };
+    case 'ended':
+      return { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal };
+    case 'unsandboxed':
+      return { why: event.why };
+  }
+}
+
 /**
  * The catalog's engines, from the findings of an earlier start when `findingsCache` holds current
  * ones (nothing probed, nothing loaded), else probed by the registry; their findings are then
@@ -269,10 +281,7 @@ export async function openSystem(options: SystemOptions): Promise<ConversionSyst
 async function catalogEngines(options: SystemOptions, workers: number, quickRuns: number, log: RunnerLog): Promise<FoundEngines> {
   const { config } = options;
   // Every long-running helper's start and end goes to the log: engine hosts, LibreOffice instances, browsers.
-  const onLifecycle = (event: HelperLifecycle) => log(`${event.helper === 'engine-host' ? 'engine_host' : event.helper}.${event.type}`, event.type === 'started'
-    ? { pid: event.pid, ms: event.ms }
-    : event.type === 'unsandboxed' ? { why: event.why }
-      : { pid: event.pid, tasks: event.tasks, why: event.why, code: event.exit.code, signal: event.exit.signal });
+  const onLifecycle = (event: HelperLifecycle) => log(`${event.helper === 'engine-host' ? 'engine_host' : event.helper}.${event.type}`, lifecycleFields(event));
   const settings = { ...engineSettings(config, { quickRuns }), onLifecycle };
   const host = new EngineHost({
     processes: workers + quickRuns,

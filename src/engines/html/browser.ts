@@ -122,7 +122,7 @@ const DISCONNECT_WAIT_MS = 1_000;
  * saw it disconnect. Where `page` is given, only a closed page waits for the disconnection; where
  * none is (its opening failed), the wait is always made.
  */
-async function ended(launched: Launched, page: Page | undefined): Promise<boolean> {
+async function browserGone(launched: Launched, page: Page | undefined): Promise<boolean> {
   const { browser } = launched.value;
   if (!browser.isConnected() || (launched.pid !== undefined && processEnded(launched.pid))) return true;
   if (page && !page.isClosed()) return false;
@@ -283,7 +283,7 @@ export class WarmBrowser {
     } catch (error) {
       // The browser died while the page opened (killed, the OOM killer, a crash): nothing of the
       // conversion had reached it yet, so the next browser is asked, once.
-      if (this.closed || !(await ended(launched, undefined))) throw error;
+      if (this.closed || !(await browserGone(launched, undefined))) throw error;
       this.forget(launched);
       return this.pageIn(await this.acquire(), tenant);
     }
@@ -292,10 +292,13 @@ export class WarmBrowser {
   /**
    * True when `page`'s browser has died (the page failed because its browser went, not because
    * of what it was drawing): its process has exited, or Playwright has seen it disconnect, or,
-   * with the page already closed under the conversion, does so within a moment.
+   * with the page already closed under the conversion, does so within a moment. A dead browser
+   * takes no new page from then on, even before Playwright has seen it go.
    */
-  browserDied(page: WarmPage): Promise<boolean> {
-    return ended(page.of, page.page);
+  async browserDied(page: WarmPage): Promise<boolean> {
+    const died = await browserGone(page.of, page.page);
+    if (died) this.forget(page.of);
+    return died;
   }
 
   private async pageIn(launched: Launched, tenant: string | undefined): Promise<WarmPage> {
@@ -411,14 +414,17 @@ export class WarmBrowser {
       ...(this.settings.onLifecycle ? { onLifecycle: this.settings.onLifecycle } : {}),
     });
     const planned = this.sandbox;
-    const launched = await start(planned).catch(async (error: unknown) => {
-      if (!planned.on) throw error;
-      const again = await start(planned).catch((second: unknown) => second instanceof Error ? second : new Error(String(second)));
-      if (!(again instanceof Error)) return again;
-      this.sandbox = { on: false, why: `Chromium did not start with its sandbox (${firstLine(again)})` };
-      this.settings.onLifecycle?.({ type: 'unsandboxed', helper: 'chromium', why: this.sandbox.why });
-      return start(this.sandbox);
-    });
+    const launched = await start(planned)
+      .catch((error: unknown) => {
+        if (!planned.on) throw error;
+        return start(planned);
+      })
+      .catch((error: unknown) => {
+        if (!planned.on) throw error;
+        this.sandbox = { on: false, why: `Chromium did not start with its sandbox (${firstLine(error)})` };
+        this.settings.onLifecycle?.({ type: 'unsandboxed', helper: 'chromium', why: this.sandbox.why });
+        return start(this.sandbox);
+      });
     this.all.add(launched);
     void launched.ended.then(() => {
       this.all.delete(launched);

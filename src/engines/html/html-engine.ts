@@ -114,8 +114,8 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
       const limits = { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS, remote, rendererMemoryMb: memoryLimitMb };
       const drawn = text ? { ...job, options: textPrintOptions(job) } : job;
       const plan = svg ? svgPlan(job) : undefined;
-      /** One page opened and drawn; a failure because its browser died (not the page) is a BrowserDied. */
-      const renderOnce = async (): Promise<EngineOutput> => {
+      /** One page opened and drawn; where `mayRetry`, a failure because its browser died (not the page) is a BrowserDied. */
+      const renderOnce = async (mayRetry: boolean): Promise<EngineOutput> => {
         const page = await openPageFor(warm, job);
         job.startClock?.();
         const touched = new Set<string>();
@@ -140,8 +140,8 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
           reusable = !job.signal.aborted;
           return { size };
         } catch (error) {
-          if (!job.signal.aborted && error instanceof ConversionFailure && error.code === 'conversion_failed' && await warm.browserDied(page)) {
-            throw new BrowserDied(error);
+          if (mayRetry && !job.signal.aborted && error instanceof ConversionFailure && error.code === 'conversion_failed' && await warm.browserDied(page)) {
+            throw new BrowserDied();
           }
           throw error;
         } finally {
@@ -151,18 +151,14 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
         }
       };
       try {
-        return await renderOnce();
+        return await renderOnce(true);
       } catch (error) {
         if (!(error instanceof BrowserDied)) throw error;
-        // Its browser was killed or crashed under the page (the OOM killer, an operator, a crash):
-        // drawn once more in the next browser, within the same time limit. Once only: a page that
-        // takes its browser down with it fails as it did.
-        try {
-          return await renderOnce();
-        } catch (again) {
-          throw again instanceof BrowserDied ? again.failure : again;
-        }
       }
+      // Its browser was killed or crashed under the page (the OOM killer, an operator, a crash):
+      // drawn once more in the next browser, within the same time limit. Once only: a page that
+      // takes its browser down with it fails as it does there.
+      return renderOnce(false);
     },
     async close(): Promise<void> {
       await browser?.close();
@@ -173,10 +169,10 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
   };
 }
 
-/** A page's conversion failed because its browser died: `failure` is how it fails if the next browser fails too. */
+/** A page's conversion failed because its browser died: it is drawn again in the next one. */
 class BrowserDied extends Error {
-  constructor(readonly failure: ConversionFailure) {
-    super(failure.message);
+  constructor() {
+    super('the page\'s browser died');
     this.name = 'BrowserDied';
   }
 }

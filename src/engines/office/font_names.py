@@ -79,15 +79,23 @@ def theme_fonts(archive, path):
 def odf_fonts(xml_parts):
     faces = {}
     used = set()
-    text = ""
     for xml in xml_parts:
         for name, family in ODF_FACE.findall(xml):
             # A family with a space in it is quoted in the attribute ("'Liberation Sans'").
             faces[name] = attribute(family).strip().strip("'\"")
         used.update(ODF_USED.findall(xml))
-        text += xml.decode("utf-8", "replace")
-    scripts = {b"": True, b"-asian": bool(ASIAN_TEXT.search(text)), b"-complex": bool(COMPLEX_TEXT.search(text))}
-    return {faces[name] for script, name in used if scripts[script] and name in faces}
+    fonts = {faces[name] for script, name in used if script == b"" and name in faces}
+    # The text is decoded (once) and searched only for a script whose fonts are not among those already.
+    text = None
+    for script, letters in ((b"-asian", ASIAN_TEXT), (b"-complex", COMPLEX_TEXT)):
+        named = {faces[name] for kind, name in used if kind == script and name in faces} - fonts
+        if not named:
+            continue
+        if text is None:
+            text = "".join(xml.decode("utf-8", "replace") for xml in xml_parts)
+        if letters.search(text):
+            fonts |= named
+    return fonts
 
 
 def named_fonts(path, source):

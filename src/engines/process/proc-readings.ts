@@ -61,12 +61,20 @@ export function residentBytesOfTree(pid: number, depth = 4): number {
 /** Linux's USER_HZ, the unit of /proc's CPU times: 100 on every architecture Node runs on. */
 const TICKS_PER_SECOND = 100;
 
+/**
+ * The fields of /proc/<pid>/stat from its state on (field 3: the state is [0], utime [11], stime
+ * [12]), read after the command's name, which may hold spaces and parentheses; undefined when the
+ * process is gone.
+ */
+function statFields(pid: number): string[] | undefined {
+  const stat = procText(`/proc/${pid}/stat`);
+  return stat === '' ? undefined : stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** User and system time of a process so far, ms (its threads together); undefined where /proc has none. */
 export function processCpuMs(pid: number): number | undefined {
-  const stat = procText(`/proc/${pid}/stat`);
-  if (stat === '') return undefined;
-  // After the command's name, which may hold spaces and parentheses: state is field 3, utime 14, stime 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(pid);
+  if (!fields) return undefined;
   const ticks = Number(fields[11]) + Number(fields[12]);
   return Number.isFinite(ticks) ? (ticks * 1000) / TICKS_PER_SECOND : undefined;
 }
@@ -76,6 +84,6 @@ export function processCpuMs(pid: number): number | undefined {
  * kernel closed its files and pipes before it became one: what talked to it has already seen EOF).
  */
 export function processEnded(pid: number): boolean {
-  const stat = procText(`/proc/${pid}/stat`);
-  return stat === '' || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  const fields = statFields(pid);
+  return !fields || fields[0] === 'Z';
 }
