@@ -321,4 +321,36 @@ setTimeout(() => { document.getElementById('out').textContent = 'candidates ' + 
       await warm.close();
     }
   });
+  it('a browser killed while a page opens in it: the page is opened in the next browser', async () => {
+    const chromium = await findChromium(process.env);
+    assert.ok(chromium.ready);
+    const warm = new WarmBrowser({
+      executable: chromium.path, recycleAfter: 10, pageHeapMb: 512, rendererMemoryMb: 1024, reuse: 'none', pageUses: 1, idlePages: 1,
+      sandbox: probeEngine.sandbox() ?? { on: false, why: 'not probed' },
+    });
+    const before = new Set(browserGroupsOf(process.pid));
+    try {
+      const first = await warm.page(undefined);
+      const groups = browserGroupsOf(process.pid).filter((pgid) => !before.has(pgid));
+      assert.ok(groups.length > 0, 'a browser runs');
+      await warm.release(first, { reusable: false, touched: new Set() });
+      // Stopped, the browser answers nothing: the next page's opening is in flight when it is
+      // killed (the spare opened beside the first page is taken first, so two are asked for).
+      for (const pgid of groups) process.kill(-pgid, 'SIGSTOP');
+      const spare = warm.page(undefined);
+      const opened = warm.page(undefined);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const pgid of groups) process.kill(-pgid, 'SIGKILL');
+      const began = Date.now();
+      const page = await opened;
+      assert.ok(Date.now() - began < 20_000, `opened ${Date.now() - began} ms after the kill`);
+      assert.ok(!groups.includes(page.of.pid!), 'in a browser started after the kill');
+      await page.page.setContent('<p>opened</p>');
+      assert.equal(await page.page.textContent('p'), 'opened');
+      await warm.release(page, { reusable: false, touched: new Set() });
+      await spare.then((taken) => warm.release(taken, { reusable: false, touched: new Set() }), () => undefined);
+    } finally {
+      await warm.close();
+    }
+  });
 });

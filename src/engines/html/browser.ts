@@ -278,12 +278,16 @@ export class WarmBrowser {
    */
   async page(tenant: string | undefined): Promise<WarmPage> {
     const launched = await this.acquire();
+    const opening = this.pageIn(launched, tenant);
     try {
-      return await this.pageIn(launched, tenant);
+      // Playwright's newPage can stay pending for good when its browser is killed meanwhile (it
+      // did, seen by hand: the conversion waited out page-opening's 90 s): the browser's end ends the wait.
+      return await Promise.race([opening, launched.ended.then(() => Promise.reject(new Error('the browser ended while the page opened')))]);
     } catch (error) {
       // The browser died while the page opened (killed, the OOM killer, a crash): nothing of the
       // conversion had reached it yet, so the next browser is asked, once.
       if (this.closed || !(await browserGone(launched, undefined))) throw error;
+      void opening.then((late) => this.release(late, { reusable: false, touched: new Set() }), () => undefined);
       this.forget(launched);
       return this.pageIn(await this.acquire(), tenant);
     }
