@@ -7,7 +7,9 @@
  * - WebRTC sends nothing (a UDP and a TCP canary see no packet from STUN, TURN and a data channel);
  * - a renderer past its memory limit fails its conversion memory_limit, the one beside it succeeds;
  * - a 40,000 px tall page becomes a WebP cut at 16,383 px and a PNG cut at 16,384;
- * - Chromium's own sandbox, where the engine says it is on, puts renderers in namespaces of their own.
+ * - Chromium's own sandbox, where the engine says it is on, puts renderers in namespaces of their own;
+ *   a browser that refuses it runs without it and says so once, one killed as it starts keeps it;
+ * - a browser killed while a page opens in it: the page comes from the next browser.
  */
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';

@@ -1,8 +1,9 @@
 /**
  * The HTML engine through a real daemon: a page, a zip and Markdown convert and are charged a
  * document's weight; a hung page ends `timeout` at the html time limit while pages sent with it
- * succeed; a page's attempts to reach loopback reach nothing; no Chromium process outlives the
- * daemon, stopped (SIGTERM) or killed (kill -9), and the next daemon removes what a killed one left
+ * succeed; a page's attempts to reach loopback reach nothing; a page sent as its browser is killed,
+ * or whose browser is killed while it is drawn, is drawn in the next browser; no Chromium process
+ * outlives the daemon, stopped (SIGTERM) or killed (kill -9), and the next daemon removes what a killed one left
  * (its browser's directory, with Chromium's lock socket in it, and the profile Playwright made).
  */
 import assert from 'node:assert/strict';
