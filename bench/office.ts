@@ -21,7 +21,7 @@ import { findOffice } from '../src/engines/office/find-office.ts';
 import { findParentDeathWrapper } from '../src/engines/process/group.ts';
 import { docxOf } from '../test/helpers/hostile-files.ts';
 import { pdfPageTexts } from '../test/helpers/pdf-text.ts';
-import { cpuTimeMs } from './lib/cpu.ts';
+import { cpuByProgram, cpuTimeMs, everyProcessCpuMs, machineBusyMs } from './lib/cpu.ts';
 import { ROOT, startBenchDaemon, type BenchDaemon } from './lib/daemon.ts';
 import { steadyDataDir } from './lib/steady-data-dir.ts';
 import { warmDaemon } from './lib/warm-daemon.ts';
@@ -126,20 +126,46 @@ async function throughDaemon(daemon: BenchDaemon, connection: WireConnection, do
 }
 
 /** All documents through convd, `parallel` in flight (each on a keep-alive connection of its own); ms. */
-async function daemonRound(daemon: BenchDaemon, connections: WireConnection[], documents: Document[], outputDir: string): Promise<{ ms: number; timings: Timing[]; daemonCpuMs: number }> {
+async function daemonRound(daemon: BenchDaemon, connections: WireConnection[], documents: Document[], outputDir: string): Promise<{ ms: number; timings: Timing[]; daemonCpuMs: number; machineCpuMs: number; programs: [string, number][] }> {
   await freshDir(outputDir);
   let next = 0;
   const timings: Timing[] = [];
   const cpuBefore = await cpuTimeMs(daemon.pid);
+  const machineBefore = await machineBusyMs();
+  const processesBefore = await everyProcessCpuMs();
   const started = performance.now();
   await Promise.all(connections.map(async (connection) => {
     while (next < documents.length) timings.push(await throughDaemon(daemon, connection, documents[next++]!, outputDir));
   }));
   const ms = performance.now() - started;
-  return { ms, timings, daemonCpuMs: (await cpuTimeMs(daemon.pid)) - cpuBefore };
+  const machineCpuMs = (await machineBusyMs()) - machineBefore;
+  const programs = cpuByProgram(processesBefore, await everyProcessCpuMs(), roleOf(daemon.pid));
+  return { ms, timings, daemonCpuMs: (await cpuTimeMs(daemon.pid)) - cpuBefore, machineCpuMs, programs };
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[values.length >> 1] ?? 0;
+
+/** A process's name in the CPU by program: the daemon and the bench's own process told apart from other node processes. */
+const roleOf = (daemonPid: number | null) => (pid: number, name: string): string =>
+  (pid === daemonPid ? 'convd' : pid === process.pid ? 'the bench' : name);
+
+/** The programs a side's CPU went to, per document over all its rounds, the five largest. */
+function byProgram(rounds: { programs: [string, number][] }[]): string {
+  const totals = new Map<string, number>();
+  for (const round of rounds) for (const [name, ms] of round.programs) totals.set(name, (totals.get(name) ?? 0) + ms);
+  return [...totals].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([name, ms]) => `${name} ${(ms / (COUNT * rounds.length)).toFixed(1)}`).join(', ');
+}
+
+/**
+ * A side's CPU per document over its rounds, and how busy that kept the cores: near every core
+ * busy, the side's time follows its CPU; well under it, something waits.
+ */
+function machineShare(rounds: { ms: number; machineCpuMs: number }[]): string {
+  const cores = availableParallelism();
+  const perDocument = median(rounds.map((round) => round.machineCpuMs / COUNT));
+  const busy = median(rounds.map((round) => round.machineCpuMs / (round.ms * cores)));
+  return `${perDocument.toFixed(1)} ms (${(busy * 100).toFixed(0)} % of ${cores} cores busy)`;
+}
 
 interface DaemonSide {
   daemon: BenchDaemon;
@@ -297,10 +323,12 @@ async function startDirectInstances(install: { sofficeBin: string; python: strin
 }
 
 /** All documents through the baseline's instances, one in flight per instance; ms. */
-async function directRound(instances: DirectInstance[], documents: Document[], outputDir: string): Promise<{ ms: number; latencies: number[] }> {
+async function directRound(instances: DirectInstance[], documents: Document[], outputDir: string): Promise<{ ms: number; latencies: number[]; machineCpuMs: number; programs: [string, number][] }> {
   await freshDir(outputDir);
   let next = 0;
   const latencies: number[] = [];
+  const machineBefore = await machineBusyMs();
+  const processesBefore = await everyProcessCpuMs();
   const started = performance.now();
   await Promise.all(instances.map(async (instance) => {
     while (next < documents.length) {
@@ -310,7 +338,9 @@ async function directRound(instances: DirectInstance[], documents: Document[], o
       latencies.push(performance.now() - sent);
     }
   }));
-  return { ms: performance.now() - started, latencies };
+  const ms = performance.now() - started;
+  const machineCpuMs = (await machineBusyMs()) - machineBefore;
+  return { ms, latencies, machineCpuMs, programs: cpuByProgram(processesBefore, await everyProcessCpuMs(), roleOf(null)) };
 }
 
 export async function benchOfficeWarm(): Promise<BenchResult> {
@@ -365,6 +395,8 @@ export async function benchOfficeWarm(): Promise<BenchResult> {
         `rounds: convd ${daemonRounds.map((r) => seconds(r.ms)).join(', ')}; direct ${directRounds.map((r) => seconds(r.ms)).join(', ')}`,
         `per document in the best rounds (medians): convd ${median(convd.timings.map((t) => t.totalMs)).toFixed(0)} ms from submission to downloaded PDF, of which LibreOffice's instance ran ${median(convd.timings.map((t) => t.engineMs)).toFixed(0)} ms (started_at to finished_at); direct ${median(baseline.latencies).toFixed(0)} ms`,
         `the service's own CPU per conversion (the daemon process's; LibreOffice's is its own; target at most ${SERVICE_CPU_TARGET_MS} ms): ${(convd.daemonCpuMs / COUNT).toFixed(1)} ms`,
+        `the machine's CPU per document (every process, the bench's own too; medians of the rounds): convd ${machineShare(daemonRounds)}; direct ${machineShare(directRounds)}`,
+        `the same by program (ms per document over all rounds): convd's side ${byProgram(daemonRounds)}; direct ${byProgram(directRounds)}`,
         `the baseline's instances started in ${seconds(directStartMs)} (at once); convd's first conversion through a fresh daemon ${seconds(firstMs)}; a PDF is ${(bytes / 1024).toFixed(0)} KiB`,
         dataDirNote,
         'every PDF of both sides decoded: one page, its document\'s marker word in its text',

@@ -44,12 +44,13 @@ export const SCHEMAS = {
     download_url: { ...uri, description: 'The download endpoint of the conversion.' },
   }, 'The result of a conversion that succeeded.'),
   ConversionWarning: closed({
-    code: { type: 'string', enum: ['font_substituted', 'metadata_dropped'] },
+    code: { type: 'string', enum: ['font_substituted', 'metadata_dropped', 'content_left_out'] },
     font: { type: 'string', description: 'font_substituted: the font the document names.' },
     used: { type: 'string', description: 'font_substituted: the font its text was set in.' },
     field: { type: 'string', description: 'metadata_dropped: the document information field left out.' },
+    reference: { type: 'string', description: 'content_left_out: the file or address as the document names it.' },
     message: { type: 'string' },
-  }, 'This service\'s own: something to know of a result. `font_substituted`: a font the document names is not installed and has no metric-compatible face here, so lines and pages may break elsewhere than where its author saw them. `metadata_dropped`: a field of the document information (title, author, ...) the target format could not keep (text beyond Latin-1 in a PDF/A).'),
+  }, 'This service\'s own: something to know of a result. `font_substituted`: a font the document names is not installed and has no metric-compatible face here, so lines and pages may break elsewhere than where its author saw them. `metadata_dropped`: a field of the document information (title, author, ...) the target format could not keep (text beyond Latin-1 in a PDF/A). `content_left_out`: a file the document includes (rst `include`, LaTeX `\\input`, Org `#+INCLUDE`), an image it shows by path or address, or an image, stylesheet, font or video a web page asks for, which was not among the files sent or not fetched: that part is missing from the result.'),
   ConversionError: {
     ...closed({
       code: { type: 'string', enum: [...CONVERSION_ERROR_CODES] },

@@ -1,5 +1,5 @@
 import { ACTIVE_STATUSES, STATUSES, type ConversionStatus } from '../../src/model/status.ts';
-import type { PublicConversion } from '../../src/model/conversion.ts';
+import type { ConversionWarning, PublicConversion } from '../../src/model/conversion.ts';
 import { html, type Html } from './html.ts';
 import { layout, problem, type PageContext } from './pages.ts';
 import type { TextKey } from './text.ts';
@@ -25,6 +25,15 @@ function progressOf(conversion: PublicConversion): Html {
   const value = conversion.progress;
   if (value === null || !ACTIVE_STATUSES.has(conversion.status)) return html``;
   return html`<progress max="100" value="${value}" aria-label="${conversion.original_name}">${value} %</progress> <span>${value} %</span>`;
+}
+
+/** A warning in the page's language (the API's `message` is English). */
+function warningText(warning: ConversionWarning, t: PageContext['t']): string {
+  switch (warning.code) {
+    case 'font_substituted': return t('fontSubstituted', { font: warning.font, used: warning.used });
+    case 'metadata_dropped': return t('metadataDropped', { field: warning.field });
+    case 'content_left_out': return t('contentLeftOut', { reference: warning.reference });
+  }
 }
 
 function actions(conversion: PublicConversion, context: PageContext): Html {
@@ -67,7 +76,7 @@ ${state.conversions.length === 0 ? html`<p>${t('noConversions')}</p>` : html`<di
 ${state.conversions.map((c) => html`<tr id="row-${c.id}">
 <td>${c.original_name}</td>
 <td>${c.source} → ${c.target}</td>
-<td data-status>${t(statusKey(c.status))}${c.error ? html`<br><small>${c.error.message}</small>` : ''}${(c.warnings ?? []).map((warning) => html`<br><small>${warning.code === 'font_substituted' ? t('fontSubstituted', { font: warning.font, used: warning.used }) : t('metadataDropped', { field: warning.field })}</small>`)}</td>
+<td data-status>${t(statusKey(c.status))}${c.error ? html`<br><small>${c.error.message}</small>` : ''}${(c.warnings ?? []).map((warning) => html`<br><small>${warningText(warning, context.t)}</small>`)}</td>
 <td data-progress>${progressOf(c)}</td>
 <td>${when(c.created_at, context)}</td>
 <td>${actions(c, context)}</td>

@@ -95,6 +95,9 @@ export function createChainEngine(lookup: ChainLookup): Engine {
             // The URL a file came from belongs to the file, not to what the first step made of it.
             ...(index === 0 && job.sourceUrl !== undefined ? { sourceUrl: job.sourceUrl } : {}),
             ...(index > 0 ? { origin: job.origin ?? job.source } : {}),
+            ...(last ? {} : { destination: job.destination ?? job.target }),
+            // The quick lane's conversion is quick in each of its steps (their engines' warm spares).
+            ...(job.quick ? { quick: true } : {}),
           };
           // A step's engine may hand its file to the step's fallback, as the runner does for a pair.
           produced = await convertOrHandOver(engine, step, stepJob, (name) => lookup.engine(name));

@@ -94,6 +94,11 @@ export interface EngineJob {
    * result as convd's engines write it.
    */
   origin?: string;
+  /**
+   * In a chain's step before the last, the format the chain ends in (an ods's PDF on its way to
+   * txt): what the step makes is read for that, not looked at.
+   */
+  destination?: string;
 }
 
 /** What an engine may tell about its output; the caller finds out itself what is left out. */

@@ -1,7 +1,6 @@
-import { promisify } from 'node:util';
-import yauzl, { type ZipFile } from 'yauzl';
+import type { ZipFile } from 'yauzl';
 import { openZipBuffer } from './stored-zip.ts';
-import { nextEntry } from './zip-entries.ts';
+import { nextEntry, openZipFile } from './zip-entries.ts';
 
 /**
  * The entries that make a zip a document of each zip-based format: every one of a group must be
@@ -22,7 +21,6 @@ const MARKERS: Record<string, string[]> = {
 /** A document's central directory is read this far, no further: real ones hold a few hundred. */
 const MAX_ENTRIES = 20_000;
 
-const openZip = promisify(yauzl.open) as (path: string, options: yauzl.Options) => Promise<ZipFile>;
 
 /**
  * Whether the zip (at a path, or all of it in memory) holds the entries of a `format` document, wherever they are in it.
@@ -36,7 +34,7 @@ export async function zipHoldsDocument(zipFile: string | Buffer, format: string)
   let zip: ZipFile;
   try {
     const options = { lazyEntries: true, autoClose: false, decodeStrings: true, validateEntrySizes: false, strictFileNames: false };
-    zip = typeof zipFile === 'string' ? await openZip(zipFile, options) : await openZipBuffer(zipFile, options);
+    zip = typeof zipFile === 'string' ? await openZipFile(zipFile, options) : await openZipBuffer(zipFile, options);
   } catch {
     return false;
   }

@@ -1,4 +1,14 @@
-import type { Entry, ZipFile } from 'yauzl';
+import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import yauzl, { type Entry, type Options, type ZipFile } from 'yauzl';
+
+/** A zip file on disk, opened by yauzl. */
+export const openZipFile = promisify(yauzl.open) as (path: string, options: Options) => Promise<ZipFile>;
+
+/** An entry's content, unpacked as it is read (yauzl checks its size against the headers when asked to). */
+export function entryStream(zip: ZipFile, entry: Entry): Promise<Readable> {
+  return promisify(zip.openReadStream.bind(zip))(entry);
+}
 
 /** The next entry of a yauzl zip opened with `lazyEntries`, or null at its end. */
 export function nextEntry(zip: ZipFile): Promise<Entry | null> {

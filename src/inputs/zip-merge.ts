@@ -2,9 +2,8 @@ import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { promisify } from 'node:util';
-import yauzl, { type Entry, type ZipFile } from 'yauzl';
-import { nextEntry } from './zip-entries.ts';
+import type { Entry, ZipFile } from 'yauzl';
+import { entryStream, nextEntry, openZipFile } from './zip-entries.ts';
 
 /** A file unpacked from a zip sent to be merged, in the spool. */
 export interface UnpackedFile {
@@ -28,7 +27,6 @@ export interface ZipMergeLimits {
 /** Entries of any kind (folders, hidden files) a zip to merge may hold: its central directory is read no further. */
 const MAX_LISTED = 2_000;
 
-const openZip = promisify(yauzl.open) as (path: string, options: yauzl.Options) => Promise<ZipFile>;
 
 /** What a zip holds beside the files: folders, macOS's resource forks, hidden files. */
 const skipped = (name: string): boolean => name.endsWith('/') || name.startsWith('__MACOSX/') || posix.basename(name).startsWith('.');
@@ -42,7 +40,7 @@ const skipped = (name: string): boolean => name.endsWith('/') || name.startsWith
 export async function unpackZipForMerge(path: string, spoolPath: () => string, limits: ZipMergeLimits): Promise<ZipMergeOutcome> {
   let zip: ZipFile;
   try {
-    zip = await openZip(path, { lazyEntries: true, decodeStrings: true, validateEntrySizes: true, strictFileNames: true });
+    zip = await openZipFile(path, { lazyEntries: true, decodeStrings: true, validateEntrySizes: true, strictFileNames: true });
   } catch (error) {
     return { kind: 'refused', reason: `the zip cannot be read: ${error instanceof Error ? error.message : String(error)}` };
   }
@@ -72,14 +70,14 @@ export async function unpackZipForMerge(path: string, spoolPath: () => string, l
   if (declared > limits.maxBytes) return { kind: 'refused', reason: `the zip unpacks to more than ${Math.floor(limits.maxBytes / 1024 / 1024)} MiB` };
   entries.sort((a, b) => a.fileName.localeCompare(b.fileName, 'en', { numeric: true }));
   // Opened again for the reading: the entries were listed first, to answer a page or a refusal without writing anything.
-  const reading = await openZip(path, { lazyEntries: true, decodeStrings: true, validateEntrySizes: true, strictFileNames: true });
+  const reading = await openZipFile(path, { lazyEntries: true, decodeStrings: true, validateEntrySizes: true, strictFileNames: true });
   const written = new Map<string, UnpackedFile>();
   try {
     const wanted = new Map(entries.map((entry) => [entry.fileName, entry]));
     for (let entry = await nextEntry(reading); entry; entry = await nextEntry(reading)) {
       if (!wanted.has(entry.fileName)) continue;
       const target = spoolPath();
-      const stream = await new Promise<NodeJS.ReadableStream>((resolve, reject) => reading.openReadStream(entry!, (error, read) => (error ? reject(error) : resolve(read))));
+      const stream = await entryStream(reading, entry);
       const file = { path: target, size: entry.uncompressedSize, name: posix.basename(entry.fileName) };
       written.set(entry.fileName, file);
       await pipeline(stream, createWriteStream(target, { mode: 0o600 }));

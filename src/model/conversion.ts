@@ -14,11 +14,13 @@ export interface ConversionError {
  * Something a client should know of a conversion that succeeded (an extension of the interface):
  * `font_substituted`, a font the document names that is not installed and has no metric-compatible
  * face, so its text was set in `used` and lines and pages may break elsewhere; `metadata_dropped`,
- * a field of the document information the target could not keep.
+ * a field of the document information the target could not keep; `content_left_out`, a file the
+ * document includes or an image it shows by path or address (`reference`), which is not read.
  */
 export type ConversionWarning =
   | { code: 'font_substituted'; font: string; used: string; message: string }
-  | { code: 'metadata_dropped'; field: string; message: string };
+  | { code: 'metadata_dropped'; field: string; message: string }
+  | { code: 'content_left_out'; reference: string; message: string };
 
 export interface ConversionResult {
   filename: string;

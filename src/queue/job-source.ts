@@ -22,6 +22,14 @@ export interface JobSource {
    * only a job of a light account with nothing running is taken (see WorkerPool).
    */
   take(lane?: Lane): string | undefined | Promise<string | undefined>;
+  /**
+   * The job taken as `id` is a small account's (running nothing when it was taken, and every run
+   * of it lately a quick one: RecentUse.onlyQuickRuns), whichever place it got: the engines serve
+   * it as quick (their warm spares), so a small conversion that found a regular worker free does
+   * not wait for an engine's cold start. An account whose conversions run long is not served so
+   * after its first: its next ones would take the spares kept for others. Until `done`.
+   */
+  quickWorthy(id: string): boolean;
   /** The job taken as `id` has ended (it held a worker `heldMs`): its owner's place is free again. */
   done(id: string, heldMs?: number): void;
   readonly size: number;
@@ -55,6 +63,7 @@ export class MemoryJobSource implements JobSource {
   private readonly queues = new Map<string, string[]>();
   private readonly owners = new Map<string, JobOwner>();
   private readonly running = new Map<string, number>();
+  private readonly worthy = new Set<string>();
   private readonly listeners: (() => void)[] = [];
   private queued = 0;
 
@@ -89,6 +98,7 @@ export class MemoryJobSource implements JobSource {
       if (running >= owner.share) continue;
       if (lane === 'quick' && (running > 0 || !this.recent.isLight(account))) continue;
       const id = queue.shift()!;
+      if (running === 0 && this.recent.onlyQuickRuns(account)) this.worthy.add(id);
       // Served: this account goes to the back of the turn (or leaves it, when it has no more).
       this.queues.delete(account);
       if (queue.length > 0) this.queues.set(account, queue);
@@ -103,10 +113,15 @@ export class MemoryJobSource implements JobSource {
     const owner = this.owners.get(id);
     if (!owner) return;
     this.owners.delete(id);
+    this.worthy.delete(id);
     this.recent.record(owner.account, heldMs);
     const left = (this.running.get(owner.account) ?? 1) - 1;
     if (left > 0) this.running.set(owner.account, left);
     else this.running.delete(owner.account);
+  }
+
+  quickWorthy(id: string): boolean {
+    return this.worthy.has(id);
   }
 
   get size(): number {

@@ -52,7 +52,7 @@ export class PostgresJobSource implements JobSource {
    * claim (kept per account, not per conversion: most ids pushed here are run by other nodes).
    */
   private readonly shares = new Map<string, number>();
-  private readonly running = new Map<string, { account: string }>();
+  private readonly running = new Map<string, { account: string; quickWorthy: boolean }>();
   private readonly runningByAccount = new Map<string, number>();
   private readonly leaseMs: number;
   private readonly recent = new RecentUse();
@@ -155,13 +155,17 @@ export class PostgresJobSource implements JobSource {
       return undefined;
     }
     this.queued = Math.max(0, this.queued - 1);
-    const { id, account } = claimed;
-    this.running.set(id, { account });
+    const { id, account, idle } = claimed;
+    this.running.set(id, { account, quickWorthy: idle && this.recent.onlyQuickRuns(account) });
     this.runningByAccount.set(account, (this.runningByAccount.get(account) ?? 0) + 1);
     // Before the next take: an account that was unknown here is held to its share from now on.
     const owner = await this.options.ownerOf?.(account).catch(() => undefined);
     if (owner) this.shares.set(account, owner.share);
     return id;
+  }
+
+  quickWorthy(id: string): boolean {
+    return this.running.get(id)?.quickWorthy === true;
   }
 
   done(id: string, heldMs = 0): void {

@@ -2,6 +2,8 @@
 const WINDOW_MS = 5 * 60_000;
 /** An account whose runs held workers longer than this within the window is not light. */
 const DEFAULT_LIGHT_MS = 60_000;
+/** A run that ended within this long was a quick one (the workers' quick lane moves a job on after it). */
+export const QUICK_RUN_MS = 2000;
 
 /**
  * The time each account's jobs held a worker on this node lately. The quick lane serves only
@@ -28,6 +30,16 @@ export class RecentUse {
     let total = 0;
     for (const run of list) total += run.ms;
     return total <= this.lightMs;
+  }
+
+  /**
+   * Light, and every run of the window ended within QUICK_RUN_MS: an account whose conversions
+   * are all small. One conversion that ran to its limit (10 s or more) takes an account out for
+   * the window, where lightness lets it run that long six times.
+   */
+  onlyQuickRuns(account: string): boolean {
+    if (!this.isLight(account)) return false;
+    return (this.runs.get(account) ?? []).every((run) => run.ms <= QUICK_RUN_MS);
   }
 
   /** Accounts that are not light now (for a claim in a database: skipped by the quick lane). */

@@ -1,9 +1,12 @@
 import type { JobSource, Lane } from './job-source.ts';
+import { QUICK_RUN_MS } from './recent-use.ts';
 
 /**
  * Runs one job. `releaseSlot` gives the worker's slot to the next job before this one has ended:
  * a handler calls it when the heavy part is done and only bookkeeping is left (moving the result
  * into place, the store update), so that the engines are not idle while that waits on the disk.
+ * `lane` is how the engines serve it: `quick` for a job on the quick lane and for a small
+ * account's that found a regular worker free (JobSource.quickWorthy).
  */
 export type JobHandler = (id: string, signal: AbortSignal, releaseSlot: () => void, lane: Lane) => Promise<void>;
 
@@ -57,7 +60,7 @@ export class WorkerPool {
     private readonly onError: (id: string, error: unknown) => void = () => undefined,
     quick: Partial<QuickLane> = {},
   ) {
-    this.quick = { places: quick.places ?? 0, moveAfterMs: quick.moveAfterMs ?? 2000 };
+    this.quick = { places: quick.places ?? 0, moveAfterMs: quick.moveAfterMs ?? QUICK_RUN_MS };
     source.onPush(() => this.pump());
   }
 
@@ -170,7 +173,9 @@ export class WorkerPool {
     // let pump() take the same id twice, and abort() must find it meanwhile.
     const entry = { controller, done: Promise.resolve() };
     this.running.set(id, entry);
-    entry.done = this.callHandler(id, controller.signal, releaseSlot, lane)
+    // A small account's job is served as quick by the engines, whichever place it holds.
+    const served: Lane = lane === 'quick' || this.source.quickWorthy(id) ? 'quick' : 'regular';
+    entry.done = this.callHandler(id, controller.signal, releaseSlot, served)
       .catch((error: unknown) => this.onError(id, error))
       .finally(() => {
         clearTimeout(moveTimer);

@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ConversionFailure } from '../../src/errors/api-error.ts';
-import { CHAIN_ENGINE } from '../../src/engines/chain.ts';
+import { CHAIN_ENGINE, createChainEngine } from '../../src/engines/chain.ts';
 import { defaultEngines } from '../../src/engines/catalog.ts';
-import type { EngineJob } from '../../src/engines/types.ts';
+import type { Engine, EngineJob } from '../../src/engines/types.ts';
 import { validateOptions } from '../../src/formats/options.ts';
 import { FormatRegistry } from '../../src/formats/registry.ts';
 import type { ConversionPair } from '../../src/engines/pairs.ts';
@@ -108,6 +108,44 @@ describe('what a chain is', () => {
     assert.ok(names.includes('password'), 'the office step\'s password');
     assert.ok(names.includes('header'), 'the data step\'s header');
     assert.deepEqual(pair.variants, pair.steps![1]!.variants);
+  });
+
+  it('each step is told what it is for: a later step the format sent (origin), an earlier one the format the chain ends in (destination); the quick lane\'s conversion is quick in every step', async () => {
+    const seen: EngineJob[] = [];
+    const recorder = (name: string): Engine => ({
+      name, probe: async () => ({ name, available: true }), pairs: () => [], formats: () => [],
+      async convert(step) {
+        seen.push(step);
+        await writeFile(step.outputPath, 'made');
+      },
+    });
+    const step = (engine: string, source: string, target: string) => ({ engine, source, target, kind: 'document', options: [], variants: [] }) as unknown as ConversionPair;
+    const steps = [step('first', 'ods', 'pdf'), step('second', 'pdf', 'txt')];
+    const engines = new Map([['first', recorder('first')], ['second', recorder('second')]]);
+    const chain = createChainEngine({ engine: (name) => engines.get(name), pair: () => ({ ...step('chain', 'ods', 'txt'), steps }) });
+    const input = join(dir, 'sheet.ods');
+    await writeFile(input, 'sheet');
+    const base = { inputPath: input, source: 'ods', target: 'txt', variant: null, options: {}, signal: new AbortController().signal, onProgress: () => undefined };
+    await chain.convert({ ...base, outputPath: join(dir, 'quick.txt'), quick: true });
+    await chain.convert({ ...base, outputPath: join(dir, 'regular.txt') });
+    assert.deepEqual(seen.map((job) => [job.source, job.target, job.origin, job.destination, job.quick]), [
+      ['ods', 'pdf', undefined, 'txt', true], ['pdf', 'txt', 'ods', undefined, true],
+      ['ods', 'pdf', undefined, 'txt', undefined], ['pdf', 'txt', 'ods', undefined, undefined],
+    ]);
+  });
+
+  it('a sheet -> txt is its cells\' text: the page style\'s header and footer (the sheet\'s name, "Page 1") are not printed on its way', { skip: tableChain() ? false : 'no office engine here' }, async () => {
+    const pair = chains.find((candidate) => candidate.source === 'fods' && candidate.target === 'txt');
+    assert.ok(pair, 'fods -> txt is a chain');
+    const input = join(dir, 'budget.fods');
+    await writeFile(input, `<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet">
+<office:body><office:spreadsheet><table:table table:name="BUDGETSHEET"><table:table-row><table:table-cell office:value-type="string"><text:p>CELL-TEXT</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>`);
+    const made = job(pair, input);
+    await registry.engine(CHAIN_ENGINE)!.convert(made);
+    const text = await readFile(made.outputPath, 'utf8');
+    assert.match(text, /CELL-TEXT/);
+    assert.doesNotMatch(text, /BUDGETSHEET|Page 1/, text);
   });
 
   it('progress runs over both steps, and no intermediate file is left', { skip: tableChain() ? false : 'no office engine here' }, async () => {

@@ -232,6 +232,12 @@ describe('data options', () => {
     assert.equal(csv, 'a,n,b\n1,"{""x"":[1]}",\n,,y\n');
   });
 
+  it('md -> html: Markdown that is not UTF-8 is read as Windows-1252 (as every text source)', async () => {
+    const html = await convert('md', 'html', await input('latin1.md', Buffer.from('# Men\xfc\n\nCaf\xe9 \x93zwei\x94\n', 'latin1')), { full_document: false });
+    assert.match(html, /<h1[^>]*>Menü<\/h1>/);
+    assert.match(html, /Café “zwei”/);
+  });
+
   it('md -> html without full_document gives only the body content', async () => {
     const html = await convert('md', 'html', await input('frag.md', '## Hi\n'), { full_document: false });
     assert.equal(html.trim(), '<h2>Hi</h2>');
@@ -243,6 +249,23 @@ describe('data options', () => {
     assert.match(html, /level 200</);
     assert.match(html, /After the list\./);
     await fails(convert('md', 'html', await input('deeper.md', `Fine.\n\n${'> '.repeat(20_000)}deep\n`)), 'input_invalid', /^Line 3: lists or quotes are nested more than 500 levels deep here/);
+  });
+
+  it('md -> html reads a YAML metadata block as pandoc does: its title, authors and date head the page, its keys are not text', async () => {
+    const paper = [
+      '---', "title: '`tqdm`: A Progress Meter'", 'tags:', ' - progressbar', 'authors:', ' - name: Casper da Costa-Luis', '   orcid: 0000-0002-7211-1557',
+      'date: 16 February 2019', 'bibliography: paper.bib', '---', '', '# Summary', '', 'A progress bar.', '',
+    ].join('\n');
+    const html = await convert('md', 'html', await input('paper.md', paper));
+    assert.match(html, /<title>tqdm: A Progress Meter<\/title>/);
+    assert.match(html, /<header><h1><code>tqdm<\/code>: A Progress Meter<\/h1><p>Casper da Costa-Luis<\/p><p>16 February 2019<\/p><\/header>/);
+    assert.match(html, /<h1>Summary<\/h1>\s*<p>A progress bar\.<\/p>/);
+    assert.doesNotMatch(html, /progressbar|orcid|paper\.bib|<hr/);
+    // Not a mapping, or never closed: Markdown as before (a rule, a list).
+    assert.match(await convert('md', 'html', await input('list.md', '---\n- one\n- two\n---\n'), { full_document: false }), /^<hr \/>\s*<ul>/);
+    assert.match(await convert('md', 'html', await input('open.md', '---\ntitle: x\n\nText.\n'), { full_document: false }), /^<hr \/>/);
+    // A line number told past the block is the file's.
+    await fails(convert('md', 'html', await input('deep-after.md', `---\ntitle: Deep\n---\n\n${'> '.repeat(20_000)}deep\n`)), 'input_invalid', /^Line 5: /);
   });
 });
 
@@ -421,8 +444,8 @@ describe('malformed data fails with input_invalid and points at the line', () =>
     await run('ndjson', 'json', await input('many.ndjson', '{"a":1}\n'.repeat(1000)));
   });
 
-  it('markdown that is not UTF-8', async () => {
-    await fails(convert('md', 'html', await input('bad.md', Buffer.from([0x23, 0x20, 0xc3, 0x28, 0x0a]))), 'input_invalid', /line 1/);
+  it('markdown that is neither UTF-8 nor Windows-1252 text (NUL bytes)', async () => {
+    await fails(convert('md', 'html', await input('bad.md', Buffer.from([0x23, 0x20, 0xc3, 0x28, 0x00, 0x0a]))), 'input_invalid', /is not text: it is not UTF-8 and has NUL bytes/);
   });
 
   it('a cancelled conversion rejects with the reason', async () => {

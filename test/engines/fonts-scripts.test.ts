@@ -5,7 +5,8 @@
  * (text layer read back, and each script's page rendered by poppler: a page of boxes would look
  * like the page of characters no font has, or like another script's boxes); an emoji comes out
  * in colour. Plain text the PDF engine's font lacks goes to Chromium; a character no installed
- * font has is refused by name.
+ * font has is refused by name. Font warnings name the fonts of the user's document only, never
+ * those of the docx pandoc writes of reStructuredText or Org on the way to a PDF.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -212,6 +213,35 @@ describe('fonts and scripts', { skip }, () => {
     const letter = await submit(readFileSync(template), 'off-elegant_l.ott', 'pdf');
     assert.equal(letter.status, 'succeeded', JSON.stringify(letter.error));
     assert.deepEqual(letter.warnings, []);
+  });
+
+  it('URW\'s fonts under their older names (Nimbus Roman No9 L...) and StarOffice\'s StarSymbol warn of nothing: the same faces are here under today\'s names', async () => {
+    // As docutils' ODT writer's styles.odt names them.
+    const faces = ['Nimbus Roman No9 L', 'Nimbus Sans L', 'Nimbus Mono L', 'StarSymbol'];
+    const fodt = `<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.text">
+<office:font-face-decls>${faces.map((face, i) => `<style:font-face style:name="F${i}" svg:font-family="&apos;${face}&apos;"/>`).join('')}</office:font-face-decls>
+<office:automatic-styles>${faces.map((_, i) => `<style:style style:name="P${i}" style:family="paragraph"><style:text-properties style:font-name="F${i}"/></style:style>`).join('')}</office:automatic-styles>
+<office:body><office:text>${faces.map((face, i) => `<text:p text:style-name="P${i}">Set in ${face} \u2022</text:p>`).join('')}</office:text></office:body></office:document>`;
+    const done = await submit(fodt, 'urw.fodt', 'pdf');
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    assert.deepEqual(done.warnings, []);
+  });
+
+  it('reStructuredText and Org -> pdf warn of no font: the docx pandoc writes on the way names its own (Consolas for code)', async () => {
+    const sources: [string, string][] = [
+      ['notes.rst', 'Notes\n=====\n\nRun this:\n\n::\n\n  make install PREFIX=/opt\n'],
+      ['notes.org', '* Notes\nRun this:\n#+BEGIN_SRC sh\nmake install PREFIX=/opt\n#+END_SRC\n'],
+    ];
+    for (const [name, text] of sources) {
+      const done = await submit(text, name, 'pdf');
+      assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+      assert.deepEqual(done.warnings, [], name);
+      const download = await fetch(`${daemon.baseUrl}/conversions/${done.id}/download`, { headers: { authorization: `Bearer ${daemon.apiKey}` } });
+      const path = join(dir, `${done.id}.pdf`);
+      await writeFile(path, Buffer.from(await download.arrayBuffer()));
+      assert.match(await pdfText(path), /make install PREFIX=\/opt/, `${name}: the code block is in the PDF`);
+    }
   });
 
   it('Chinese, Japanese, Korean, Arabic and Hebrew in a docx -> pdf: a font with each script, every character a glyph', async () => {

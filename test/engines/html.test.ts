@@ -3,8 +3,9 @@
  * decoded (PDF re-parsed, its paper and text read; images by sharp); the options (paper, margins,
  * landscape, page ranges, header and footer with page numbers, print CSS, media, waits, images'
  * window and full page); and the safety list of the issue, each with a loopback canary that must
- * see no connection; a hung page timing out beside three that succeed; the browser killed -9 in
- * the middle of a conversion (drawn again, once, in a new browser); no Chromium left after close.
+ * see no connection; what a page asks for and does not get, named in the warnings; a hung page
+ * timing out beside three that succeed; the browser killed -9 in the middle of a conversion (drawn
+ * again, once, in a new browser); no Chromium left after close.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -16,7 +17,7 @@ import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
 import { ConversionFailure } from '../../src/errors/api-error.ts';
 import { createHtmlEngine } from '../../src/engines/html/html-engine.ts';
-import type { EngineJob } from '../../src/engines/types.ts';
+import type { EngineJob, EngineOutput } from '../../src/engines/types.ts';
 import { validateOptions } from '../../src/formats/options.ts';
 import type { ConversionOptions } from '../../src/model/conversion.ts';
 import { startCanary, type Canary } from '../helpers/canary.ts';
@@ -203,6 +204,40 @@ describe('options', { skip }, () => {
   });
 });
 
+describe('plain text handed over by the PDF engine', { skip }, () => {
+  it('text that is not UTF-8 is read as Windows-1252, its quotes and dash too', async () => {
+    const windows = Buffer.from([...Buffer.from('Caf'), 0xe9, 0x20, 0x93, ...Buffer.from('zwei'), 0x94, 0x20, 0x96, ...Buffer.from(' Stra'), 0xdf, 0x65, 0x0a]);
+    const made = job('txt', 'pdf', await write('windows-1252.txt', windows));
+    await engine.convert(made);
+    assert.match((await pdfPageTexts(made.outputPath)).join('\n'), /Café “zwei” – Straße/);
+  });
+});
+
+describe('what a page asks for and does not get is told (content_left_out)', { skip }, () => {
+  const references = (warnings: EngineOutput['warnings']) => (warnings ?? []).map((warning) => (warning.code === 'content_left_out' ? warning.reference : warning.code));
+
+  it('a missing image and a stylesheet on the web, each once with its remedy; a script and a data: image are not told; a zip with its files is whole', async () => {
+    const page = [
+      '<!doctype html><html><head><link rel="stylesheet" href="https://cdn.example.com/site.css"></head><body>',
+      '<img src="img/logo.png"><img src="img/logo.png"><img src="data:image/png;base64,iVBORw0KGgo=">',
+      '<script src="https://www.googletagmanager.com/gtag/js"></script><p>Text</p></body></html>',
+    ].join('');
+    const output = await engine.convert(job('html', 'pdf', await write('missing.html', page)));
+    assert.deepEqual(references(output?.warnings), ['https://cdn.example.com/site.css', 'img/logo.png']);
+    const [css, logo] = output!.warnings!;
+    assert.match(css!.message, /^The page loads "https:\/\/cdn\.example\.com\/site\.css" \(a stylesheet\), which is not fetched from the web here/);
+    assert.match(logo!.message, /^The page loads "img\/logo\.png" \(an image\), which is not among the files sent: it is left out \(send the page and its files as one zip\)\.$/);
+    assert.equal((await engine.convert(job('zip', 'pdf', await write('whole.zip', htmlSiteZip()))))?.warnings, undefined, 'a site with all its files misses nothing');
+  });
+
+  it('a page another engine made on the way (Markdown\'s) is the document, with no zip to send; at most ten told', async () => {
+    const images = Array.from({ length: 15 }, (_, i) => `<img src="figure-${i}.png">`).join('');
+    const output = await engine.convert(job('html', 'pdf', await write('figures.html', `<!doctype html><p>Figures</p>${images}`), {}, { origin: 'md' }));
+    assert.equal(output?.warnings?.length, 10);
+    assert.match(output!.warnings![0]!.message, /^The document shows "figure-0\.png" \(an image\), which is not among the files sent: it is left out\.$/);
+  });
+});
+
 describe('safety: nothing outside the conversion\'s own files', { skip }, () => {
   const attacks = () => ({
     'img to loopback': `<img src="http://127.0.0.1:${canary.port}/x.png">`,
@@ -361,13 +396,15 @@ describe('a web page by URL: served at its address, its own resources loaded onl
       const checked = validateOptions(pair, { allow_remote_resources: allow, width: 100, height: 100, full_page: false });
       assert.ok(checked.ok);
       const made: EngineJob = { ...job('html', 'png', input), options: checked.options as ConversionOptions, sourceUrl };
-      await remote.convert(made);
+      const output = await remote.convert(made);
       const { channels } = await sharp(made.outputPath).stats();
-      return channels[1]!.mean > 200 && channels[0]!.mean < 50;
+      return { green: channels[1]!.mean > 200 && channels[0]!.mean < 50, warnings: output?.warnings?.map((warning) => warning.message) ?? [] };
     };
     try {
-      assert.equal(await green(true), true, 'style.css from the page\'s own address');
-      assert.equal(await green(false), false, 'not loaded without allow_remote_resources');
+      assert.deepEqual(await green(true), { green: true, warnings: [] }, 'style.css from the page\'s own address');
+      const without = await green(false);
+      assert.equal(without.green, false, 'not loaded without allow_remote_resources');
+      assert.deepEqual(without.warnings, [`The page loads "${new URL('style.css', sourceUrl).href}" (a stylesheet), which this conversion does not fetch from the web: it is left out (allow_remote_resources=true fetches it).`]);
     } finally {
       await remote.close?.();
       server.close();

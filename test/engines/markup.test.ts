@@ -150,7 +150,11 @@ describe('every markup pair converts, checked by opening the output', { skip, co
     it(`${pair.source} -> ${pair.target}`, async () => {
       assert.ok(TARGETS.includes(pair.target), `no expectation for target ${pair.target}: add one`);
       const progress: number[] = [];
-      const output = await convert(pair.source, pair.target, fixture(pair.source), {}, { onProgress: (p) => progress.push(p) });
+      const j = job(pair.source, pair.target, fixture(pair.source), {}, { onProgress: (p) => progress.push(p) });
+      const result = await engine.convert(j);
+      // The fixtures name no other file: nothing is told left out (every epub once said "data").
+      assert.deepEqual(result?.warnings ?? [], [], `${pair.source} -> ${pair.target}`);
+      const output = j.outputPath;
       const text = await assertMarkupOutput(pair.target, output);
       // A package's runs split text ("Quarterly", " ", "report"): compared without the markup.
       assert.ok(withoutTags(text).includes(DOCUMENT_HEADING), `${pair.target}: holds the heading text`);
@@ -190,6 +194,43 @@ describe('structure survives: headings, emphasis, links, paragraphs', { skip, co
     assert.match(md, /^# Quarterly report$/m);
     assert.match(md, /^## Second section$/m);
     assert.match(md, /\[link\]\(https:\/\/example\.com\/\)/);
+  });
+
+  it('a web page -> md is Markdown, not HTML: its divisions and spans give their text, links and code keep what Markdown says', async () => {
+    const page = `<html><head><title>API</title></head><body><div id="content" class="clearfix"><div class="interior">
+      <h2 id="fs-api" class="section">File <span class="kbd">system</span></h2>
+      <p>See <a href="fs.html" class="nav-fs" title="The fs module">the fs page</a> and <code class="inline" id="c1">readFile()</code>.</p>
+      <pre><code class="language-js lang">const x = 1;</code></pre>
+      <p><img src="https://example.com/logo.png" alt="Logo" class="brand" id="logo" width="32"></p>
+      </div></div></body></html>`;
+    const md = await readFile(await convert('html', 'md', await input('page-to-md.html', page)), 'utf8');
+    assert.doesNotMatch(md, /<\/?(?:div|span|a|code)\b/, md);
+    assert.match(md, /^## File system$/m);
+    assert.match(md, /\[the fs page\]\(fs\.html "The fs module"\)/);
+    assert.match(md, /`readFile\(\)`/);
+    // pandoc's reader takes the language from "language-js"; the other class goes.
+    assert.match(md, /^``` ?js\nconst x = 1;\n```$/m);
+    // The size has no Markdown: the image stays HTML, with its size and nothing else.
+    assert.match(md, /<img src="https:\/\/example\.com\/logo\.png" width="32" alt="Logo" \/>|!\[Logo\]\(https:\/\/example\.com\/logo\.png\)\{width="32"\}/, md);
+  });
+
+  it('a web page -> txt: a layout table gives its cells\' text in reading order, not boxes; a table of plain cells stays one; an image without a description leaves no [] and no empty bullet', async () => {
+    const page = `<html><body>
+      <table><tr><td><p>Main menu</p><ul><li>Home</li><li>Downloads</li></ul></td>
+        <td><table><tr><td><p>Inner first.</p><p>Inner second.</p></td></tr></table></td></tr></table>
+      <table><tr><th>City</th><th>People</th></tr><tr><td>Bern</td><td>134,000</td></tr></table>
+      <p><img src="logo.png"> <img src="cat.png" alt="A cat"> after the pictures.</p>
+      <ul><li><a href="index.html"><img src="home.png"></a></li><li>Next page</li></ul>
+      </body></html>`;
+    const text = await readFile(await convert('html', 'txt', await input('layout.html', page)), 'utf8');
+    const order = ['Main menu', 'Home', 'Downloads', 'Inner first.', 'Inner second.', 'City'].map((words) => text.indexOf(words));
+    assert.ok(order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1]!)), text);
+    assert.doesNotMatch(text.slice(0, text.indexOf('City')), /\+-{3}|\|/, 'no boxes drawn round the layout');
+    assert.match(text, /City\s+People[\s\S]*Bern\s+134,000/, 'the plain table stays a table');
+    assert.doesNotMatch(text, /\[\]/);
+    assert.match(text, /\[A cat\] after the pictures\./);
+    assert.doesNotMatch(text, /^-\s*$/m, 'no empty bullet where a list item held only an image');
+    assert.match(text, /^-\s+Next page$/m);
   });
 
   it('an image inside a docx reaches epub, and from there odt and docx results (from the document, not from a file)', async () => {
@@ -358,6 +399,30 @@ describe('the sandbox: a document reads no file and fetches no URL', { skip }, (
     requests.length = 0;
   });
 
+  it('what the sandbox left out is told: each include by its name, each image of a docx by its path or address (content_left_out)', async () => {
+    const leftOut = async (source: string, target: string) => {
+      const j = job(source, target, await input(`left-out-${target}.${source}`, documents.get(source)!));
+      const output = await engine.convert(j);
+      return (output?.warnings ?? []).map((warning) => {
+        assert.equal(warning.code, 'content_left_out');
+        assert.ok(warning.code === 'content_left_out');
+        assert.ok(warning.message.includes(`"${warning.reference}"`), warning.message);
+        return warning.reference;
+      });
+    };
+    const secret = (name: string) => join(dir, 'secrets', name);
+    assert.deepEqual(await leftOut('rst', 'docx'), [secret('secret.rst'), secret('secret.png'), `${base}/rst/image.png`]);
+    // Org reads a bare absolute path as a link, not an image: nothing of it is left out.
+    assert.deepEqual(await leftOut('org', 'docx'), [secret('secret.org'), `${base}/org/image.png`]);
+    // Its raw <img> too: raw HTML is read as HTML first.
+    assert.deepEqual(await leftOut('md', 'docx'), [secret('secret.png'), `${base}/md/image.png`, `${base}/md/raw.png`]);
+    const latex = await leftOut('latex', 'docx');
+    assert.ok(latex.some((reference) => reference.startsWith(secret('secret'))), `LaTeX's \\input: ${latex.join(', ')}`);
+    // An HTML result keeps an image's address for the browser to load: only the include is missing.
+    assert.deepEqual(await leftOut('rst', 'html'), [secret('secret.rst')]);
+    assert.deepEqual(requests, [], 'no request reached the server');
+  });
+
   for (const target of ['docx', 'odt', 'epub', 'html', 'md'] as const) {
     it(`the engine -> ${target}: no marker file read, no request made`, async () => {
       for (const [source, text] of documents) {
@@ -482,6 +547,12 @@ describe('documents pandoc cannot read are input_invalid, with its reason and no
     noPaths(failure);
   });
 
+  it('an rst table that takes its rows from a file of its own: named, and what to do', async () => {
+    const failure = await rejectsWith(engine.convert(job('rst', 'html', await input('table.rst', 'Table\n=====\n\n.. csv-table:: Figures\n   :file: figures.csv\n'))), 'input_invalid');
+    assert.match(failure.message, /^The reStructuredText file takes part of its content from the file "figures\.csv", which is not read here/);
+    noPaths(failure);
+  });
+
   it('a LaTeX macro that expands forever', async () => {
     const failure = await rejectsWith(engine.convert(job('latex', 'txt', await input('loop.tex', '\\newcommand\\a{\\a\\a}\n\\a\n'))), 'input_invalid');
     assert.match(failure.message, /Loop encountered in expanding macro/);
@@ -502,9 +573,17 @@ describe('documents pandoc cannot read are input_invalid, with its reason and no
     await rejectsWith(engine.convert(job('epub', 'html', await input('zip.epub', storedZip('content.opf', randomBytes(512))))), 'input_invalid');
   });
 
-  it('text that is not UTF-8', async () => {
-    const failure = await rejectsWith(engine.convert(job('txt', 'md', await input('latin1.txt', Buffer.from('caf\xe9\nzwei\n', 'latin1')))), 'input_invalid');
-    assert.match(failure.message, /not valid UTF-8 text: line 1/);
+  it('text that is not UTF-8 (txt, md, rst, org, LaTeX) is read as Windows-1252; with NUL bytes it is no text', async () => {
+    const output = await convert('txt', 'md', await input('latin1.txt', Buffer.from([...Buffer.from('caf'), 0xe9, 0x0a, 0x93, ...Buffer.from('zwei'), 0x94, 0x0a])));
+    assert.match(await readFile(output, 'utf8'), /café\s+“zwei”/);
+    // Markdown, rst, Org and LaTeX, which pandoc reads itself (UTF-8 only), the same.
+    for (const [source, text] of [['md', '# Men\xfc\n\nCaf\xe9 \x93zwei\x94\n'], ['rst', 'Men\xfc\n====\n\nCaf\xe9 \x93zwei\x94\n'], ['org', '* Men\xfc\nCaf\xe9 \x93zwei\x94\n'], ['latex', '\\section{Men\xfc}\nCaf\xe9 \x93zwei\x94\n']] as const) {
+      const plain = await readFile(await convert(source, 'txt', await input(`latin1.${source}`, Buffer.from(text, 'latin1'))), 'utf8');
+      assert.match(plain, /Menü/, source);
+      assert.match(plain, /Café “zwei”/, source);
+    }
+    const failure = await rejectsWith(engine.convert(job('txt', 'md', await input('utf16.txt', Buffer.from('\ufeffcafé\n', 'utf16le')))), 'input_invalid');
+    assert.match(failure.message, /is not text: it is not UTF-8 and has NUL bytes \(binary data, or UTF-16 text/);
   });
 
   it('reads a pandoc message that says which data file a sandboxed writer missed', () => {

@@ -455,6 +455,29 @@ describe('cancel, time limit and hostile inputs leave no process behind', () => 
     await assertNoMediaProcesses();
   });
 
+  it('a WAV of 36-bit samples, which ffmpeg has no decoder for, is input_invalid, saying so', async () => {
+    // A real one ships with SciPy's tests (test-8000Hz-le-3ch-5S-36bit.wav); this is its header's kind.
+    const samples = Buffer.alloc(5 * 800);
+    const format = Buffer.alloc(16);
+    format.writeUInt16LE(1, 0);
+    format.writeUInt16LE(1, 2);
+    format.writeUInt32LE(8000, 4);
+    format.writeUInt32LE(8000 * 5, 8);
+    format.writeUInt16LE(5, 12);
+    format.writeUInt16LE(36, 14);
+    const chunk = (id: string, body: Buffer) => {
+      const size = Buffer.alloc(4);
+      size.writeUInt32LE(body.length);
+      return Buffer.concat([Buffer.from(id, 'latin1'), size, body]);
+    };
+    const wave = Buffer.concat([Buffer.from('WAVE', 'latin1'), chunk('fmt ', format), chunk('data', samples)]);
+    const path = join(dir, 'samples-36bit.wav');
+    await writeFile(path, chunk('RIFF', wave));
+    const failure = await rejectsWith(engine.convert(job('wav', 'mp3', path)), 'input_invalid');
+    assert.match(failure.message, /^The input's audio or video is in an encoding this ffmpeg cannot decode/);
+    await assertNoMediaProcesses();
+  });
+
   it('a 1 GB sparse file named .mp4 is input_invalid, quickly', async () => {
     const path = join(dir, 'sparse.mp4');
     const handle = await open(path, 'w');

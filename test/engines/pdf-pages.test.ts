@@ -279,6 +279,17 @@ describe('rendering', () => {
   });
 });
 
+describe('text', () => {
+  it('a hyphen that ends a line stays a hyphen and a line break (PDFium gives U+FFFE for both)', async () => {
+    const doc = await PDFDocument.create();
+    const page = doc.addPage([400, 300]);
+    const font = await doc.embedFont(StandardFonts.Helvetica);
+    ['The rules for manip-', 'ulation are well-', 'known. A dash - here.'].forEach((line, i) => page.drawText(line, { x: 20, y: 250 - 15 * i, size: 12, font }));
+    const text = await readFile(await converted('txt', await write('hyphens.pdf', await doc.save())), 'utf8');
+    assert.equal(text, 'The rules for manip-\nulation are well-\nknown. A dash - here.\n');
+  });
+});
+
 describe('a 10,000-page PDF', () => {
   it('page 9,999 renders (its red band), page 10,001 fails input_invalid naming the page count', async () => {
     const output = await converted('png', files.big, { page: 9_999, dpi: 36 });

@@ -3,7 +3,8 @@
  * sources (two nodes) taking at once claim each queued conversion exactly once; a claim whose
  * lease runs out unrenewed (its node died) is claimed by the other; a released claim of a row
  * still queued (a stop) is claimable at once; an account at its share is skipped (a share learned
- * at the push or, on a worker-only node, at the claim); a push on one
+ * at the push or, on a worker-only node, at the claim); a claim tells whether the quick lane
+ * would have taken it (its account running nothing and light); a push on one
  * node wakes the other's workers through NOTIFY; a node restarted under its old id (its data
  * dir's) takes its leases back at start, where a node of another id waits for them to run out.
  */
@@ -77,6 +78,28 @@ describe('PostgresJobSource', () => {
     assert.equal(await source.take(), second.id);
     for (const record of [second, otherAccount]) await storeA.updateConversion(record.id, { status: 'cancelled' });
     for (const record of [second, otherAccount]) source.done(record.id);
+  });
+
+  it('tells which claim the quick lane would have taken: an account running nothing that has not used its time lately', async () => {
+    const [first, second] = [conversion('acc_worthy'), conversion('acc_worthy')];
+    for (const record of [first, second]) await storeA.insertConversion(record);
+    const source = new PostgresJobSource(storeA);
+    assert.equal(await source.take(), first.id);
+    assert.equal(source.quickWorthy(first.id), true, 'nothing of acc_worthy ran');
+    assert.equal(await source.take(), second.id);
+    assert.equal(source.quickWorthy(second.id), false, 'the first one holds a claim');
+    // Both ran, the first for 70 s: the account is not light now.
+    for (const record of [first, second]) await storeA.updateConversion(record.id, { status: 'succeeded' });
+    source.done(first.id, 70_000);
+    source.done(second.id);
+    assert.equal(source.quickWorthy(first.id), false, 'forgotten at done');
+    const third = conversion('acc_worthy');
+    await storeA.insertConversion(third);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(await source.take(), third.id);
+    assert.equal(source.quickWorthy(third.id), false, 'running nothing, but heavy');
+    await storeA.updateConversion(third.id, { status: 'cancelled' });
+    source.done(third.id);
   });
 
   it('a worker-only node (no push) holds an account to the share its owner names at the claim', async () => {

@@ -2,6 +2,8 @@
  * The workers' quick lane: beside busy workers, a light account with nothing running starts at
  * once; a quick job that runs on moves to the workers' count (never more than the lane's places
  * over them) and frees its place; an account that has used its time lately waits like the others.
+ * A small account's job (nothing running, every run lately quick) that finds a regular worker
+ * free is handed to the engines as quick too (their warm spares are for it).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -40,7 +42,8 @@ describe('the quick lane', () => {
     await tick();
     source.push('b1', tenant('B'));
     await tick();
-    assert.equal(started.get('a1'), 'regular');
+    // a1 is served as quick by the engines too (A ran nothing), a2 not.
+    assert.equal(started.get('a1'), 'quick');
     assert.equal(started.get('a2'), 'regular');
     assert.equal(started.get('b1'), 'quick', 'B had nothing running');
     assert.equal(started.has('a3'), false, 'A runs two already: not on the quick lane');
@@ -72,6 +75,30 @@ describe('the quick lane', () => {
     await tick(MOVE_MS + 30);
     assert.equal(started.get('f1'), 'quick');
     for (const id of ['a1', 'a2', 'c1', 'd1', 'e1', 'f1']) end(id);
+    await pool.stop();
+  });
+
+  it('a small account\'s job that finds a regular worker free is served as quick; a busy account\'s or one that ran a long one lately is not', async () => {
+    const recent = new RecentUse(10_000);
+    recent.record('S', 300);
+    recent.record('S', 1900);
+    // Light (3 s of 10), but one conversion ran past the quick mark.
+    recent.record('L', 3000);
+    const { source, pool, started, end } = quickPool(recent);
+    source.push('l1', tenant('L'));
+    source.push('s1', tenant('S'));
+    source.push('s2', tenant('S'));
+    await tick();
+    assert.equal(started.get('l1'), 'regular', 'ran a long one lately');
+    assert.equal(started.get('s1'), 'quick', 'on a regular worker, its runs all quick and running nothing');
+    assert.equal(source.quickWorthy('s1'), true);
+    end('l1');
+    await tick();
+    assert.equal(started.get('s2'), 'regular', 'S runs s1');
+    end('s1');
+    end('s2');
+    await tick();
+    assert.equal(source.quickWorthy('s1'), false, 'forgotten when done');
     await pool.stop();
   });
 

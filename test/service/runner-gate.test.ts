@@ -58,11 +58,14 @@ describe('engine run limits', () => {
   it('a conversion waiting for its turn is not timed out for the wait; it runs when the one before ends', async () => {
     // Ten hours of audio: runs until its own limit ends it, holding the only ffmpeg place.
     const long = await submit('ten-hours.wav', 'mp3');
-    await waitUntil('the long one to run', async () => ((await system.store.getConversion(long))?.status === 'processing' ? true : undefined), 5000);
+    // Past the gate, in ffmpeg: its progress moved. (Its status reads processing from its start,
+    // before the start's fsync and the gate: a short one that came then could go first.)
+    await waitUntil('the long one to run', async () => (((await system.store.getConversion(long))?.progress ?? 0) > 0 ? true : undefined), 10_000);
     const short = await submit('short.wav', 'ogg');
     // Both were taken by the two workers; the short one waits at the gate, not in the queue.
     await sleep(200);
-    assert.equal((await system.store.getConversion(short))?.status, 'processing');
+    const longNow = await system.store.getConversion(long);
+    assert.equal((await system.store.getConversion(short))?.status, 'processing', `the long one: ${longNow?.status} ${JSON.stringify(longNow?.error ?? null)}`);
     const first = await system.conversions.waitForEnd((await system.store.getConversion(long))!, 30);
     assert.deepEqual([first.status, first.error?.code], ['failed', 'timeout'], first.error?.message);
     // It waited about as long as its own limit: counted, that wait alone would have timed it out.

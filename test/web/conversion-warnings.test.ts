@@ -1,5 +1,5 @@
 /**
- * The conversions page says what a result's warnings say (a font set in another), in the page's
+ * The conversions page says what a result's warnings say (a font set in another, a file left out), in the page's
  * language, with the names escaped like every other value a document brings.
  */
 import assert from 'node:assert/strict';
@@ -31,6 +31,13 @@ describe('conversions page: warnings', () => {
     assert.match(english, /The font “Segoe &lt;b&gt;UI&lt;\/b&gt;” is not installed: set in “DejaVu Sans”; lines and pages may break elsewhere\./);
     assert.doesNotMatch(english, /<b>UI<\/b>/);
     assert.match(page('de', warnings), /Die Schrift „Segoe &lt;b&gt;UI&lt;\/b&gt;“ ist nicht installiert: gesetzt in „DejaVu Sans“/);
+  });
+
+  it('names a file the document includes or an image it shows that was left out, in English and German, escaped', () => {
+    const warnings = [{ code: 'content_left_out' as const, reference: 'chapter<script>.tex', message: 'The document includes …' }];
+    assert.match(page('en', warnings), /The document includes or shows “chapter&lt;script&gt;\.tex”, which is not read here: that part is left out\./);
+    assert.doesNotMatch(page('en', warnings), /<script>/);
+    assert.match(page('de', warnings), /Das Dokument bindet „chapter&lt;script&gt;\.tex“ ein, das hier nicht gelesen wird: dieser Teil fehlt\./);
   });
 
   it('says nothing where there is nothing to say', () => {

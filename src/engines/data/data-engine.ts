@@ -10,7 +10,7 @@ import { DATA_FORMATS, MARKDOWN_OPTIONS, TABULAR, dataOptions, delimiterOf, type
 import { checkInputCap, DEFAULT_INPUT_CAPS, type InputCaps } from './input-caps.ts';
 import type { TextEncoding } from './read.ts';
 import type { Row } from './read.ts';
-import { decodeUtf8 } from './utf8.ts';
+import { decodeText } from './utf8.ts';
 
 /** Records that can be read more than once (a CSV target needs the column names before the first row). */
 type RowSource = () => AsyncIterable<Row>;
@@ -81,7 +81,7 @@ async function convertData(job: EngineJob, caps: InputCaps): Promise<void> {
   job.signal.throwIfAborted();
   checkInputCap(job.source, (await stat(job.inputPath)).size, caps);
   if (job.source === 'md' && job.target === 'html') {
-    const text = decodeUtf8(await readFile(job.inputPath), 'Markdown file');
+    const text = decodeText(await readFile(job.inputPath), 'Markdown file');
     // The parsers load with the first conversion that needs them, not with every daemon start
     // (markdown-it and sanitize-html, csv-parse, csv-stringify and yaml: about 90 ms of it).
     const { markdownToHtml } = await import('./markdown.ts');

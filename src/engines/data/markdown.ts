@@ -2,6 +2,7 @@ import { tasklist } from '@mdit/plugin-tasklist';
 import MarkdownIt from 'markdown-it';
 import sanitizeHtml from 'sanitize-html';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import { frontMatterOf, type FrontMatter } from './front-matter.ts';
 
 /**
  * markdown-it stops at this depth of nested blocks (a list level is two: the list and its item)
@@ -79,10 +80,11 @@ const PAGE_STYLE = [
 /** Markdown -> sanitised HTML; a complete page (title from the first heading) unless `fullDocument` is false. */
 export function markdownToHtml(source: string, fullDocument: boolean): string {
   const env = {};
-  const tokens = markdown.parse(source, env);
-  refuseTooDeep(tokens);
+  const front = frontMatterOf(source);
+  const tokens = markdown.parse(front ? front.body : source, env);
+  refuseTooDeep(tokens, front?.lines ?? 0);
   const rendered = markdown.renderer.render(tokens, markdown.options, env);
-  const body = sanitizeHtml(rendered, SANITIZE);
+  const body = sanitizeHtml((front ? titleBlock(front) : '') + rendered, SANITIZE);
   if (!fullDocument) return body;
   const heading = /<h1[^>]*>([\s\S]*?)<\/h1>/.exec(body)?.[1];
   const title = heading ? sanitizeHtml(heading, { allowedTags: [], allowedAttributes: {} }).trim() : 'Document';
@@ -103,12 +105,26 @@ export function markdownToHtml(source: string, fullDocument: boolean): string {
   ].join('\n');
 }
 
-function refuseTooDeep(tokens: ReturnType<MarkdownIt['parse']>): void {
+/**
+ * The metadata block's title (its Markdown, as pandoc reads it), authors and date, as pandoc's
+ * standalone page heads the document with them; nothing when the block names none.
+ */
+function titleBlock(front: FrontMatter): string {
+  const parts = [
+    ...(front.title ? [`<h1>${markdown.renderInline(front.title)}</h1>`] : []),
+    ...front.authors.map((author) => `<p>${escapeHtml(author)}</p>`),
+    ...(front.date ? [`<p>${escapeHtml(front.date)}</p>`] : []),
+  ];
+  return parts.length > 0 ? `<header>${parts.join('')}</header>\n` : '';
+}
+
+/** `skipped`: lines before the Markdown parsed (a metadata block), for the line number told. */
+function refuseTooDeep(tokens: ReturnType<MarkdownIt['parse']>, skipped: number): void {
   // Blocks only: emphasis gets its levels after the parse, where no limit applies (100,000 `*`
   // around a word are 50,000 nested <strong>, all kept).
-  let line = 1;
+  let line = 1 + skipped;
   for (const token of tokens) {
-    if (token.map) line = token.map[0] + 1;
+    if (token.map) line = token.map[0] + 1 + skipped;
     if (token.level < MAX_NESTING - 2) continue;
     throw new ConversionFailure('input_invalid', `Line ${line}: lists or quotes are nested more than ${MAX_NESTING / 2} levels deep here, deeper than Markdown is converted.`);
   }

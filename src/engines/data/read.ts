@@ -11,7 +11,7 @@ import { DELIMITERS, type TEXT_ENCODINGS } from './formats.ts';
 export type TextEncoding = (typeof TEXT_ENCODINGS)[number];
 import { ColumnNames, isNumbersOnly } from './columns.ts';
 import { guardColumns } from './column-guard.ts';
-import { decodeUtf8, isUtf8File, lineAndColumn, readSingleByteChunks, readUtf8Chunks } from './utf8.ts';
+import { decodeUtf8, lineAndColumn, readSingleByteChunks, readUtf8Chunks, textEncodingOf } from './utf8.ts';
 
 /** One record: an object (CSV with a header, JSON objects) or an array (CSV without one). */
 export type Row = Record<string, unknown> | unknown[];
@@ -162,10 +162,9 @@ async function* readRecords(path: string, reading: CsvReading): AsyncGenerator<s
   }
 }
 
-/** `auto`: UTF-8 when the whole file is valid UTF-8 (most are), else Windows-1252 (Excel's). */
+/** `auto`: as every text file is read (utf8.ts textEncodingOf), UTF-8 where valid, else Windows-1252 (Excel's too). */
 export async function resolveEncoding(path: string, encoding: TextEncoding): Promise<Exclude<TextEncoding, 'auto'>> {
-  if (encoding !== 'auto') return encoding;
-  return (await isUtf8File(path)) ? 'utf-8' : 'windows-1252';
+  return encoding === 'auto' ? textEncodingOf(path) : encoding;
 }
 
 function tooManyColumns(what: string, count: number, line: number): ConversionFailure {

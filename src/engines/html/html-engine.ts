@@ -7,6 +7,7 @@ import { DEFAULT_MAX_INPUT_PIXELS, type Engine, type EngineJob, type EngineOutpu
 import { WarmBrowser, type IdlePage, type ReuseMode } from './browser.ts';
 import { findChromium, type ChromiumInstall } from './find-chromium.ts';
 import { HTML_FORMATS, HTML_SOURCES, HTML_TARGETS, imageOptions, PDF_OPTIONS, PDF_VARIANTS, REMOTE_OPTION } from './formats.ts';
+import type { LeftOutRemedies } from './left-out.ts';
 import { openPageFor } from './page-opening.ts';
 import { render } from './render.ts';
 import { DEFAULT_SANDBOX_UID, describeSandbox, planSandbox, type SandboxPlan } from './sandbox.ts';
@@ -111,7 +112,7 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
       const remote = settings.remoteResources === true && job.options.allow_remote_resources === true
         ? { allowPrivate: settings.allowPrivateUrls === true, allowedNetworks: settings.allowedNetworks ?? [] }
         : null;
-      const limits = { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS, remote, rendererMemoryMb: memoryLimitMb };
+      const limits = { maxInputPixels: settings.maxInputPixels ?? DEFAULT_MAX_INPUT_PIXELS, remote, remedies: remediesFor(job, svg || text, settings.remoteResources === true), rendererMemoryMb: memoryLimitMb };
       const drawn = text ? { ...job, options: textPrintOptions(job) } : job;
       const plan = svg ? svgPlan(job) : undefined;
       /** One page opened and drawn; where `mayRetry`, a failure because its browser died (not the page) is a BrowserDied. */
@@ -136,9 +137,9 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
         job.signal.addEventListener('abort', stuck, { once: true });
         let reusable = false;
         try {
-          const { size } = await outcome;
+          const drawnPage = await outcome;
           reusable = !job.signal.aborted;
-          return { size };
+          return drawnPage;
         } catch (error) {
           if (mayRetry && !job.signal.aborted && error instanceof ConversionFailure && error.code === 'conversion_failed' && await warm.browserDied(page)) {
             throw new BrowserDied();
@@ -167,6 +168,15 @@ export function createHtmlEngine(settings: HtmlEngineOptions = {}): HtmlEngine {
     idlePages: () => browser?.idlePages() ?? [],
     sandbox: () => browser?.sandboxInUse() ?? sandbox,
   };
+}
+
+/**
+ * What a conversion could have done to have what its page misses: a page may ask for remote
+ * resources where the service allows it (Markdown's too, on its way to a PDF); a web page of the
+ * user's own may come with its files as a zip. An SVG or text drawn here can do neither.
+ */
+function remediesFor(job: EngineJob, drawing: boolean, remoteOffered: boolean): LeftOutRemedies {
+  return { remoteOption: remoteOffered && !drawing, zipOption: !drawing && job.origin === undefined };
 }
 
 /** A page's conversion failed because its browser died: it is drawn again in the next one. */

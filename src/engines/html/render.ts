@@ -5,8 +5,9 @@ import type { WarmPage } from './browser.ts';
 import sharp from '../image/sharp-module.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import { checkOutputSize } from '../output-cap.ts';
-import type { EngineJob } from '../types.ts';
+import type { EngineJob, EngineOutput } from '../types.ts';
 import { maxShotSide, PAPERS, WINDOW, type HtmlTarget } from './formats.ts';
+import { LeftOutRequests, type LeftOutRemedies } from './left-out.ts';
 import { contentTypeOf, ENTRY_PATH, type Site } from './site.ts';
 
 /** Limits of one render that are the service's, not the job's options. */
@@ -14,6 +15,8 @@ export interface RenderLimits {
   maxInputPixels: number;
   /** Public http(s) resources may be loaded (through the URL inputs' fetcher); null: none. */
   remote: { allowPrivate: boolean; allowedNetworks: readonly string[] } | null;
+  /** What the conversion could have done to have what its page misses (left-out.ts): ask for remote resources, send a zip. */
+  remedies: LeftOutRemedies;
   /** The renderer memory limit, MiB, named when a page is killed past it. */
   rendererMemoryMb: number;
 }
@@ -48,7 +51,7 @@ const REMOTE_LIMITS = { eachBytes: 20 * 1024 * 1024, totalBytes: 100 * 1024 * 10
  * had (browser.ts); requests for anything but the site's own files are aborted (and whatever
  * escapes interception meets the browser's black-hole proxy). The caller releases the page.
  */
-export async function render(target: RenderPage, site: Site, job: EngineJob, limits: RenderLimits, plan?: DrawPlan): Promise<{ size: number }> {
+export async function render(target: RenderPage, site: Site, job: EngineJob, limits: RenderLimits, plan?: DrawPlan): Promise<EngineOutput & { size: number }> {
   const format = job.target as HtmlTarget;
   const options = job.options;
   const width = format === 'pdf' ? WINDOW.width : numberOption(options.width, WINDOW.width);
@@ -58,6 +61,7 @@ export async function render(target: RenderPage, site: Site, job: EngineJob, lim
   const started = performance.now();
   // Remote resources are fetched to files here on their way to the page (render's own directory).
   const fetched = { bytes: 0, count: 0, dir: `${job.outputPath}.resources` };
+  const leftOut = new LeftOutRequests(target.origin, limits.remedies);
   // The job's abort (time limit, cancel, shutdown) closes the context: that ends its renderer
   // whatever its script is doing, and every call below rejects.
   const onAbort = () => void context.close().catch(() => undefined);
@@ -79,7 +83,7 @@ export async function render(target: RenderPage, site: Site, job: EngineJob, lim
           target.touched.add(new URL(entryUrl).origin);
           return route.fulfill({ status: 200, body: site.get(entryPath)!, headers: { 'content-type': contentTypeOf(entryPath) } }).catch(() => undefined);
         }
-        return serve(route, site, target, limits.remote && { ...limits.remote, fetched, signal: job.signal }, plan?.refusedImage);
+        return serve(route, site, target, limits.remote && { ...limits.remote, fetched, signal: job.signal }, leftOut, plan?.refusedImage);
       });
       if (width !== WINDOW.width || height !== WINDOW.height) await page.setViewportSize({ width, height });
       job.signal.throwIfAborted();
@@ -101,7 +105,8 @@ export async function render(target: RenderPage, site: Site, job: EngineJob, lim
       job.signal.throwIfAborted();
       await writeFile(job.outputPath, bytes);
       job.onProgress(100);
-      return { size: bytes.length };
+      const warnings = leftOut.warnings();
+      return warnings.length > 0 ? { size: bytes.length, warnings } : { size: bytes.length };
     } catch (error) {
       if (job.signal.aborted) throw job.signal.reason;
       if (error instanceof ConversionFailure) throw error;
@@ -147,9 +152,10 @@ interface RemoteAccess {
  * fetcher (the address policy on every hop, redirects included; a size cap and a time limit);
  * anything else is refused.
  */
-async function serve(route: Route, site: Site, target: RenderPage, remote: RemoteAccess | null, refusedImage?: DrawPlan['refusedImage']): Promise<void> {
+async function serve(route: Route, site: Site, target: RenderPage, remote: RemoteAccess | null, leftOut: LeftOutRequests, refusedImage?: DrawPlan['refusedImage']): Promise<void> {
   const url = route.request().url();
-  const standIn = refusedImage && route.request().resourceType() === 'image'
+  const type = route.request().resourceType();
+  const standIn = refusedImage && type === 'image'
     ? () => route.fulfill({ status: 200, body: refusedImage.body, headers: { 'content-type': refusedImage.contentType } })
     : undefined;
   if (url.startsWith(`${target.origin}/`)) {
@@ -161,6 +167,7 @@ async function serve(route: Route, site: Site, target: RenderPage, remote: Remot
       path = '';
     }
     const body = site.get(path);
+    if (!body) leftOut.note(url, type, 'not-sent');
     await (body
       ? route.fulfill({ status: 200, body, headers: { 'content-type': contentTypeOf(path), 'cache-control': 'no-store' } })
       : standIn?.() ?? route.fulfill({ status: 404, body: 'not found', headers: { 'content-type': 'text/plain' } })).catch(() => undefined);
@@ -173,6 +180,9 @@ async function serve(route: Route, site: Site, target: RenderPage, remote: Remot
       await route.fulfill({ status: 200, body: body.bytes, headers: { 'content-type': body.contentType ?? contentTypeOf(new URL(url).pathname) } }).catch(() => undefined);
       return;
     }
+    leftOut.note(url, type, 'fetch-failed');
+  } else {
+    leftOut.note(url, type, remote ? 'fetch-failed' : 'not-fetched');
   }
   await (standIn?.() ?? route.abort('blockedbyclient')).catch(() => undefined);
 }

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
-import { promisify } from 'node:util';
-import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import type { Entry, ZipFile } from 'yauzl';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import { entryStream, openZipFile } from '../../inputs/zip-entries.ts';
 
 /**
  * The conversion's own files, which are all the page may load: the uploaded HTML as
@@ -23,7 +23,6 @@ export async function loadSite(source: string, inputPath: string): Promise<Site>
   return new Map([[ENTRY_PATH, await readFile(inputPath)]]);
 }
 
-const openZip = promisify(yauzl.open) as (path: string, options: yauzl.Options) => Promise<ZipFile>;
 
 /**
  * Unpacks a zip into memory: yauzl checks each entry's size against its header while inflating
@@ -34,7 +33,7 @@ const openZip = promisify(yauzl.open) as (path: string, options: yauzl.Options) 
 async function loadZip(path: string): Promise<Site> {
   let zip: ZipFile;
   try {
-    zip = await openZip(path, { lazyEntries: true, decodeStrings: true, validateEntrySizes: true, strictFileNames: true });
+    zip = await openZipFile(path, { lazyEntries: true, decodeStrings: true, validateEntrySizes: true, strictFileNames: true });
   } catch (error) {
     throw new ConversionFailure('input_invalid', `The zip cannot be read: ${describe(error)}`);
   }
@@ -99,7 +98,7 @@ function nextEntry(zip: ZipFile): Promise<Entry | null> {
 }
 
 async function readEntry(zip: ZipFile, entry: Entry): Promise<Buffer> {
-  const stream = await promisify(zip.openReadStream.bind(zip))(entry) as NodeJS.ReadableStream;
+  const stream = await entryStream(zip, entry);
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);

@@ -1,5 +1,4 @@
-import { createReadStream } from 'node:fs';
-import { readUtf8Chunks } from '../data/utf8.ts';
+import { readTextFile } from '../data/utf8.ts';
 import { TEXT_OPTIONS } from '../pdf/formats.ts';
 import type { EngineJob } from '../types.ts';
 import { ENTRY_PATH, type Site } from './site.ts';
@@ -18,7 +17,7 @@ const MM_PER_POINT = 25.4 / 72;
 export async function textSite(job: EngineJob): Promise<Site> {
   const parts: Buffer[] = [Buffer.from(pageHead(numberOr(job.options.font_size, 'font_size')))];
   let last = '';
-  for await (const text of readUtf8Chunks(createReadStream(job.inputPath), 'text file')) {
+  for await (const text of readTextFile(job.inputPath, 'text file')) {
     if (last) parts.push(Buffer.from(escapeText(last)));
     last = text;
   }

@@ -131,6 +131,118 @@ export function inertFilter(keyValueAttributes: boolean): string {
 }
 
 /**
+ * A Lua filter for a Markdown result (GitHub's), after the inert filter: what Markdown cannot say
+ * goes, rather than being written as HTML. pandoc's gfm writer writes an element with an id, a
+ * class or an attribute Markdown has no syntax for as raw HTML: a web page came out as `<div
+ * id="content" class="clearfix">` around every part, `<a href="fs.html" class="nav-fs">` for every
+ * link, `<span class="kbd">` around words (a Node.js API page: 406 lines of `<div>` in 5,535).
+ * Divisions and spans give their content, links and inline code lose their attributes, a code
+ * block keeps its first class (the language, as fenced code says it), an image its size, a
+ * heading its id (Markdown makes its own).
+ */
+export const MARKDOWN_FILTER = String.raw`-- convd: Markdown without HTML wrappers (src/engines/markup/job-files.ts).
+local function sized_only(el)
+  local kept = {}
+  for _, pair in ipairs(el.attributes) do
+    if pair[1] == 'width' or pair[1] == 'height' then table.insert(kept, { pair[1], pair[2] }) end
+  end
+  el.attr = pandoc.Attr('', {}, kept)
+  return el
+end
+
+return {
+  {
+    Div = function(el) return el.content end,
+    Span = function(el) return el.content end,
+    Link = function(el) el.attr = pandoc.Attr(); return el end,
+    Code = function(el) el.attr = pandoc.Attr(); return el end,
+    CodeBlock = function(el)
+      el.attr = pandoc.Attr('', el.classes[1] and { el.classes[1] } or {}, {})
+      return el
+    end,
+    Image = sized_only,
+    Header = function(el) el.attr = pandoc.Attr(el.identifier, {}, {}); return el end,
+  },
+}
+`;
+
+/**
+ * A Lua filter for a plain-text result, after the inert filter. pandoc's plain writer draws a
+ * table whose cells hold more than a line of text (a web page's layout tables: menus, lists,
+ * tables inside tables) as boxes of `+---+` and `|`, the words cut to the cells' widths, and
+ * writes an image without a description as `[]`. A table of such cells gives its cells' contents
+ * in reading order instead (tables of plain cells stay tables); an image without a description
+ * is left out (one with a description stays `[description]`), and a list item that held only
+ * such an image with it (a navigation bar's logo left an empty bullet).
+ */
+export const TEXT_FILTER = String.raw`-- convd: plain text without boxes drawn round layout (src/engines/markup/job-files.ts).
+local function plain_cells(rows)
+  for _, row in ipairs(rows) do
+    for _, cell in ipairs(row.cells) do
+      local blocks = cell.contents
+      if #blocks > 1 or (blocks[1] ~= nil and blocks[1].t ~= 'Plain' and blocks[1].t ~= 'Para') then return false end
+    end
+  end
+  return true
+end
+
+local function rows_of(el)
+  local rows = {}
+  for _, row in ipairs(el.head.rows) do table.insert(rows, row) end
+  for _, body in ipairs(el.bodies) do
+    for _, row in ipairs(body.head) do table.insert(rows, row) end
+    for _, row in ipairs(body.body) do table.insert(rows, row) end
+  end
+  for _, row in ipairs(el.foot.rows) do table.insert(rows, row) end
+  return rows
+end
+
+local function empty_item(blocks)
+  for _, block in ipairs(blocks) do
+    if not ((block.t == 'Plain' or block.t == 'Para') and pandoc.utils.stringify(block):match('^%s*$')) then return false end
+  end
+  return true
+end
+
+local function without_empty_items(el)
+  local kept = {}
+  for _, item in ipairs(el.content) do
+    if not empty_item(item) then table.insert(kept, item) end
+  end
+  if #kept == #el.content then return nil end
+  if #kept == 0 then return {} end
+  el.content = kept
+  return el
+end
+
+return {
+  {
+    Image = function(el)
+      if #el.caption == 0 then return {} end
+      return nil
+    end,
+    -- Tables inside tables are walked first: an outer table's cells then hold their contents.
+    Table = function(el)
+      local rows = rows_of(el)
+      if plain_cells(rows) then return nil end
+      local blocks = {}
+      for _, row in ipairs(rows) do
+        for _, cell in ipairs(row.cells) do
+          for _, block in ipairs(cell.contents) do table.insert(blocks, block) end
+        end
+      end
+      return blocks
+    end,
+  },
+  -- After the images have gone: a list item that held only one has nothing left to say.
+  {
+    BulletList = without_empty_items,
+    OrderedList = without_empty_items,
+  },
+}
+`;
+
+/**
  * A Lua filter that numbers the headings (1, 1.1, 1.2, 2, ...) for writers that ignore pandoc's
  * --number-sections (RTF), the way the others number them: a heading of class `unnumbered` keeps
  * no number and counts for none, a level without a heading above it counts as 0 ("0.1"). It runs

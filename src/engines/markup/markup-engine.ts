@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rename, rm, stat, symlink, writeFile } from 'node:fs/pr
 import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ConversionFailure } from '../../errors/api-error.ts';
+import { textEncodingOf } from '../data/utf8.ts';
 import type { ConversionPair } from '../pairs.ts';
 import { checkOutputSize, watchOutputCap } from '../output-cap.ts';
 import { ENGINE_NICENESS } from '../process/group.ts';
@@ -11,12 +12,14 @@ import {
   MARKUP_FORMATS, MARKUP_SOURCES, MARKUP_TARGETS, NUMBERED_BY_FILTER, PACKAGED_TARGETS, PAIRS_LEFT_TO_OTHERS, READERS, RTF_SOURCES,
   WRAP_ARGUMENTS, WRITERS, markupOptions, type MarkupSource, type MarkupTarget,
 } from './formats.ts';
-import { HTML_TEMPLATE, inertFilter, NUMBER_FILTER, RAW_HTML_FILTER } from './job-files.ts';
+import { HTML_TEMPLATE, inertFilter, MARKDOWN_FILTER, NUMBER_FILTER, RAW_HTML_FILTER, TEXT_FILTER } from './job-files.ts';
+import { leftOutOf, readLogHead } from './left-out.ts';
 import {
   findPandoc, INSTALL_HINT, MIN_VERSION, missingDataFile, pandocApiVersion, pandocVersion, readDataFiles, versionAtLeast, WRITER_DATA_FILES,
 } from './pandoc.ts';
 import { scanMarkdown } from './nesting.ts';
-import { mayHoldHtml, writeTextAsPandocJson } from './text-source.ts';
+import { docxWithTextBoxesInline } from './text-boxes.ts';
+import { mayHoldHtml, writeTextAsPandocJson, writeWindows1252AsUtf8 } from './text-source.ts';
 
 export interface MarkupEngineOptions {
   /** Where CONVD_PANDOC_PATH and PATH are read; process.env by default. */
@@ -49,6 +52,8 @@ export const DEFAULT_MEMORY_LIMIT_MB = 512;
 const FILTER_FILE = 'inert.lua';
 const RAW_HTML_FILTER_FILE = 'raw-html.lua';
 const NUMBER_FILTER_FILE = 'number.lua';
+const MARKDOWN_FILTER_FILE = 'markdown.lua';
+const TEXT_FILTER_FILE = 'text.lua';
 const TEMPLATE_FILE = 'template.html';
 /**
  * pandoc's sandbox serves a file it was given on the command line (a directory: every file in
@@ -59,6 +64,10 @@ const TEMPLATE_FILE = 'template.html';
  */
 const DATA_ROOT = 'data';
 const DATA_DIR = join(DATA_ROOT, 'data');
+/** Named by the engine on pandoc's command line: never what a document left out (left-out.ts). */
+const OWN_PATHS: ReadonlySet<string> = new Set([DATA_ROOT]);
+/** pandoc's log in the working directory (`--log`). */
+const LOG_FILE = 'pandoc-log.json';
 
 /**
  * pandoc's exit codes (Text.Pandoc.Error) for documents it cannot read: XML errors, a broken docx,
@@ -72,6 +81,10 @@ const OUT_OF_MEMORY = /Heap exhausted|Stack space overflow|out of memory/i;
 /** How often a running conversion's output is measured against EngineJob.maxOutputBytes. */
 const OUTPUT_POLL_MS = 200;
 const MAX_MESSAGE_CHARS = 600;
+/** Sources that are text pandoc reads itself (UTF-8 only): one that is not is handed over as UTF-8. */
+const TEXT_SOURCES: ReadonlySet<MarkupSource> = new Set(['md', 'rst', 'org', 'latex']);
+/** pandoc's words for a file its sandbox did not give it that the document cannot do without. */
+const NEEDS_FILE = /File (.+) not found in resource path/;
 
 /**
  * Sources whose reader may keep raw HTML (Markdown's, rst's `raw:: html`, org's export blocks):
@@ -228,16 +241,22 @@ async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits
       await writeTextAsPandocJson(job.inputPath, join(work, input), tools.apiVersion, job.signal).catch((error: unknown) => {
         throw job.signal.aborted ? job.signal.reason : error;
       });
-    } else {
+    } else if (TEXT_SOURCES.has(source) && (await textEncodingOf(job.inputPath)) === 'windows-1252') {
+      await writeWindows1252AsUtf8(job.inputPath, join(work, input), SOURCE_NAMES[source], job.signal).catch((error: unknown) => {
+        throw job.signal.aborted ? job.signal.reason : error;
+      });
+    } else if (!(source === 'docx' && (await docxWithTextBoxesInline(job.inputPath, join(work, input), job.signal)))) {
       await symlink(resolve(job.inputPath), join(work, input));
     }
-    const rawHtml = await mayHoldRawHtml(source, job.inputPath, job.signal).catch((error: unknown) => {
+    const rawHtml = await mayHoldRawHtml(source, join(work, input), job.signal).catch((error: unknown) => {
       throw job.signal.aborted ? job.signal.reason : error;
     });
     if (needsInertFilter(source)) await writeFile(join(work, FILTER_FILE), inertFilter(source !== 'md' || rawHtml));
     if (rawHtml) await writeFile(join(work, RAW_HTML_FILTER_FILE), RAW_HTML_FILTER);
     if (target === 'html') await writeFile(join(work, TEMPLATE_FILE), HTML_TEMPLATE);
     if (numberedByFilter(target, job)) await writeFile(join(work, NUMBER_FILTER_FILE), NUMBER_FILTER);
+    if (target === 'md') await writeFile(join(work, MARKDOWN_FILTER_FILE), MARKDOWN_FILTER);
+    if (target === 'txt') await writeFile(join(work, TEXT_FILTER_FILE), TEXT_FILTER);
     if (PACKAGED_TARGETS.has(target)) await writeDataFiles(work, tools.dataFiles);
     const output = `output.${target}`;
     await runPandoc(tools, job, work, pandocArguments(source, target, job, input, output, limits.memoryLimitMb, rawHtml), limits);
@@ -246,8 +265,9 @@ async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits
     if (size === null) throw new ConversionFailure('conversion_failed', 'pandoc ended without writing its output.');
     checkOutputSize(size, job.maxOutputBytes);
     await rename(outputPath, job.outputPath);
+    const warnings = leftOutOf(await readLogHead(join(work, LOG_FILE)), OWN_PATHS);
     job.onProgress(100);
-    return { size };
+    return warnings.length > 0 ? { size, warnings } : { size };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -262,11 +282,16 @@ function pandocArguments(source: MarkupSource, target: MarkupTarget, job: Engine
     // GHC's runtime options: the heap limit. (GHCRTS from the environment is not passed on.)
     '+RTS', `-M${memoryLimitMb}m`, '-RTS',
     '--sandbox', '--quiet', '--standalone',
+    // Its warnings as JSON whatever --quiet says: what the sandbox left out is told (left-out.ts).
+    `--log=${LOG_FILE}`,
     `--from=${READERS[source]}`, `--to=${WRITERS[target]}`,
-    // Filters run in this order: raw HTML read as HTML first, then everything made inert.
+    // Filters run in this order: raw HTML read as HTML first, then everything made inert, then
+    // the headings numbered or, for Markdown and plain text, what they cannot say taken out.
     ...(rawHtml ? [`--lua-filter=${RAW_HTML_FILTER_FILE}`] : []),
     ...(needsInertFilter(source) ? [`--lua-filter=${FILTER_FILE}`] : []),
     ...(numberedByFilter(target, job) ? [`--lua-filter=${NUMBER_FILTER_FILE}`] : []),
+    ...(target === 'md' ? [`--lua-filter=${MARKDOWN_FILTER_FILE}`] : []),
+    ...(target === 'txt' ? [`--lua-filter=${TEXT_FILTER_FILE}`] : []),
     `--output=${output}`,
   ];
   if (target === 'html') args.push(`--template=${TEMPLATE_FILE}`);
@@ -338,6 +363,9 @@ async function runPandoc(tools: Toolchain, job: EngineJob, work: string, args: s
   }
   if (result.code !== null && INPUT_EXIT_CODES.has(result.code)) {
     const what = SOURCE_NAMES[job.source as MarkupSource] ?? 'document';
+    // Where pandoc cannot go on without the file (rst's csv-table :file:), unlike an include.
+    const needed = NEEDS_FILE.exec(message)?.[1];
+    if (needed) throw new ConversionFailure('input_invalid', `The ${what} takes part of its content from the file "${needed}", which is not read here: only the file sent is converted. Put that part in the document itself.`);
     throw new ConversionFailure('input_invalid', `The ${what} could not be read: ${message || 'pandoc gave no reason'}`);
   }
   throw new ConversionFailure('conversion_failed', `pandoc failed (${result.code === null ? `killed by ${result.signal}` : `exit ${result.code}`})${message ? `: ${message}` : '.'}`);

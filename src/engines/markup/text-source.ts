@@ -1,6 +1,6 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { readUtf8Chunks } from '../data/utf8.ts';
+import { decodeTextChunks, readTextFile } from '../data/utf8.ts';
 
 /** A line longer than this is written out in pieces, never held whole. */
 const MAX_HELD_CHARS = 64 * 1024;
@@ -84,19 +84,31 @@ class Paragraphs {
 /**
  * pandoc has no reader for plain text (its Markdown reader would take `*`, `#` or four spaces
  * as markup), so the text goes to it as its own document, JSON of the pandoc types version
- * `apiVersion` (the one this pandoc writes: pandoc.ts pandocApiVersion). Streamed, and strict
- * about UTF-8: bytes that are not fail with input_invalid.
+ * `apiVersion` (the one this pandoc writes: pandoc.ts pandocApiVersion). Streamed; UTF-8, or
+ * Windows-1252 where the file is not UTF-8 (data/utf8.ts textEncodingOf).
  */
 export async function writeTextAsPandocJson(inputPath: string, jsonPath: string, apiVersion: readonly number[], signal: AbortSignal): Promise<void> {
   await pipeline(
-    createReadStream(inputPath),
-    async function* (chunks: AsyncIterable<Buffer>): AsyncGenerator<string> {
+    async function* (): AsyncGenerator<string> {
       const paragraphs = new Paragraphs();
       yield `{"pandoc-api-version":${JSON.stringify(apiVersion)},"meta":{},"blocks":[`;
-      for await (const text of readUtf8Chunks(chunks, 'text file')) yield paragraphs.push(text);
+      for await (const text of readTextFile(inputPath, 'text file')) yield paragraphs.push(text);
       yield `${paragraphs.end()}]}\n`;
     },
     createWriteStream(jsonPath),
+    { signal },
+  );
+}
+
+/**
+ * A Markdown, rst, Org or LaTeX file that is not UTF-8, written as UTF-8 for pandoc, which reads
+ * UTF-8 only ("Cannot decode byte"): older text in Latin-1 or Windows-1252 (data/utf8.ts).
+ */
+export async function writeWindows1252AsUtf8(inputPath: string, outputPath: string, what: string, signal: AbortSignal): Promise<void> {
+  await pipeline(
+    createReadStream(inputPath),
+    (chunks: AsyncIterable<Buffer>) => decodeTextChunks(chunks, 'windows-1252', what),
+    createWriteStream(outputPath),
     { signal },
   );
 }

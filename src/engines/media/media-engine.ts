@@ -48,6 +48,8 @@ interface Toolchain {
  */
 const DAMAGED_INPUT = /partial file|corrupt input packet|^file:.*: (Invalid data found when processing input|End of file)$/;
 /** ffmpeg errors that say the input, not the engine, is at fault. */
+/** ffmpeg's words for a stream whose encoding it has no decoder for (a WAV of 36-bit samples: codec none). */
+const NO_DECODER = /Decoder \(codec ([^)]*)\) not found/;
 const INPUT_ERROR = /Invalid data found|moov atom not found|could not find codec parameters|partial file|does not contain any stream|matches no streams|not on whitelist|Error while decoding|Invalid NAL|corrupt/i;
 
 /** Audio and video with the ffmpeg binary (driven directly: own process group, -progress pipe). */
@@ -162,6 +164,10 @@ async function convertFile(tools: Toolchain, job: EngineJob, timeLimitMs: number
   });
   const stderr = lastLines(result.stderrTail.split(`file:${job.inputPath}`).join('input').split(`file:${job.outputPath}`).join('output'));
   if (result.code !== 0) {
+    const codec = NO_DECODER.exec(result.stderrTail)?.[1];
+    if (codec !== undefined) {
+      throw new ConversionFailure('input_invalid', `The input's audio or video is in an encoding this ffmpeg cannot decode${codec === 'none' ? ' (one it does not know)' : ` (${codec})`}.`);
+    }
     const code = INPUT_ERROR.test(result.stderrTail) ? 'input_invalid' : 'conversion_failed';
     throw new ConversionFailure(code, `ffmpeg failed (exit ${result.code ?? result.signal}): ${stderr || 'no message'}`);
   }

@@ -43,6 +43,7 @@ from com.sun.star.connection import NoConnectException
 from com.sun.star.task import XStatusIndicator
 
 import field_scan
+import flat_file
 import font_names
 
 START_TIMEOUT_S = 60
@@ -74,6 +75,9 @@ GONE_WAIT_S = 0.5
 CRASH_ON_LOAD = os.environ.get("CONVD_TEST_CRASH_ON_LOAD") or None
 CRASH_ON_STORE = os.environ.get("CONVD_TEST_CRASH_ON_STORE") or None
 CRASH_ONE_OFF = os.environ.get("CONVD_TEST_CRASH_ONE_OFF") or None
+# One holding this stays open this long before it is written, as on a busy box.
+SLOW_BEFORE_STORE = os.environ.get("CONVD_TEST_SLOW_BEFORE_STORE") or None
+SLOW_FOR_TESTS_S = 1.5
 # How long soffice may take to end after the tests' SIGABRT. Its own crash handler can hang instead
 # (it takes locks the interrupted thread may hold: once in CI, 40 minutes on a futex with every
 # signal blocked, and the test with it); past this it is killed and counted as the crash it was
@@ -277,16 +281,90 @@ def set_landscape(document):
     return True
 
 
-def without_page_numbers(document):
-    """No footer on any page style: a CSV has no page layout of its own, and Calc's default footer
-    ("Page 1") is LibreOffice's, not the user's; the header (the sheet's name, which is the
-    file's) stays."""
+def without_page_decoration(document, header):
+    """No footer on any page style, nor a header where `header` is False. A CSV has no page
+    layout of its own, and Calc's default footer ("Page 1") is LibreOffice's, not the user's; the
+    header (the sheet's name, which is the file's) stays. A sheet's PDF read for its text (ods ->
+    txt) keeps neither: each page would begin with the sheet's name and end with "Page 1"."""
     families = document.StyleFamilies
     if not families.hasByName("PageStyles"):
         return
     styles = families.getByName("PageStyles")
     for name in styles.ElementNames:
-        styles.getByName(name).FooterIsOn = False
+        style = styles.getByName(name)
+        style.FooterIsOn = False
+        if not header:
+            style.HeaderIsOn = False
+
+
+# com.sun.star.text.ControlCharacter.PARAGRAPH_BREAK.
+PARAGRAPH_BREAK = 0
+
+
+def with_frames_in_text(document):
+    """Writer's text export writes the body's paragraphs and tables only: the words of a text
+    frame or a shape (a Word text box, an OpenDocument frame: a business card's, a letterhead's
+    address) were left out of a txt result. Each one's words are put in a paragraph after the one
+    it is anchored in (in the document only as it is exported; the file is not written back); one
+    anchored to the page or inside another frame goes at the end."""
+    body = document.getText()
+    found = []
+    frames = document.getTextFrames()
+    for name in frames.getElementNames():
+        frame = frames.getByName(name)
+        found.append((frame, words_of(frame.getText())))
+    shapes = document.getDrawPage()
+    for index in range(shapes.getCount()):
+        shape = shapes.getByIndex(index)
+        # A frame's shape is the frame above; a picture has no words.
+        if shape.getShapeType() == "FrameShape" or not hasattr(shape, "getString"):
+            continue
+        try:
+            found.append((shape, words_in_lines(shape.getString())))
+        except Exception:
+            continue
+    for content, words in found:
+        if not words:
+            continue
+        text, cursor = after_anchor(content, body)
+        text.insertControlCharacter(cursor, PARAGRAPH_BREAK, False)
+        text.insertString(cursor, words, False)
+
+
+def words_of(text):
+    """A frame's words: its paragraphs' and its tables' cells', one to a line, as the export
+    writes the body's (a text's own string leaves its tables out)."""
+    lines = []
+    parts = text.createEnumeration()
+    while parts.hasMoreElements():
+        part = parts.nextElement()
+        if part.supportsService("com.sun.star.text.TextTable"):
+            lines.extend(part.getCellByName(cell).getString() for cell in part.getCellNames())
+        else:
+            lines.append(part.getString())
+    return words_in_lines("\n".join(lines))
+
+
+def words_in_lines(text):
+    """The lines that hold words: a card's empty cells and tab-only lines are none."""
+    return "\n".join(line for line in text.splitlines() if line.strip())
+
+
+def after_anchor(content, body):
+    """Where a frame's or shape's words go: the end of the paragraph it is anchored in, when that
+    paragraph is exported (the body or a table's cell), else the end of the body."""
+    try:
+        anchor = content.getAnchor()
+        text = anchor.getText()
+        if not text.supportsService("com.sun.star.text.TextFrame"):
+            cursor = text.createTextCursorByRange(anchor.getStart())
+            cursor.gotoEndOfParagraph(False)
+            return text, cursor
+    except Exception:
+        pass
+    cursor = body.createTextCursor()
+    cursor.gotoEnd(False)
+    return body, cursor
 
 
 # com.sun.star.text.FilenameDisplayFormat: FULL and PATH print the directory, NAME_AND_EXT not.
@@ -344,7 +422,11 @@ def without_server_paths(document, kind, path):
 def load(desktop, request, detection=None):
     url = uno.systemPathToFileUrl(request["input"])
     # No StatusIndicator: convd reads none of a load's calls (each a round trip to this process).
-    options = {"Hidden": True, "ReadOnly": True, "MacroExecutionMode": NEVER_EXECUTE, "UpdateDocMode": NO_UPDATE}
+    # AsTemplate False: a template (ott, dotx, ots...) is opened as the file it is, not as a new
+    # document made from it. Made from it, LibreOffice's business card template (sections linked
+    # to its "MasterLabel") aborted soffice from a timer about half a second after it opened:
+    # a conversion that took that long (its frames' words gathered for txt on a busy box) crashed.
+    options = {"Hidden": True, "ReadOnly": True, "AsTemplate": False, "MacroExecutionMode": NEVER_EXECUTE, "UpdateDocMode": NO_UPDATE}
     if request.get("password"):
         options["Password"] = request["password"]
     if request.get("inputFilterOptions"):
@@ -441,10 +523,14 @@ def convert(desktop, request, detection=None):
         if request.get("landscape"):
             set_landscape(document)
         kind = kind_of(document)
-        if request["source"] == "csv" and kind == "calc":
-            without_page_numbers(document)
+        if kind == "calc" and not request.get("printDecoration", True):
+            without_page_decoration(document, header=False)
+        elif request["source"] == "csv" and kind == "calc":
+            without_page_decoration(document, header=True)
         if kind is None:
             raise Failure("input_invalid", "The document is of a kind that cannot be converted here.")
+        if kind == "writer" and request["target"] == "txt":
+            with_frames_in_text(document)
         # An encrypted package's parts are not readable to the scan: walked.
         if kind != "writer" or request.get("password") or field_scan.may_show_file_name(request["input"], request["source"]):
             without_server_paths(document, kind, request["input"])
@@ -459,13 +545,15 @@ def convert(desktop, request, detection=None):
         data = request.get("filterData")
         if data:
             store["FilterData"] = uno.Any("[]com.sun.star.beans.PropertyValue", props(data))
+        if SLOW_BEFORE_STORE and SLOW_BEFORE_STORE in os.path.basename(request["input"]):
+            time.sleep(SLOW_FOR_TESTS_S)
         crash_for_tests(CRASH_ON_STORE, request)
         try:
             document.storeToURL(uno.systemPathToFileUrl(request["output"]), props(store))
         except Exception as error:
             message = str(getattr(error, "Message", "") or error).strip().splitlines()
             raise Failure("conversion_failed", "LibreOffice could not write the %s file%s." % (request["target"], ": " + message[0] if message else ""), error)
-        written = {"kind": kind, "warnings": font_warnings(request)}
+        written = {"kind": kind, "warnings": font_warnings(request) if request.get("fontCheck", True) else []}
     except BaseException:
         # After a crash the close fails on the dead bridge; that must not hide the Failure.
         close(document)
@@ -582,13 +670,39 @@ def aborted_for_tests(office):
         return -signal.SIGABRT
 
 
-def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv):
+def convert_once(soffice, profile, source, outdir, convert_to, infilter, flat, setpriv):
     """The second way: one document through `soffice.bin --convert-to` in a fresh profile with the
     instances' settings (no links, no macros, no recalculation), its output in `outdir` named
     after the input. soffice.bin rather than the `soffice` script for the parent-death signal, as
     launch_office; its messages go to stderr, where convd reads them. Exits 0 once soffice did
-    (the output is convd's to check), CRASHED_ON_DOCUMENT if soffice crashed, else 1."""
+    (the output is convd's to check), CRASHED_ON_DOCUMENT if soffice crashed, else 1.
+
+    Two runs: the document to its family's flat OpenDocument file (`flat`: extension and filter),
+    where what would print the server's directory is taken out (mended_flat), then
+    that file to the target. One run printed a FILENAME field as the document's place on the
+    server (/tmp/convd-doc-<pid>-.../), which an instance's bridge replaces in the loaded document."""
     write_profile(profile)
+    flat_extension, flat_filter = flat.split(":", 1)
+    flat_dir = os.path.join(os.path.dirname(outdir.rstrip("/")), "flat")
+    os.makedirs(flat_dir, exist_ok=True)
+    code = soffice_once(soffice, profile, source, flat_dir, flat, infilter, setpriv)
+    flat_path = os.path.join(flat_dir, os.path.splitext(os.path.basename(source))[0] + "." + flat_extension)
+    if code == 0 and os.path.exists(flat_path):
+        mended_flat(flat_path, source, convert_to)
+        code = soffice_once(soffice, profile, flat_path, outdir, convert_to, flat_filter, setpriv)
+    elif code == 0:
+        sys.stderr.write("soffice wrote no %s file\n" % flat_extension)
+        sys.exit(1)
+    if crashed(code):
+        sys.stderr.write("soffice crashed (signal %d)\n" % -code)
+        sys.exit(CRASHED_ON_DOCUMENT)
+    if code != 0:
+        sys.stderr.write("soffice exited (%s)\n" % code)
+    sys.exit(0 if code == 0 else 1)
+
+
+def soffice_once(soffice, profile, source, outdir, convert_to, infilter, setpriv):
+    """One `soffice.bin --convert-to` run; its exit status."""
     command = [
         soffice, "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
         "--nofirststartwizard", "-env:UserInstallation=" + uno.systemPathToFileUrl(profile),
@@ -602,13 +716,20 @@ def convert_once(soffice, profile, source, outdir, convert_to, infilter, setpriv
         office = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr, env=env)
         code = aborted_for_tests(office) if CRASH_ONE_OFF and CRASH_ONE_OFF in os.path.basename(source) else office.wait()
         if code != RESTART_REQUESTED:
-            break
-    if crashed(code):
-        sys.stderr.write("soffice crashed (signal %d)\n" % -code)
-        sys.exit(CRASHED_ON_DOCUMENT)
-    if code != 0:
-        sys.stderr.write("soffice exited (%s)\n" % code)
-    sys.exit(0 if code == 0 else 1)
+            return code
+    return code
+
+
+def mended_flat(flat_path, source, convert_to):
+    """What the instance's bridge does in the loaded document, done in the flat file before the
+    second run reads it (flat_file.py): the server's directory out, and for a text's txt its
+    frames' words after their paragraphs."""
+    with open(flat_path, encoding="utf-8") as stream:
+        text = flat_file.without_directory(stream.read(), source)
+    if convert_to.startswith("txt:") and flat_path.endswith(".fodt"):
+        text = flat_file.with_frames_in_text(text)
+    with open(flat_path, "w", encoding="utf-8") as stream:
+        stream.write(text)
 
 
 def warm_up(desktop, profile):
@@ -683,6 +804,6 @@ def main():
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--convert-to"]:
-        convert_once(*sys.argv[2:8], sys.argv[8] if len(sys.argv) > 8 else None)
+        convert_once(*sys.argv[2:9], sys.argv[9] if len(sys.argv) > 9 else None)
     else:
         main()

@@ -34,7 +34,23 @@ METRIC_COMPATIBLE = {
     "bookman old style": {"urw bookman", "texgyrebonum"},
     "century schoolbook": {"c059", "texgyreschola"},
     "century gothic": {"urw gothic", "texgyreadventor"},
+    # URW's fonts under the names of their older release (gsfonts, "... L"): fontconfig gives the
+    # same designs under today's names (fonts-urw-base35).
+    "nimbus sans l": {"nimbus sans", "liberation sans", "arimo"},
+    "nimbus roman no9 l": {"nimbus roman", "liberation serif", "tinos"},
+    "nimbus mono l": {"nimbus mono ps", "liberation mono", "cousine"},
+    "urw palladio l": {"p052"},
+    "urw bookman l": {"urw bookman"},
+    "urw gothic l": {"urw gothic"},
+    "century schoolbook l": {"c059"},
+    "urw chancery l": {"z003"},
+    "standard symbols l": {"standard symbols ps"},
+    "dingbats": {"d050000l"},
 }
+
+# Names LibreOffice itself replaces before fontconfig is asked (its VCL substitution table):
+# StarOffice's symbol font is OpenSymbol, which LibreOffice brings.
+LIBREOFFICE_NAMES = {"starsymbol": "OpenSymbol", "star symbol": "OpenSymbol"}
 
 WORD_PARTS = re.compile(r"^word/(document|styles|numbering|footnotes|endnotes|header\d*|footer\d*)\.xml$")
 WORD_FONT = re.compile(rb'w:(?:ascii|hAnsi)="([^"]+)"')
@@ -160,7 +176,9 @@ def substituted(path, source):
     """Warnings for each named font the system has neither itself nor a metric-compatible face of."""
     warnings = []
     for font in sorted(named_fonts(path, source)):
-        used, names = matched(font)
+        used, names = matched(LIBREOFFICE_NAMES.get(folded(font), font))
+        if folded(font) in LIBREOFFICE_NAMES and folded(LIBREOFFICE_NAMES[folded(font)]) in names:
+            continue
         if not used or folded(font) in names or folded(used) in METRIC_COMPATIBLE.get(folded(font), ()):
             continue
         warnings.append({

@@ -119,6 +119,17 @@ export function kindOfSource(source: string): OfficeDocumentKind | undefined {
   return among(TEXT_SOURCES) ? 'writer' : among(SHEET_SOURCES) ? 'calc' : among(SLIDE_SOURCES) ? 'impress' : among(DRAWING_SOURCES) ? 'draw' : undefined;
 }
 
+/**
+ * Each kind's flat OpenDocument file (one XML file): the second way's stop on the way, where
+ * what would print the server's directory is taken out (flat_file.py).
+ */
+export const FLAT_FORMATS: Record<OfficeDocumentKind, { extension: string; filter: string }> = {
+  writer: { extension: 'fodt', filter: 'OpenDocument Text Flat XML' },
+  calc: { extension: 'fods', filter: 'OpenDocument Spreadsheet Flat XML' },
+  impress: { extension: 'fodp', filter: 'OpenDocument Presentation Flat XML' },
+  draw: { extension: 'fodg', filter: 'OpenDocument Drawing Flat XML' },
+};
+
 /** LibreOffice's export filter for each target, by the kind of document being written. */
 export const OUTPUT_FILTERS: Record<string, Partial<Record<OfficeDocumentKind, string>> & { options?: string }> = {
   pdf: { writer: 'writer_pdf_Export', calc: 'calc_pdf_Export', impress: 'impress_pdf_Export', draw: 'draw_pdf_Export' },

@@ -15,7 +15,7 @@ import { removeOrphanedDirs } from '../process/orphaned-dirs.ts';
 import { lastLines } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import {
-  DRAWING_SOURCES, DRAWING_TARGETS, INPUT_FILTERS, kindOfSource, OFFICE_FORMATS, OFFICE_SOURCES, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
+  DRAWING_SOURCES, DRAWING_TARGETS, FLAT_FORMATS, INPUT_FILTERS, kindOfSource, OFFICE_FORMATS, OFFICE_SOURCES, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
   TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind, type OfficeFamily,
 } from './formats.ts';
 import { findOffice, type OfficeInstall } from './find-office.ts';
@@ -48,9 +48,10 @@ export interface OfficeEngineOptions {
   /**
    * Tests only (no configuration reaches it): LibreOffice is made to crash (SIGABRT) for documents
    * whose file name holds `crashOnLoad` as a warm instance opens them, `crashOnStore` as it
-   * writes them, and `crashSecondWay` in the second way as well (bridge.py's CONVD_TEST_CRASH_*).
+   * writes them, and `crashSecondWay` in the second way as well (bridge.py's CONVD_TEST_CRASH_*);
+   * one holding `slowBeforeStore` stays open 1.5 s before it is written, as on a busy box.
    */
-  faultsForTests?: { crashOnLoad?: string; crashOnStore?: string; crashSecondWay?: string };
+  faultsForTests?: { crashOnLoad?: string; crashOnStore?: string; crashSecondWay?: string; slowBeforeStore?: string };
 }
 
 const DEFAULT_RECYCLE_AFTER = 200;
@@ -124,6 +125,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     ...(faults?.crashOnLoad ? { CONVD_TEST_CRASH_ON_LOAD: faults.crashOnLoad } : {}),
     ...(faults?.crashOnStore ? { CONVD_TEST_CRASH_ON_STORE: faults.crashOnStore } : {}),
     ...(faults?.crashSecondWay ? { CONVD_TEST_CRASH_ONE_OFF: faults.crashSecondWay } : {}),
+    ...(faults?.slowBeforeStore ? { CONVD_TEST_SLOW_BEFORE_STORE: faults.slowBeforeStore } : {}),
   }, settings.env ?? process.env);
 
   const poolOf = (install: ReadyOffice): Promise<HelperPool> => (pool ??= makePool(install));
@@ -223,8 +225,10 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
         // After a failure LibreOffice may still be writing there (its instance is being killed).
         await documentDirs.give(work, clean ? () => emptied(work, opened) : undefined);
       }
-      const size = await stat(job.outputPath).then((info) => info.size, () => 0);
-      if (size === 0) throw new ConversionFailure('conversion_failed', `LibreOffice wrote no ${job.target} file.`);
+      const size = await stat(job.outputPath).then((info) => info.size, () => null);
+      // An empty txt is a document's whole text where it has no words (Writer writes zero bytes
+      // for a template of styles only); any other empty result is a failure.
+      if (size === null || (size === 0 && job.target !== 'txt')) throw new ConversionFailure('conversion_failed', `LibreOffice wrote no ${job.target} file.`);
       checkOutputSize(size, job.maxOutputBytes);
       job.onProgress(100);
       return { size, ...(warnings.length > 0 ? { warnings } : {}) };
@@ -256,6 +260,12 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       landscape: job.options.landscape === true,
       password: typeof job.options.password === 'string' ? job.options.password : undefined,
       exportIndicator: progress.exportIndicator,
+      // A chain's later step opens what an earlier engine wrote (pandoc's docx of a Markdown or
+      // reStructuredText file): the fonts it names are that engine's, never the user's to hear of.
+      fontCheck: job.origin === undefined,
+      // A sheet's PDF on its way to text: the page styles' header and footer (the sheet's name,
+      // "Page 1") are print decoration, not the cells' text.
+      printDecoration: !(job.target === 'pdf' && job.destination === 'txt'),
     };
     try {
       const signal = AbortSignal.any([job.signal, progress.signal]);
@@ -287,14 +297,14 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
     const exportFilters = OUTPUT_FILTERS[job.target]!;
     const kind = kindOfSource(job.source);
     const outputFilter = kind ? exportFilters[kind] : undefined;
-    if (!outputFilter || job.options.landscape === true || typeof job.options.password === 'string' || job.source === 'csv') throw crash;
+    if (!kind || !outputFilter || job.options.landscape === true || typeof job.options.password === 'string' || job.source === 'csv') throw crash;
     await mkdir(outDir);
     try {
       const written = await convertOnce({
         python: install.python, bridge: BRIDGE, sofficeBin: install.sofficeBin, setpriv: await findParentDeathWrapper(),
         input: job.inputPath, outDir, target: job.target,
         inputFilter: input.filter, inputFilterOptions: input.options,
-        outputFilter, outputFilterOptions: exportFilters.options,
+        outputFilter, outputFilterOptions: exportFilters.options, flat: FLAT_FORMATS[kind],
         filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
         signal: job.signal, memoryLimitMb, env: officeEnv,
       });

@@ -25,6 +25,8 @@ export interface OneOffConversion {
   inputFilterOptions?: string;
   outputFilter: string;
   outputFilterOptions?: string;
+  /** The document's family's flat OpenDocument format (FLAT_FORMATS), the first run's output. */
+  flat: { extension: string; filter: string };
   /** The PDF export's settings, as the warm path gives them. */
   filterData?: Record<string, FilterValue>;
   /** The job's: its time limit or cancel kills the process group. */
@@ -56,6 +58,7 @@ export async function convertOnce(run: OneOffConversion): Promise<string> {
     const result = await runProcess(run.python, [
       '-u', run.bridge, '--convert-to', run.sofficeBin, profile, run.input, run.outDir,
       convertTo(run), run.inputFilterOptions ? `${run.inputFilter}:${run.inputFilterOptions}` : run.inputFilter,
+      `${run.flat.extension}:${run.flat.filter}`,
       ...(run.setpriv ? [run.setpriv] : []),
     ], { signal: run.signal, dieWithParent: true, niceness: ENGINE_NICENESS, memoryLimitMb: run.memoryLimitMb, env: run.env });
     const written = (await readdir(run.outDir)).filter((name) => name.endsWith(`.${run.target}`));

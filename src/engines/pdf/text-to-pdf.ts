@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import fontkit from '@pdf-lib/fontkit';
 import { PDFDocument, rgb, type PDFFont, type PDFPage } from 'pdf-lib';
 import { ConversionFailure, HandOver } from '../../errors/api-error.ts';
-import { decodeUtf8, lineAndColumn } from '../data/utf8.ts';
+import { decodeText, lineAndColumn } from '../data/utf8.ts';
 import { fontCoverage } from '../fonts/coverage.ts';
 import { checkOutputSize } from '../output-cap.ts';
 import type { EngineJob } from '../types.ts';
@@ -49,7 +49,7 @@ export async function textToPdf(job: EngineJob): Promise<void> {
   if (bytes.length > MAX_TEXT_BYTES) {
     throw new ConversionFailure('conversion_failed', `The text file is larger than ${MAX_TEXT_BYTES / 1024 / 1024} MB, the most that is laid out as PDF.`);
   }
-  const text = decodeUtf8(bytes, 'text file').normalize('NFC').replace(/\r\n?/g, '\n');
+  const text = decodeText(bytes, 'text file').normalize('NFC').replace(/\r\n?/g, '\n');
   const face = await loadTextFont();
   await checkCharacters(text, face);
 

@@ -238,6 +238,14 @@ export class Pdfium {
   }
 }
 
+/**
+ * PDFium gives a hyphen that ends a line as U+FFFE (a noncharacter) in place of the hyphen and the
+ * line break: "manip\uFFFEulation". It is written back as printed, a hyphen and a new line; which
+ * hyphens only split a word ("manip-ulation") and which belong to it ("well-known") the text does
+ * not tell (poppler's pdftotext joins both, and "End-" with the next line's "Two").
+ */
+const LINE_END_HYPHEN = /\uFFFE/g;
+
 export class PdfDocument {
   readonly pageCount: number;
   private closed = false;
@@ -329,7 +337,7 @@ export class PdfDocument {
         // UTF-16 code units written, the terminating NUL included.
         const written = lib.FPDFText_GetText(textPage, 0, count, pointer);
         if (written <= 1) return '';
-        return Buffer.from(runtime.HEAPU8.buffer, pointer, (written - 1) * 2).toString('utf16le');
+        return Buffer.from(runtime.HEAPU8.buffer, pointer, (written - 1) * 2).toString('utf16le').replace(LINE_END_HYPHEN, '-\n');
       } finally {
         runtime.wasmExports.free(pointer);
       }

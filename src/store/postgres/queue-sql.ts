@@ -21,11 +21,12 @@ export class QueueSql {
    * workers). Fair between accounts: each account's oldest queued conversion is a candidate, and
    * the one whose account runs the fewest conversions in the whole cluster goes first (then the
    * oldest), so an account with nothing running is never behind another's backlog. `idleOnly`
-   * (the quick lane) takes only an account that runs nothing. The claim is a lease of `leaseMs`
-   * that `renewLeases` extends.
+   * (the quick lane) takes only an account that runs nothing; `idle` says whether the claimed
+   * one's account ran nothing (whatever the lane). The claim is a lease of `leaseMs` that
+   * `renewLeases` extends.
    */
-  async claimQueued(node: string, leaseMs: number, skipAccounts: readonly string[], idleOnly = false): Promise<{ id: string; account: string } | undefined> {
-    const [row] = (await this.relaxed.query<{ id: string; account: string }>({ name: 'convd-claim', text: `WITH heads AS (
+  async claimQueued(node: string, leaseMs: number, skipAccounts: readonly string[], idleOnly = false): Promise<{ id: string; account: string; idle: boolean } | undefined> {
+    const [row] = (await this.relaxed.query<{ id: string; account: string; idle: boolean }>({ name: 'convd-claim', text: `WITH heads AS (
         SELECT DISTINCT ON (account_id) id, account_id FROM convd_conversions
         WHERE status = 'queued' AND (lease_until IS NULL OR lease_until < now()) AND NOT (account_id = ANY($3::text[]))
         ORDER BY account_id, id
@@ -35,12 +36,13 @@ export class QueueSql {
             AND (running.status IN ('fetching', 'processing') OR (running.status = 'queued' AND running.lease_until >= now()))) AS load
         FROM heads
       )
-      UPDATE convd_conversions SET lease_node = $1, lease_until = now() + $2 * interval '1 millisecond'
-      WHERE id = (
-        SELECT c.id FROM convd_conversions c JOIN ranked ON ranked.id = c.id
+      UPDATE convd_conversions claimed SET lease_node = $1, lease_until = now() + $2 * interval '1 millisecond'
+      FROM (
+        SELECT c.id, ranked.load FROM convd_conversions c JOIN ranked ON ranked.id = c.id
         WHERE c.status = 'queued' AND (c.lease_until IS NULL OR c.lease_until < now()) AND (NOT $4::boolean OR ranked.load = 0)
-        ORDER BY ranked.load, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
-      RETURNING id, account_id AS account`, values: [node, leaseMs, [...skipAccounts], idleOnly] })).rows;
+        ORDER BY ranked.load, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED) chosen
+      WHERE claimed.id = chosen.id
+      RETURNING claimed.id, claimed.account_id AS account, chosen.load = 0 AS idle`, values: [node, leaseMs, [...skipAccounts], idleOnly] })).rows;
     return row;
   }
 
