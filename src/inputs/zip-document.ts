@@ -21,7 +21,6 @@ const MARKERS: Record<string, string[]> = {
 /** A document's central directory is read this far, no further: real ones hold a few hundred. */
 const MAX_ENTRIES = 20_000;
 
-
 /**
  * Whether the zip (at a path, or all of it in memory) holds the entries of a `format` document, wherever they are in it.
  * file-type reads a zip's entries in order from the first bytes, and calls it a plain zip when a

@@ -10,6 +10,13 @@ export function entryStream(zip: ZipFile, entry: Entry): Promise<Readable> {
   return promisify(zip.openReadStream.bind(zip))(entry);
 }
 
+/** An entry's content whole (for parts read into memory: a page's files, a document part). */
+export async function entryBytes(zip: ZipFile, entry: Entry): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of await entryStream(zip, entry)) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 /** The next entry of a yauzl zip opened with `lazyEntries`, or null at its end. */
 export function nextEntry(zip: ZipFile): Promise<Entry | null> {
   return new Promise((resolve, reject) => {

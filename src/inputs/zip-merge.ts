@@ -27,7 +27,6 @@ export interface ZipMergeLimits {
 /** Entries of any kind (folders, hidden files) a zip to merge may hold: its central directory is read no further. */
 const MAX_LISTED = 2_000;
 
-
 /** What a zip holds beside the files: folders, macOS's resource forks, hidden files. */
 const skipped = (name: string): boolean => name.endsWith('/') || name.startsWith('__MACOSX/') || posix.basename(name).startsWith('.');
 

@@ -1,5 +1,5 @@
 /** How far back an account's runs count towards being heavy. */
-const WINDOW_MS = 5 * 60_000;
+export const WINDOW_MS = 5 * 60_000;
 /** An account whose runs held workers longer than this within the window is not light. */
 const DEFAULT_LIGHT_MS = 60_000;
 /** A run that ended within this long was a quick one (the workers' quick lane moves a job on after it). */

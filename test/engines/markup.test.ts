@@ -405,7 +405,6 @@ describe('the sandbox: a document reads no file and fetches no URL', { skip }, (
       const output = await engine.convert(j);
       return (output?.warnings ?? []).map((warning) => {
         assert.equal(warning.code, 'content_left_out');
-        assert.ok(warning.code === 'content_left_out');
         assert.ok(warning.message.includes(`"${warning.reference}"`), warning.message);
         return warning.reference;
       });

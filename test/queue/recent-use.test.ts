@@ -5,9 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { QUICK_RUN_MS, RecentUse } from '../../src/queue/recent-use.ts';
+import { QUICK_RUN_MS, RecentUse, WINDOW_MS } from '../../src/queue/recent-use.ts';
 
-const WINDOW_MS = 5 * 60_000;
 const LIGHT_MS = 10_000;
 /** The first test's threshold: its busy phases cross it, its quiet ones fall back under it. */
 const PHASED_LIGHT_MS = 20_000;

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Entry, ZipFile } from 'yauzl';
 import { ConversionFailure } from '../../errors/api-error.ts';
-import { entryStream, openZipFile } from '../../inputs/zip-entries.ts';
+import { entryBytes, nextEntry, openZipFile } from '../../inputs/zip-entries.ts';
 
 /**
  * The conversion's own files, which are all the page may load: the uploaded HTML as
@@ -22,7 +22,6 @@ export async function loadSite(source: string, inputPath: string): Promise<Site>
   if (source === 'zip') return loadZip(inputPath);
   return new Map([[ENTRY_PATH, await readFile(inputPath)]]);
 }
-
 
 /**
  * Unpacks a zip into memory: yauzl checks each entry's size against its header while inflating
@@ -53,7 +52,7 @@ async function loadZip(path: string): Promise<Site> {
       if (total > ZIP_LIMITS.totalBytes) {
         throw new ConversionFailure('input_invalid', `The zip unpacks to more than ${ZIP_LIMITS.totalBytes / 1024 / 1024} MiB; that is the most a page may bring.`);
       }
-      files.set(name, await readEntry(zip, entry));
+      files.set(name, await entryBytes(zip, entry));
     }
   } catch (error) {
     if (error instanceof ConversionFailure) throw error;
@@ -71,37 +70,6 @@ async function loadZip(path: string): Promise<Site> {
     else if (root === '/' || name.startsWith(`${root}/`)) site.set(root === '/' ? name : name.slice(root.length), bytes);
   }
   return site;
-}
-
-function nextEntry(zip: ZipFile): Promise<Entry | null> {
-  return new Promise((resolve, reject) => {
-    const onEntry = (entry: Entry) => {
-      zip.off('end', onEnd);
-      zip.off('error', onError);
-      resolve(entry);
-    };
-    const onEnd = () => {
-      zip.off('entry', onEntry);
-      zip.off('error', onError);
-      resolve(null);
-    };
-    const onError = (error: Error) => {
-      zip.off('entry', onEntry);
-      zip.off('end', onEnd);
-      reject(error);
-    };
-    zip.once('entry', onEntry);
-    zip.once('end', onEnd);
-    zip.once('error', onError);
-    zip.readEntry();
-  });
-}
-
-async function readEntry(zip: ZipFile, entry: Entry): Promise<Buffer> {
-  const stream = await entryStream(zip, entry);
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }
 
 const TYPES: Record<string, string> = {

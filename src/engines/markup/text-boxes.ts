@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { setImmediate as turn } from 'node:timers/promises';
 import type { Entry, Options, ZipFile as ZipReader } from 'yauzl';
 import { ZipFile as ZipWriter } from 'yazl';
-import { entryStream, nextEntry, openZipFile } from '../../inputs/zip-entries.ts';
+import { entryBytes, entryStream, nextEntry, openZipFile } from '../../inputs/zip-entries.ts';
 
 /**
  * Text boxes of a Word document, for pandoc: its docx reader (2.17) drops a text box whole, so a
@@ -144,7 +144,7 @@ export async function docxWithTextBoxesInline(inputPath: string, outputPath: str
     const entries = await entriesOf(reader);
     const documentEntry = entries?.find((entry) => entry.fileName === DOCUMENT_PART);
     if (!entries || !documentEntry || documentEntry.uncompressedSize > MAX_DOCUMENT_BYTES) return false;
-    const rewritten = await withTextBoxesInline(await unpacked(reader, documentEntry));
+    const rewritten = await withTextBoxesInline((await entryBytes(reader, documentEntry)).toString('utf8'));
     signal.throwIfAborted();
     if (rewritten === null) return false;
     writing = true;
@@ -169,12 +169,6 @@ async function entriesOf(reader: ZipReader): Promise<Entry[] | null> {
     if (entries.length > MAX_ENTRIES || total > MAX_PACKAGE_BYTES) return null;
   }
   return entries;
-}
-
-async function unpacked(reader: ZipReader, entry: Entry): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of await entryStream(reader, entry)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The package's entries copied to `outputPath`, its document part replaced by `document`. */

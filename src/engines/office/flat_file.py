@@ -19,7 +19,7 @@ TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 PARAGRAPHS = (TEXT + "p", TEXT + "h")
 # Past these the frames stay where they are (the text is then Writer's body only, as before):
-# the file is parsed whole, and each frame's move looks its parents up again.
+# the file is parsed whole, and each frame's move finds its place in its container's children.
 MAX_FLAT_CHARS = 64 * 1024 * 1024
 MAX_TEXT_BOXES = 1000
 
@@ -50,33 +50,36 @@ def with_frames_in_text(text):
     boxes = list(body.iter(DRAW + "text-box")) if body is not None else []
     if not boxes or len(boxes) > MAX_TEXT_BOXES:
         return text
+    # ElementTree knows no parents: one map of the whole body, kept up to date as content moves.
+    parents = {child: parent for parent in body.iter() for child in parent}
     for box in boxes:
-        move_out(body, box)
+        move_out(body, box, parents)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode")
 
 
-def move_out(body, box):
+def move_out(body, box, parents):
     """One text box's content out of its frame, which goes (its picture, its shape: nothing of them
-    is text)."""
-    parents = {child: parent for parent in body.iter() for child in parent}
+    is text). `parents` (child -> parent) is updated for what moves."""
     frame = parents.get(box)
     holder = parents.get(frame) if frame is not None else None
     if holder is None:
         return
     content = list(box)
     remove_keeping_tail(holder, frame)
+    del parents[frame]
     anchor = holder
     while anchor is not None and anchor.tag not in PARAGRAPHS:
         anchor = parents.get(anchor)
     # In another frame's box: that box's content has moved, or moves later; the end of the text.
     inside_box = anchor is not None and any(ancestor.tag == DRAW + "text-box" for ancestor in ancestors(anchor, parents))
     if anchor is None or inside_box:
-        body.extend(content)
-        return
-    container = parents[anchor]
-    at = list(container).index(anchor) + 1
+        container, at = body, len(body)
+    else:
+        container = parents[anchor]
+        at = list(container).index(anchor) + 1
     for offset, element in enumerate(content):
         container.insert(at + offset, element)
+        parents[element] = container
 
 
 def ancestors(element, parents):

@@ -176,10 +176,11 @@ def substituted(path, source):
     """Warnings for each named font the system has neither itself nor a metric-compatible face of."""
     warnings = []
     for font in sorted(named_fonts(path, source)):
-        used, names = matched(LIBREOFFICE_NAMES.get(folded(font), font))
-        if folded(font) in LIBREOFFICE_NAMES and folded(LIBREOFFICE_NAMES[folded(font)]) in names:
-            continue
-        if not used or folded(font) in names or folded(used) in METRIC_COMPATIBLE.get(folded(font), ()):
+        name = folded(font)
+        # The name LibreOffice asks fontconfig for, where it replaces the document's itself.
+        asked = LIBREOFFICE_NAMES.get(name, font)
+        used, names = matched(asked)
+        if not used or name in names or folded(asked) in names or folded(used) in METRIC_COMPATIBLE.get(name, ()):
             continue
         warnings.append({
             "code": "font_substituted",

@@ -2,11 +2,11 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { open as openZip, type Entry, type ZipFile } from 'yauzl';
+import type { Entry } from 'yauzl';
 import { openZipBuffer, storedData } from '../../inputs/stored-zip.ts';
 import { ConversionFailure } from '../../errors/api-error.ts';
 import type { FormatRegistry } from '../../formats/registry.ts';
-import { nextEntry } from '../../inputs/zip-entries.ts';
+import { entryBytes, entryStream, nextEntry, openZipFile } from '../../inputs/zip-entries.ts';
 import type { ConversionInputFile, MarkImageFile } from '../../model/conversion.ts';
 import { bundleEntryName, markEntryName } from '../merge-bundle.ts';
 import { convertOnEngines, type EngineCall } from './engine-call.ts';
@@ -16,19 +16,13 @@ const SMALL_ENTRY = 256 * 1024;
 /** A bundle read into memory whole, at most (a merge of fifty one-page PDFs is 70 KiB). */
 const READ_WHOLE_BUNDLE = 16 * 1024 * 1024;
 
-async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
 /** The bundle's files (`only` these, when given), written beside the output: entry name -> path. */
 async function unpackBundle(bundle: string, bundleSize: number, directory: string, expected: ReadonlySet<string>, only?: ReadonlySet<string>): Promise<Map<string, string>> {
   // A small bundle is read at once: from a file, each entry costs reads of its header and its data, one after another.
   const inMemory = bundleSize <= READ_WHOLE_BUNDLE ? await readFile(bundle) : undefined;
   const zip = inMemory
     ? await openZipBuffer(inMemory)
-    : await new Promise<ZipFile>((resolve, reject) => openZip(bundle, { lazyEntries: true }, (error, file) => (error ? reject(error) : resolve(file))));
+    : await openZipFile(bundle, { lazyEntries: true });
   const paths = new Map<string, string>();
   // Small files' writes go on while the next entries are read: each waits on the disk, not on the others.
   const writes: Promise<void>[] = [];
@@ -44,10 +38,9 @@ async function unpackBundle(bundle: string, bundleSize: number, directory: strin
         paths.set(entry.fileName, path);
         continue;
       }
-      const stream = await new Promise<NodeJS.ReadableStream>((resolve, reject) => zip.openReadStream(entry!, (error, read) => (error ? reject(error) : resolve(read))));
       // A small file (a merge's one-page PDF) is written whole: a write stream and a pipeline each cost more than it.
-      if (entry.uncompressedSize <= SMALL_ENTRY) writes.push(writeFile(path, await collect(stream)));
-      else await pipeline(stream, createWriteStream(path));
+      if (entry.uncompressedSize <= SMALL_ENTRY) writes.push(writeFile(path, await entryBytes(zip, entry)));
+      else await pipeline(await entryStream(zip, entry), createWriteStream(path));
       paths.set(entry.fileName, path);
     }
   } finally {
