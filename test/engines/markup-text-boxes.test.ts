@@ -11,10 +11,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import yauzl from 'yauzl';
-import { promisify } from 'node:util';
 import { createMarkupEngine } from '../../src/engines/markup/markup-engine.ts';
 import { docxWithTextBoxesInline, withTextBoxesInline } from '../../src/engines/markup/text-boxes.ts';
+import { nextEntry, openZipFile } from '../../src/inputs/zip-entries.ts';
 import type { Engine, EngineJob } from '../../src/engines/types.ts';
 import { docxOf } from '../helpers/hostile-files.ts';
 import { W } from '../helpers/hostile-load.ts';
@@ -115,9 +114,9 @@ describe('the markup engine and text boxes', () => {
     const signal = new AbortController().signal;
     assert.equal(await docxWithTextBoxesInline(withBox, `${files}-1.docx`, signal), true);
     const names = async (path: string) => {
-      const zip = await (promisify(yauzl.open) as (path: string, options: yauzl.Options) => Promise<yauzl.ZipFile>)(path, { lazyEntries: false });
+      const zip = await openZipFile(path, { lazyEntries: true, autoClose: false });
       const found: string[] = [];
-      await new Promise<void>((resolve) => zip.on('entry', (entry: yauzl.Entry) => found.push(entry.fileName)).on('end', resolve));
+      for (let entry = await nextEntry(zip); entry; entry = await nextEntry(zip)) found.push(entry.fileName);
       zip.close();
       return found.sort();
     };

@@ -37,8 +37,9 @@ export async function readLogHead(path: string): Promise<string> {
     return '';
   }
   try {
-    const buffer = Buffer.alloc(MAX_LOG_BYTES);
-    const { bytesRead } = await file.read(buffer, 0, MAX_LOG_BYTES, 0);
+    // As much as there is: most logs are a few bytes ("[]"), and every pandoc run writes one.
+    const wanted = Math.min((await file.stat()).size, MAX_LOG_BYTES);
+    const { buffer, bytesRead } = await file.read(Buffer.alloc(wanted), 0, wanted, 0);
     const text = buffer.toString('utf8', 0, bytesRead);
     if (bytesRead < MAX_LOG_BYTES) return text;
     const end = text.lastIndexOf(ENTRY_END);
