@@ -6,7 +6,7 @@ import { numberedName, writeZip, type ArchiveEntry } from '../archive.ts';
 import { checkOutputSize, outputCapFailure } from '../output-cap.ts';
 import { pageNumbers } from '../page-list.ts';
 import { scratchDirFor } from '../scratch.ts';
-import { cleanText } from '../page-text.ts';
+import { pageText } from '../page-text.ts';
 import { DEFAULT_MAX_INPUT_PIXELS, type Engine, type EngineJob, type EngineOutput, type EngineStatus } from '../types.ts';
 import { DEFAULT_DPI, IMAGE_TARGETS, MAX_ARCHIVE_PAGES, MAX_SIDE, PDF_PAGES_FORMATS, pageOptions, type ImageTarget } from './formats.ts';
 import { loadPdfium, pdfiumPackage, type PdfDocument } from './pdfium.ts';
@@ -178,7 +178,8 @@ async function renderPage(document: PdfDocument, job: EngineJob, target: ImageTa
 const VISIBLE = /\S/;
 
 /**
- * Every page's text in order, pages separated by a form feed, a newline at the end; UTF-8. A PDF
+ * Every page's text in order, each page's last line ended by a newline, pages separated by a form
+ * feed (src/engines/page-text.ts); UTF-8. A PDF
  * whose pages have no text at all (a scan) is handed over to OCR, where an OCR engine serves
  * pdf -> txt as its fallback; where none does, the empty text written stands.
  */
@@ -186,13 +187,14 @@ async function extractText(document: PdfDocument, job: EngineJob): Promise<Engin
   const sink = await TextFile.create(job.outputPath, job.maxOutputBytes);
   let size: number;
   let seen = false;
+  let lastText = '';
   const count = document.pageCount;
   try {
     const step = Math.max(1, Math.floor(count / 100));
     for (let index = 0; index < count; index++) {
-      const text = cleanText(document.text(index));
-      seen ||= VISIBLE.test(text);
-      await sink.write((index > 0 ? '\f' : '') + text);
+      lastText = pageText(document.text(index));
+      seen ||= VISIBLE.test(lastText);
+      await sink.write((index > 0 ? '\f' : '') + lastText);
       if (index % step === step - 1) {
         job.onProgress(Math.floor(((index + 1) / count) * 99));
         // Lets an abort land between pages when the engine runs in this process.
@@ -200,7 +202,8 @@ async function extractText(document: PdfDocument, job: EngineJob): Promise<Engin
         job.signal.throwIfAborted();
       }
     }
-    await sink.write('\n');
+    // The file ends with a newline, after an empty last page too.
+    if (lastText === '') await sink.write('\n');
     size = await sink.close();
   } catch (error) {
     await sink.discard();
