@@ -265,6 +265,24 @@ describe('structure survives: headings, emphasis, links, paragraphs', { skip, co
     assert.ok(out.includes(DOCUMENT_MARKER));
     assert.equal(out.trim().split('\n').length, 1);
   });
+
+  it('rst as docutils reads it: "text ::" before a literal block loses the "::", a parsed-literal keeps its lines (pandoc 2.17 left " :" and joined them)', async () => {
+    // The form of the AWS CLI's examples (awscli/examples/ec2/describe-availability-zones.rst).
+    const rst = await input('example.rst', [
+      'The following example uses the default Region. ::', '', '    aws ec2 describe-availability-zones', '',
+      'Output::', '', '    {}', '',
+      '- An item ::', '', '      nested code', '',
+      '.. parsed-literal::', '', '   first line *emphasised*', '   second line', '',
+    ].join('\n'));
+    const html = (await readFile(await convert('rst', 'html', rst), 'utf8')).replace(/\s+/g, ' ');
+    assert.match(html, /<p>The following example uses the default Region\.<\/p> <pre><code>aws ec2/);
+    assert.match(html, /<p>Output:<\/p>/);
+    assert.match(html, /<li><p>An item<\/p> <pre><code>nested code/);
+    assert.match(html, /<div class="parsed-literal"> <p>first line <em>emphasised<\/em><br \/> second line<\/p>/);
+    const text = await readFile(await convert('rst', 'txt', rst), 'utf8');
+    assert.match(text, /^The following example uses the default Region\.$/m);
+    assert.match(text, /^first line emphasised\nsecond line$/m);
+  });
 });
 
 describe('options, each checked in the output', { skip, concurrency: 2 }, () => {

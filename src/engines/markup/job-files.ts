@@ -167,6 +167,37 @@ return {
 `;
 
 /**
+ * A Lua filter for an rst source, first of all: where pandoc 2.17's rst reader (Debian 12's) reads
+ * otherwise than docutils, the reference. A paragraph that ends in `text ::` before a literal
+ * block: docutils drops the `::` with its space, pandoc 2.17 kept ` :` (every example of the AWS
+ * CLI's docs ends `... Region. ::`, and came out `Region. :`). A `parsed-literal` block: its
+ * lines stay lines (pandoc 2.17 makes one paragraph of them, a word wrap away from each other);
+ * an HTML result (HTML_TEMPLATE) sets it in the code font. Harmless with a pandoc that reads both right.
+ */
+export const RST_FILTER = String.raw`-- convd: rst as docutils reads it (src/engines/markup/job-files.ts).
+function Blocks(blocks)
+  for i = 1, #blocks - 1 do
+    local block = blocks[i]
+    if block.t == 'Para' and blocks[i + 1].t == 'CodeBlock' then
+      local inlines = block.content
+      local n = #inlines
+      if n >= 2 and inlines[n].t == 'Str' and inlines[n].text == ':' and inlines[n - 1].t == 'Space' then
+        inlines:remove(n)
+        inlines:remove(n - 1)
+      end
+    end
+  end
+  return blocks
+end
+
+function Div(div)
+  if div.classes:includes('parsed-literal') then
+    return pandoc.walk_block(div, { SoftBreak = function() return pandoc.LineBreak() end })
+  end
+end
+`;
+
+/**
  * A Lua filter for a plain-text result, after the inert filter. pandoc's plain writer draws a
  * table whose cells hold more than a line of text (a web page's layout tables: menus, lists,
  * tables inside tables) as boxes of `+---+` and `|`, the words cut to the cells' widths, and
@@ -476,6 +507,7 @@ nav#TOC { margin-bottom: 2em; }
 .header-section-number { margin-right: 0.5em; }
 span.smallcaps { font-variant: small-caps; }
 div.line-block { white-space: pre-line; }
+div.parsed-literal { font-family: ui-monospace, monospace; font-size: 0.9em; }
 </style>
 </head>
 <body>

@@ -12,7 +12,7 @@ import {
   MARKUP_FORMATS, MARKUP_SOURCES, MARKUP_TARGETS, NUMBERED_BY_FILTER, PACKAGED_TARGETS, PAIRS_LEFT_TO_OTHERS, READERS, RTF_SOURCES,
   WRAP_ARGUMENTS, WRITERS, markupOptions, type MarkupSource, type MarkupTarget,
 } from './formats.ts';
-import { HTML_TEMPLATE, inertFilter, MARKDOWN_FILTER, NUMBER_FILTER, RAW_HTML_FILTER, TEXT_FILTER } from './job-files.ts';
+import { HTML_TEMPLATE, inertFilter, MARKDOWN_FILTER, NUMBER_FILTER, RAW_HTML_FILTER, RST_FILTER, TEXT_FILTER } from './job-files.ts';
 import { leftOutOf, readLogHead } from './left-out.ts';
 import {
   findPandoc, INSTALL_HINT, MIN_VERSION, missingDataFile, pandocApiVersion, pandocVersion, readDataFiles, versionAtLeast, WRITER_DATA_FILES,
@@ -54,6 +54,7 @@ const RAW_HTML_FILTER_FILE = 'raw-html.lua';
 const NUMBER_FILTER_FILE = 'number.lua';
 const MARKDOWN_FILTER_FILE = 'markdown.lua';
 const TEXT_FILTER_FILE = 'text.lua';
+const RST_FILTER_FILE = 'rst.lua';
 const TEMPLATE_FILE = 'template.html';
 /**
  * pandoc's sandbox serves a file it was given on the command line (a directory: every file in
@@ -251,6 +252,7 @@ async function convertMarkup(tools: Toolchain, job: EngineJob, limits: RunLimits
     const rawHtml = await mayHoldRawHtml(source, join(work, input), job.signal).catch((error: unknown) => {
       throw job.signal.aborted ? job.signal.reason : error;
     });
+    if (source === 'rst') await writeFile(join(work, RST_FILTER_FILE), RST_FILTER);
     if (needsInertFilter(source)) await writeFile(join(work, FILTER_FILE), inertFilter(source !== 'md' || rawHtml));
     if (rawHtml) await writeFile(join(work, RAW_HTML_FILTER_FILE), RAW_HTML_FILTER);
     if (target === 'html') await writeFile(join(work, TEMPLATE_FILE), HTML_TEMPLATE);
@@ -285,8 +287,10 @@ function pandocArguments(source: MarkupSource, target: MarkupTarget, job: Engine
     // Its warnings as JSON whatever --quiet says: what the sandbox left out is told (left-out.ts).
     `--log=${LOG_FILE}`,
     `--from=${READERS[source]}`, `--to=${WRITERS[target]}`,
-    // Filters run in this order: raw HTML read as HTML first, then everything made inert, then
-    // the headings numbered or, for Markdown and plain text, what they cannot say taken out.
+    // Filters run in this order: rst read as docutils reads it, raw HTML read as HTML, then
+    // everything made inert, then the headings numbered or, for Markdown and plain text, what
+    // they cannot say taken out.
+    ...(source === 'rst' ? [`--lua-filter=${RST_FILTER_FILE}`] : []),
     ...(rawHtml ? [`--lua-filter=${RAW_HTML_FILTER_FILE}`] : []),
     ...(needsInertFilter(source) ? [`--lua-filter=${FILTER_FILE}`] : []),
     ...(numberedByFilter(target, job) ? [`--lua-filter=${NUMBER_FILTER_FILE}`] : []),
