@@ -295,6 +295,46 @@ describe('office engine: hostile documents fail cleanly, read and fetch nothing'
     }
   });
 
+  it('a .doc or .xls that is another format Word and Excel open converts as what it is: Office 2003 XML, text (UTF-8 or Windows-1252; a sheet\'s cells split by tab, semicolon or comma)', async () => {
+    const files: [string, string | Buffer, string, string][] = [
+      ['word2003.doc', [
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>', '<?mso-application progid="Word.Document"?>',
+        '<w:wordDocument xmlns:w="http://schemas.microsoft.com/office/word/2003/wordml"><w:body><w:p><w:r><w:t>Word 2003 body text.</w:t></w:r></w:p></w:body></w:wordDocument>',
+      ].join('\n'), 'txt', 'Word 2003 body text.\n'],
+      ['spreadsheet2003.xls', [
+        '<?xml version="1.0"?>', '<?mso-application progid="Excel.Sheet"?>',
+        '<Workbook xmlns="urn:schemas-microsoft-com:office:spreadsheet" xmlns:ss="urn:schemas-microsoft-com:office:spreadsheet"><Worksheet ss:Name="Data"><Table>',
+        '<Row><Cell><Data ss:Type="String">Name</Data></Cell><Cell><Data ss:Type="String">Qty</Data></Cell></Row>',
+        '<Row><Cell><Data ss:Type="String">Pear</Data></Cell><Cell><Data ss:Type="Number">7</Data></Cell></Row>',
+        '</Table></Worksheet></Workbook>',
+      ].join('\n'), 'csv', 'Name,Qty\nPear,7\n'],
+      ['notes.doc', 'The Python Debugger Pdb\n=======================\n\n        >>> import pdb — naïve\n', 'txt', 'The Python Debugger Pdb\n=======================\n\n        >>> import pdb — naïve\n'],
+      ['latin.doc', Buffer.from('Fran\xe7ois Pinard\n', 'latin1'), 'txt', 'François Pinard\n'],
+      ['export.xls', 'Name\tQty\nPlum\t9\n', 'csv', 'Name,Qty\nPlum,9\n'],
+      ['latin.xls', Buffer.from('Caf\xe9;Pr\xeat\nna\xefve;1\n', 'latin1'), 'csv', 'Café,Prêt\nnaïve,1\n'],
+    ];
+    for (const [name, bytes, target, expected] of files) {
+      const path = join(dir, name);
+      await writeFile(path, bytes);
+      const text = await readFile(await convert(path, name.slice(-3), target), 'utf8');
+      assert.equal(text.replace(/^\ufeff/, '').replace(/\r\n/g, '\n'), expected, name);
+    }
+  });
+
+  it('an HTML page named .doc or .xls is refused, naming what it is, and LibreOffice fetches nothing it links to (its HTML import would)', async () => {
+    const port = (server.address() as AddressInfo).port;
+    const page = `<html><head><link rel="stylesheet" href="http://127.0.0.1:${port}/style.css"></head><body><h1>Report</h1><img src="http://127.0.0.1:${port}/x.png"><table><tr><td>A</td><td>1</td></tr></table></body></html>`;
+    requests = 0;
+    for (const source of ['doc', 'xls']) {
+      const path = join(dir, `report.${source}`);
+      await writeFile(path, page);
+      const error = await failure(convert(path, source, 'pdf'));
+      assert.ok(error instanceof ConversionFailure && error.code === 'input_invalid', String(error));
+      assert.equal(error.message, `The file is a web page (HTML), not a ${source} file: send it named .html.`);
+    }
+    assert.equal(requests, 0, 'nothing fetched');
+  });
+
   it('images linked to a local file and to a loopback URL are neither read nor fetched', async () => {
     const secret = join(dir, 'secret.png');
     const sharp = (await import('sharp')).default;

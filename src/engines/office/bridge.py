@@ -29,6 +29,7 @@ Usage: bridge.py --convert-to SOFFICE_BIN PROFILE_DIR INPUT OUTDIR CONVERT_TO IN
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -435,14 +436,22 @@ def load(desktop, request, detection=None):
         return load_with(desktop, url, options, request.get("inputFilter"))
     except Exception as error:  # com.sun.star.io.IOException, lang.IllegalArgumentException
         refused = error
-    # The '97 filter refuses a Word 6 .doc or a PowerPoint 95 .ppt: where LibreOffice's detection
-    # names an older version of the same format, that filter reads it. Anything else (damaged,
-    # protected, some other format) fails as the '97 filter did.
-    older = older_filter(detection, url, request.get("olderFilters"))
-    if older is None:
-        raise unreadable(request, refused)
+    # The '97 filter refuses a Word 6 .doc or a PowerPoint 95 .ppt, and Office 2003's XML or a text
+    # called .doc or .xls: where LibreOffice's detection names an older version of the same format,
+    # or what the file may be instead (formats.ts Disguise), that filter reads it; an HTML page so
+    # called is refused, naming what it is. Anything else (damaged, protected, some other format)
+    # fails as the '97 filter did.
     try:
-        return load_with(desktop, url, options, older)
+        other = other_filter(detection, url, request)
+    except Failure:
+        raise
+    except Exception:
+        other = None
+    if other is None:
+        raise unreadable(request, refused)
+    name, filter_options = other
+    try:
+        return load_with(desktop, url, dict(options, FilterOptions=filter_options) if filter_options else options, name)
     except Exception:
         raise unreadable(request, refused)
 
@@ -456,16 +465,58 @@ def load_with(desktop, url, options, filter_name):
     return document
 
 
-def older_filter(detection, url, allowed):
-    """The filter LibreOffice's type detection finds for the file, if it is one of `allowed`."""
-    if detection is None or not allowed:
+def other_filter(detection, url, request):
+    """(filter, its options or None) for the file where its claimed format's filter refused it: the
+    filter LibreOffice's type detection finds, if it is an older version's (`olderFilters`), or the
+    one for the type it names among `disguises` (a text only where the file's head is text)."""
+    allowed = request.get("olderFilters") or []
+    disguises = request.get("disguises") or {}
+    if detection is None or not (allowed or disguises):
         return None
     try:
-        _, descriptor = detection.queryTypeByDescriptor(props({"URL": url}), True)
+        type_name, descriptor = detection.queryTypeByDescriptor(props({"URL": url}), True)
     except Exception:
         return None
     found = {p.Name: p.Value for p in descriptor}.get("FilterName")
-    return found if found in allowed else None
+    if found in allowed:
+        return found, None
+    disguise = disguises.get(type_name)
+    if disguise is None:
+        return None
+    if disguise.get("sendAs"):
+        raise Failure("input_invalid", "The file is %s, not a %s file: send it named .%s." % (disguise["what"], request["source"], disguise["sendAs"]))
+    if not disguise.get("text"):
+        return disguise["filter"], None
+    options = text_options(request["input"], disguise["text"])
+    return (disguise["filter"], options) if options else None
+
+
+# Bytes a text file does not hold: NUL and the control characters but tab, line feed, form feed
+# and carriage return. LibreOffice's detection calls random bytes text as well.
+NOT_TEXT = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+TEXT_HEAD_BYTES = 65536
+
+
+def text_options(path, family):
+    """The text import's options for a file whose head is text (UTF-8, else Windows-1252), or None.
+    For a sheet, the first line's most frequent of tab, semicolon and comma separates the cells."""
+    with open(path, "rb") as stream:
+        head = stream.read(TEXT_HEAD_BYTES)
+    if not head or NOT_TEXT.search(head):
+        return None
+    try:
+        head.decode("utf-8")
+        utf8 = True
+    except UnicodeDecodeError as error:
+        # A character cut at the head's end is still UTF-8.
+        utf8 = len(head) == TEXT_HEAD_BYTES and error.start >= len(head) - 3
+    if family == "writer":
+        return "UTF8" if utf8 else "MS_1252"
+    line = head.split(b"\n", 1)[0]
+    separator = max(b"\t;,", key=line.count)
+    # LibreOffice's CSV options: separator, text delimiter ("), character set (76 UTF-8, 1
+    # Windows-1252), the first line to read.
+    return "%d,34,%d,1" % (separator if line.count(separator) else 9, 76 if utf8 else 1)
 
 
 def unreadable(request, error):

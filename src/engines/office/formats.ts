@@ -71,20 +71,55 @@ const OLD_EXCEL = ['MS Excel 95', 'MS Excel 5.0/95', 'MS Excel 4.0', 'MS Excel 9
 const OLD_POWERPOINT = ['PowerPoint 3'];
 
 /**
+ * What a file named as a binary Word or Excel file may be instead, and Word and Excel open as what
+ * it is: Office 2003's XML formats saved under the old names, a text file called `.doc` (Python's
+ * `pdb.doc`), the tab- or comma-separated text of a web application's "export to Excel". Keyed by
+ * the type LibreOffice's detection names, asked only where the '97 filter refused the file; the
+ * value is the filter that reads it into the claimed family. `text`: taken only where the file's
+ * head is text (no NUL, no control character but tab, line ends and form feed; bridge.py
+ * `text_options`), so that random or damaged bytes, which LibreOffice's detection calls text too,
+ * still fail as damaged. `sendAs`: refused, with a message that names what the file is and the
+ * name to send it under. An HTML page (the other "export to Word/Excel") is one: LibreOffice's
+ * HTML import fetches the page's stylesheets and images whatever the profile's settings say
+ * (tested: a loopback server was asked for both), where the HTML engine's Chromium fetches
+ * nothing the sandbox does not allow.
+ */
+export type Disguise = { filter: string; text?: 'writer' | 'calc' } | { sendAs: string; what: string };
+const HTML_PAGE: Disguise = { sendAs: 'html', what: 'a web page (HTML)' };
+const WORD_DISGUISES: Record<string, Disguise> = {
+  generic_HTML: HTML_PAGE,
+  writer_web_HTML: HTML_PAGE,
+  writer_MS_Word_2003_XML: { filter: 'MS Word 2003 XML' },
+  generic_Text: { filter: 'Text (encoded)', text: 'writer' },
+};
+const EXCEL_DISGUISES: Record<string, Disguise> = {
+  calc_HTML: HTML_PAGE,
+  generic_HTML: HTML_PAGE,
+  calc_MS_Excel_2003_XML: { filter: 'MS Excel 2003 XML' },
+  generic_Text: { filter: 'Text - txt - csv (StarCalc)', text: 'calc' },
+};
+
+/**
  * LibreOffice's import filter for each source, always given: a file is read as what it claims to
  * be, or not at all. (Detected by content, a zip of random bytes named .docx was read as plain
  * text and "converted".) `older`: the filters of the same format's older versions, the only ones
  * LibreOffice's detection may choose instead when `filter` cannot open the file (a Word 6 .doc),
- * so that a damaged .doc is never read as plain text. CSV is read as UTF-8, comma-separated,
- * double-quoted.
+ * so that a damaged .doc is never read as plain text; `disguises`: what else a file of the name
+ * may be (see Disguise). CSV is read as UTF-8, comma-separated, double-quoted.
  */
-export const INPUT_FILTERS: Record<string, { filter: string; options?: string; older?: string[] }> = {
+export interface InputFilter {
+  filter: string;
+  options?: string;
+  older?: string[];
+  disguises?: Record<string, Disguise>;
+}
+export const INPUT_FILTERS: Record<string, InputFilter> = {
   docx: { filter: 'MS Word 2007 XML' },
-  doc: { filter: 'MS Word 97', older: OLD_WORD },
+  doc: { filter: 'MS Word 97', older: OLD_WORD, disguises: WORD_DISGUISES },
   odt: { filter: 'writer8' },
   rtf: { filter: 'Rich Text Format' },
   xlsx: { filter: 'Calc MS Excel 2007 XML' },
-  xls: { filter: 'MS Excel 97', older: OLD_EXCEL },
+  xls: { filter: 'MS Excel 97', older: OLD_EXCEL, disguises: EXCEL_DISGUISES },
   ods: { filter: 'calc8' },
   csv: { filter: 'Text - txt - csv (StarCalc)', options: '44,34,76,1' },
   pptx: { filter: 'Impress MS PowerPoint 2007 XML' },
@@ -93,11 +128,11 @@ export const INPUT_FILTERS: Record<string, { filter: string; options?: string; o
   odg: { filter: 'draw8' },
   ott: { filter: 'writer8_template' },
   dotx: { filter: 'MS Word 2007 XML Template' },
-  dot: { filter: 'MS Word 97 Vorlage', older: OLD_WORD },
+  dot: { filter: 'MS Word 97 Vorlage', older: OLD_WORD, disguises: WORD_DISGUISES },
   fodt: { filter: 'OpenDocument Text Flat XML' },
   ots: { filter: 'calc8_template' },
   xltx: { filter: 'Calc MS Excel 2007 XML Template' },
-  xlt: { filter: 'MS Excel 97 Vorlage/Template', older: OLD_EXCEL },
+  xlt: { filter: 'MS Excel 97 Vorlage/Template', older: OLD_EXCEL, disguises: EXCEL_DISGUISES },
   fods: { filter: 'OpenDocument Spreadsheet Flat XML' },
   otp: { filter: 'impress8_template' },
   potx: { filter: 'Impress MS PowerPoint 2007 XML Template' },

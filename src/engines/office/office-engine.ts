@@ -16,7 +16,7 @@ import { lastLines } from '../subprocess.ts';
 import type { Engine, EngineJob, EngineOutput, EngineStatus } from '../types.ts';
 import {
   DRAWING_SOURCES, DRAWING_TARGETS, FLAT_FORMATS, INPUT_FILTERS, kindOfSource, OFFICE_FORMATS, OFFICE_SOURCES, OUTPUT_FILTERS, SHEET_HTML_SOURCES, SHEET_SOURCES, SHEET_TARGETS, SLIDE_SOURCES, SLIDE_TARGETS,
-  TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type OfficeDocumentKind, type OfficeFamily,
+  TEXT_SOURCES, TEXT_TARGETS, PDF_VARIANTS, documentOptions, pdfOptions, type InputFilter, type OfficeDocumentKind, type OfficeFamily,
 } from './formats.ts';
 import { findOffice, type OfficeInstall } from './find-office.ts';
 
@@ -242,7 +242,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   /** One document through a LibreOffice instance of the pool, written to `output`; the fonts it had to set in others. */
   async function convertIn(
     running: HelperPool, job: EngineJob, output: string,
-    input: { filter: string; options?: string; older?: string[] }, filters: Partial<Record<OfficeDocumentKind, string>>, filterOptions: string | undefined,
+    input: InputFilter, filters: Partial<Record<OfficeDocumentKind, string>>, filterOptions: string | undefined,
   ): Promise<ConversionWarning[]> {
     const progress = officeProgress(job.target, settings.stallMs, job.onProgress);
     const request = {
@@ -254,6 +254,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       inputFilter: input.filter,
       inputFilterOptions: input.options,
       olderFilters: input.older,
+      disguises: input.disguises,
       filters,
       filterOptions,
       filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
