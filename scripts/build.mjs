@@ -28,7 +28,7 @@ const SETTINGS = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'packa
  * and the web pages' style sheet and script are served as they are written.
  */
 const COPIED = [
-  'src/engines/office/bridge.py', 'src/engines/office/field_scan.py', 'src/engines/office/flat_file.py', 'src/engines/office/font_names.py', 'src/engines/office/fonts.conf',
+  'src/engines/office/bridge.py', 'src/engines/office/confine.py', 'src/engines/office/field_scan.py', 'src/engines/office/flat_file.py', 'src/engines/office/font_names.py', 'src/engines/office/fonts.conf',
   'daemon/web/assets/style.css', 'daemon/web/assets/app.js',
 ];
 

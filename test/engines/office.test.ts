@@ -6,12 +6,14 @@
  * and leaves no process or profile behind. Under CI (CI=true) a missing LibreOffice is a failure.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { PDFDict, PDFDocument, PDFName } from 'pdf-lib';
 import { ConversionFailure } from '../../src/errors/api-error.ts';
@@ -28,9 +30,28 @@ import { word6Doc, WORD6_TEXT } from '../helpers/old-office.ts';
 import { pdfPageTexts } from '../helpers/pdf-text.ts';
 
 const INSTANCES = 2;
+
+/** Whether the kernel has Landlock (the version its syscall gives, 1 or more). */
+function landlockAvailable(python: string): boolean {
+  const script = 'import ctypes; print(ctypes.CDLL(None).syscall(444, None, 0, 1))';
+  return Number(execFileSync(python, ['-c', script], { encoding: 'utf8' }).trim()) >= 1;
+}
+
+/** Images drawn on a PDF's pages. */
+async function imagesIn(path: string): Promise<number> {
+  const pdf = await PDFDocument.load(await readFile(path));
+  return pdf.getPages().reduce((sum, page) => sum + (page.node.Resources()?.lookupMaybe(PDFName.of('XObject'), PDFDict)?.keys().length ?? 0), 0);
+}
+
 const office = await findOffice(process.env);
 const required = process.env.CI === 'true';
 const skip = office.ready || required ? false : `LibreOffice is not installed here: ${office.problem}`;
+/** Outside every directory LibreOffice is left to read (confine.py): the repository's scratch directory. */
+const OUTSIDE_ROOT = fileURLToPath(new URL('../../.scratch/', import.meta.url));
+/** Why the confinement cannot be shown here: a kernel without Landlock, or a repository inside the temp directory. */
+const unconfinable = !office.ready ? false
+  : !landlockAvailable(office.python) ? 'the kernel has no Landlock: LibreOffice runs unconfined here'
+    : [tmpdir(), '/tmp'].some((root) => OUTSIDE_ROOT.startsWith(`${root}/`)) ? `the repository is in the temp directory, which LibreOffice may read (${OUTSIDE_ROOT})` : false;
 
 /** LibreOffice's business card template, as this LibreOffice ships it: every word in frames holding tables. */
 const BUSINESS_CARD = join(dirname(dirname(office.ready ? office.sofficeBin : '')), 'share/template/common/offimisc/Businesscard-with-logo.ott');
@@ -333,6 +354,31 @@ describe('office engine: hostile documents fail cleanly, read and fetch nothing'
       assert.equal(error.message, `The file is a web page (HTML), not a ${source} file: send it named .html.`);
     }
     assert.equal(requests, 0, 'nothing fetched');
+  });
+
+  it('LibreOffice reads no file outside the system and the temp directory: an RTF\'s INCLUDEPICTURE of an image elsewhere is left out; one in the temp directory, the control, is read', { skip: unconfinable }, async () => {
+    // LibreOffice 7.4's RTF import reads the named file and embeds it whatever the profile says of
+    // linked images: only the confinement (confine.py) keeps a document from the data directory.
+    const sharp = (await import('sharp')).default;
+    await mkdir(OUTSIDE_ROOT, { recursive: true });
+    const outside = await mkdtemp(join(OUTSIDE_ROOT, 'confine-'));
+    try {
+      const rtfNaming = (image: string) => `{\\rtf1\\ansi{\\fonttbl\\f0 Arial;}\\f0 Before {\\field{\\*\\fldinst INCLUDEPICTURE "file://${image}"}{\\fldrslt }} after.\\par}`;
+      const images: Record<string, number> = {};
+      for (const [name, where] of [['outside', outside], ['control', dir]] as const) {
+        const image = join(where, `${name}.png`);
+        await sharp({ create: { width: 300, height: 200, channels: 3, background: '#0000ff' } }).png().toFile(image);
+        const path = join(dir, `include-${name}.rtf`);
+        await writeFile(path, rtfNaming(image));
+        const output = await convert(path, 'rtf', 'pdf');
+        assert.match((await pdfPageTexts(output)).join(' '), /Before\s+after/);
+        images[name] = await imagesIn(output);
+      }
+      assert.equal(images.control, 1, 'the control: LibreOffice read the image in the temp directory');
+      assert.equal(images.outside, 0, `no image of ${outside} in the PDF`);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
   });
 
   it('images linked to a local file and to a loopback URL are neither read nor fetched', async () => {

@@ -43,6 +43,7 @@ from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
 from com.sun.star.task import XStatusIndicator
 
+import confine
 import field_scan
 import flat_file
 import font_names
@@ -245,7 +246,9 @@ def office_env(profile):
     a directory of its own (lu<pid>....tmp) in TMPDIR and removes it when it ends, not when it is
     killed or crashes (a time limit, a stall, the memory limit, a document that aborts it): in the
     profile, they go with the profile, which convd removes however the instance ended."""
-    return dict(os.environ, TMPDIR=os.path.join(profile, "tmp"))
+    # GSETTINGS_BACKEND: GLib's settings in memory, not dconf's file in the home, which the
+    # confinement (confine.py) keeps soffice from writing.
+    return dict(os.environ, TMPDIR=os.path.join(profile, "tmp"), GSETTINGS_BACKEND="memory")
 
 
 def write_profile(profile):
@@ -732,6 +735,7 @@ def convert_once(soffice, profile, source, outdir, convert_to, infilter, flat, s
     where what would print the server's directory is taken out (mended_flat), then
     that file to the target. One run printed a FILENAME field as the document's place on the
     server (/tmp/convd-doc-<pid>-.../), which an instance's bridge replaces in the loaded document."""
+    confined(soffice, profile, source, outdir)
     write_profile(profile)
     flat_extension, flat_filter = flat.split(":", 1)
     flat_dir = os.path.join(os.path.dirname(outdir.rstrip("/")), "flat")
@@ -810,11 +814,23 @@ def warm_up(desktop, profile):
                 pass
 
 
+def confined(soffice, *writable):
+    """This process and the soffice it starts kept to the system's files and the temporary
+    directory (confine.py): what a document names elsewhere (an RTF's INCLUDEPICTURE of a file
+    in the data directory) cannot be read. Said on stderr where the kernel cannot."""
+    try:
+        if confine.confine(soffice, writable=[os.path.dirname(path.rstrip("/")) for path in writable]) is None:
+            print("not confined: the kernel has no Landlock", file=sys.stderr, flush=True)
+    except OSError as error:
+        print("not confined: %s" % error, file=sys.stderr, flush=True)
+
+
 def main():
     global ANSWERS, OFFICE, PHASE
     ANSWERS = os.fdopen(3, "w", buffering=1)
     soffice, profile = sys.argv[1], sys.argv[2]
     setpriv = sys.argv[3] if len(sys.argv) > 3 else None
+    confined(soffice, profile)
     office, context = launch_office(soffice, profile, setpriv)
     OFFICE = office
     desktop, detection = desktop_of(context), type_detection_of(context)
