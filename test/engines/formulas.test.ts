@@ -183,11 +183,13 @@ describe('the control: the same LibreOffice with its Math module hidden drops th
       why = 'needs root and a mount namespace (unshare -m) to hide LibreOffice Math for one process';
       return;
     }
-    // soffice.bin started in a mount namespace of its own where Math's libraries are empty files.
-    const wrapper = join(dir, 'soffice-without-math');
-    await writeFile(wrapper, `#!/bin/sh\nexec unshare -m sh -c "${mounts} && exec '${office.sofficeBin}' \\"\\$@\\"" soffice "$@"\n`);
+    // The bridge (and the soffice.bin it starts) in a mount namespace of its own where Math's
+    // libraries are empty files: made before the bridge confines itself (confine.py), after which
+    // no process of its own may change mounts.
+    const wrapper = join(dir, 'python-without-math');
+    await writeFile(wrapper, `#!/bin/sh\nexec unshare -m sh -c "${mounts} && exec '${office.python}' \\"\\$@\\"" python "$@"\n`);
     await chmod(wrapper, 0o755);
-    hidden = createOfficeEngine({ instances: 1, env: { ...process.env, CONVD_SOFFICE_PATH: wrapper } });
+    hidden = createOfficeEngine({ instances: 1, env: { ...process.env, CONVD_OFFICE_PYTHON: wrapper } });
     const status = await hidden.probe();
     assert.ok(status.available, status.detail);
   });
