@@ -376,6 +376,16 @@ describe('office engine: hostile documents fail cleanly, read and fetch nothing'
       }
       assert.equal(images.control, 1, 'the control: LibreOffice read the image in the temp directory');
       assert.equal(images.outside, 0, `no image of ${outside} in the PDF`);
+      // A directory named in CONVD_OFFICE_READABLE (fonts kept elsewhere) is read.
+      const allowing = createOfficeEngine({ instances: 1, env: { ...process.env, CONVD_OFFICE_READABLE: `/nonexistent:${outside}` } });
+      try {
+        assert.ok((await allowing.probe()).available);
+        const made = jobOf(join(dir, 'include-outside.rtf'), 'rtf', 'pdf');
+        await allowing.convert(made);
+        assert.equal(await imagesIn(made.outputPath), 1, 'read where CONVD_OFFICE_READABLE names it');
+      } finally {
+        await allowing.close?.();
+      }
     } finally {
       await rm(outside, { recursive: true, force: true });
     }

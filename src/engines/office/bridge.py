@@ -819,7 +819,9 @@ def confined(soffice, *writable):
     directory (confine.py): what a document names elsewhere (an RTF's INCLUDEPICTURE of a file
     in the data directory) cannot be read. Said on stderr where the kernel cannot."""
     try:
-        if confine.confine(soffice, writable=[os.path.dirname(path.rstrip("/")) for path in writable]) is None:
+        # CONVD_OFFICE_READABLE: more directories to read from (fonts kept elsewhere), colon-separated.
+        readable = [path for path in os.environ.get("CONVD_OFFICE_READABLE", "").split(":") if path]
+        if confine.confine(soffice, writable=[os.path.dirname(path.rstrip("/")) for path in writable], readable=readable) is None:
             print("not confined: the kernel has no Landlock", file=sys.stderr, flush=True)
     except OSError as error:
         print("not confined: %s" % error, file=sys.stderr, flush=True)

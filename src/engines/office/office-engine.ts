@@ -118,15 +118,18 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
   let pool: Promise<HelperPool> | null = null;
   const memoryLimitMb = settings.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB;
   const faults = settings.faultsForTests;
+  const daemonEnv = settings.env ?? process.env;
   /** What LibreOffice runs with, in an instance and in the second way alike. */
   const officeEnv = engineEnvironment({
     SAL_USE_VCLPLUGIN: 'svp',
-    FONTCONFIG_FILE: (settings.env ?? process.env).FONTCONFIG_FILE ?? FONTCONFIG,
+    FONTCONFIG_FILE: daemonEnv.FONTCONFIG_FILE ?? FONTCONFIG,
+    // More directories the confined bridge and LibreOffice may read (bridge.py `confined`).
+    ...(daemonEnv.CONVD_OFFICE_READABLE ? { CONVD_OFFICE_READABLE: daemonEnv.CONVD_OFFICE_READABLE } : {}),
     ...(faults?.crashOnLoad ? { CONVD_TEST_CRASH_ON_LOAD: faults.crashOnLoad } : {}),
     ...(faults?.crashOnStore ? { CONVD_TEST_CRASH_ON_STORE: faults.crashOnStore } : {}),
     ...(faults?.crashSecondWay ? { CONVD_TEST_CRASH_ONE_OFF: faults.crashSecondWay } : {}),
     ...(faults?.slowBeforeStore ? { CONVD_TEST_SLOW_BEFORE_STORE: faults.slowBeforeStore } : {}),
-  }, settings.env ?? process.env);
+  }, daemonEnv);
 
   const poolOf = (install: ReadyOffice): Promise<HelperPool> => (pool ??= makePool(install));
   /** Directories documents are opened from, each with its `out`, kept between documents: one per instance, give or take. */
