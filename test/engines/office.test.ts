@@ -351,7 +351,7 @@ describe('office engine: hostile documents fail cleanly, read and fetch nothing'
       await writeFile(path, page);
       const error = await failure(convert(path, source, 'pdf'));
       assert.ok(error instanceof ConversionFailure && error.code === 'input_invalid', String(error));
-      assert.equal(error.message, `The file is a web page (HTML), not a ${source} file: send it named .html.`);
+      assert.equal(error.message, `The file is a web page (HTML), not ${source === 'doc' ? 'a doc' : 'an xls'} file: send it named .html.`);
     }
     assert.equal(requests, 0, 'nothing fetched');
   });

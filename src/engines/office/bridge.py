@@ -487,7 +487,7 @@ def other_filter(detection, url, request):
     if disguise is None:
         return None
     if disguise.get("sendAs"):
-        raise Failure("input_invalid", "The file is %s, not a %s file: send it named .%s." % (disguise["what"], request["source"], disguise["sendAs"]))
+        raise Failure("input_invalid", "The file is %s, not %s file: send it named .%s." % (disguise["what"], a_format(request["source"]), disguise["sendAs"]))
     if not disguise.get("text"):
         return disguise["filter"], None
     options = text_options(request["input"], disguise["text"])
@@ -527,7 +527,12 @@ def unreadable(request, error):
     reason = detail[0] if detail else ""
     if request.get("password"):
         return Failure("input_invalid", "The document cannot be opened with the password given, or it is damaged%s." % (": " + reason if reason else ""), error)
-    return Failure("input_invalid", "The document cannot be opened: it is damaged, not a %s file, or protected by a password (send `password`)%s." % (request["source"], ": " + reason if reason else ""), error)
+    return Failure("input_invalid", "The document cannot be opened: it is damaged, not %s file, or protected by a password (send `password`)%s." % (a_format(request["source"]), ": " + reason if reason else ""), error)
+
+
+def a_format(extension):
+    """The format's name with its article, as the letters are read: "a doc", "an xls", "an ods"."""
+    return ("an " if extension[:1] in "aefhilmnorsx" else "a ") + extension
 
 
 def crash_for_tests(marker, request):
