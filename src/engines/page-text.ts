@@ -12,9 +12,13 @@ function cleanText(text: string): string {
   return text.replace(/\r\n?/g, '\n').replace(CONTROL, '');
 }
 
-/** One page's text as written: cleaned, its trailing white space cut, a newline after its last line (none for an empty page). */
+/**
+ * One page's text as written: cleaned, its trailing white space cut, a newline after its last line
+ * (none for an empty page). trimEnd, not `/\s+$/`: the regular expression tries every position of a
+ * run of spaces inside the page (8.9 s for a page holding 100,000 spaces in a row).
+ */
 export function pageText(text: string): string {
-  const cut = cleanText(text).replace(/\s+$/, '');
+  const cut = cleanText(text).trimEnd();
   return cut === '' ? '' : `${cut}\n`;
 }
 

@@ -12,7 +12,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { degrees, PDFDocument, type PDFPage, rgb, StandardFonts } from 'pdf-lib';
+import { degrees, PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 import { zipEntries } from '../helpers/zip-read.ts';
 import { ConversionFailure, HandOver } from '../../src/errors/api-error.ts';
@@ -290,19 +290,18 @@ describe('text', () => {
   });
 
   it('ends each page\'s last line with a newline before the form feed, as pdftotext does; an empty page is only its form feed', async () => {
-    const doc = await PDFDocument.create();
-    const font = await doc.embedFont(StandardFonts.Helvetica);
-    const lines = (page: PDFPage, words: string[]) => words.forEach((line, i) => page.drawText(line, { x: 20, y: 250 - 15 * i, size: 12, font }));
-    lines(doc.addPage([400, 300]), ['Chapter one', 'ends here', '1']);
-    doc.addPage([400, 300]);
-    lines(doc.addPage([400, 300]), ['Chapter two', '3']);
-    const text = await readFile(await converted('txt', await write('three-pages.pdf', await doc.save())), 'utf8');
-    assert.equal(text, 'Chapter one\nends here\n1\n\f\fChapter two\n3\n');
-    const emptyLast = await PDFDocument.create();
-    const emptyLastFont = await emptyLast.embedFont(StandardFonts.Helvetica);
-    emptyLast.addPage([400, 300]).drawText('Only page with words', { x: 20, y: 250, size: 12, font: emptyLastFont });
-    emptyLast.addPage([400, 300]);
-    assert.equal(await readFile(await converted('txt', await write('empty-last.pdf', await emptyLast.save())), 'utf8'), 'Only page with words\n\f\n');
+    /** A PDF of these pages' lines -> txt. */
+    const textOf = async (name: string, pages: string[][]): Promise<string> => {
+      const doc = await PDFDocument.create();
+      const font = await doc.embedFont(StandardFonts.Helvetica);
+      for (const lines of pages) {
+        const page = doc.addPage([400, 300]);
+        lines.forEach((line, i) => page.drawText(line, { x: 20, y: 250 - 15 * i, size: 12, font }));
+      }
+      return readFile(await converted('txt', await write(name, await doc.save())), 'utf8');
+    };
+    assert.equal(await textOf('three-pages.pdf', [['Chapter one', 'ends here', '1'], [], ['Chapter two', '3']]), 'Chapter one\nends here\n1\n\f\fChapter two\n3\n');
+    assert.equal(await textOf('empty-last.pdf', [['Only page with words'], []]), 'Only page with words\n\f\n');
   });
 });
 

@@ -444,12 +444,7 @@ def load(desktop, request, detection=None):
     # or what the file may be instead (formats.ts Disguise), that filter reads it; an HTML page so
     # called is refused, naming what it is. Anything else (damaged, protected, some other format)
     # fails as the '97 filter did.
-    try:
-        other = other_filter(detection, url, request)
-    except Failure:
-        raise
-    except Exception:
-        other = None
+    other = other_filter(detection, url, request)
     if other is None:
         raise unreadable(request, refused)
     name, filter_options = other
@@ -503,8 +498,11 @@ TEXT_HEAD_BYTES = 65536
 def text_options(path, family):
     """The text import's options for a file whose head is text (UTF-8, else Windows-1252), or None.
     For a sheet, the first line's most frequent of tab, semicolon and comma separates the cells."""
-    with open(path, "rb") as stream:
-        head = stream.read(TEXT_HEAD_BYTES)
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(TEXT_HEAD_BYTES)
+    except OSError:
+        return None
     if not head or NOT_TEXT.search(head):
         return None
     try:

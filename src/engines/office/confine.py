@@ -52,7 +52,8 @@ class PathBeneath(ctypes.Structure):
 
 def readable_roots(soffice, extra=()):
     """The directories read from: the system's, LibreOffice's and Python's installations wherever
-    they are, this script's directory (its modules, the fontconfig file), fonts of the home."""
+    they are, this script's directory (its modules, the fontconfig file), fonts of the home; only
+    `extra` (the operator's) may be the root directory."""
     roots = list(SYSTEM)
     install = os.path.dirname(os.path.dirname(os.path.realpath(soffice)))
     roots += [install, sys.prefix, sys.base_prefix, os.path.dirname(os.path.abspath(__file__))]
@@ -62,13 +63,19 @@ def readable_roots(soffice, extra=()):
     fonts = os.environ.get("FONTCONFIG_FILE")
     if fonts:
         roots.append(os.path.dirname(os.path.abspath(fonts)))
-    return roots + list(extra)
+    return below_root(roots) + list(extra)
 
 
 def writable_roots(extra=()):
     """The directories written to: the temporary directory (the profile, the document's
     directory, soffice's pipe in /tmp) and devices (/dev/null, shared memory)."""
-    return ["/tmp", tempfile.gettempdir(), "/dev"] + list(extra)
+    return below_root(["/tmp", tempfile.gettempdir(), "/dev"] + list(extra))
+
+
+def below_root(paths):
+    """The paths but the root directory: a derived one that is / (LibreOffice's soffice.bin in
+    /bin, a FONTCONFIG_FILE at /fonts.conf, a temporary directory of /) would open everything."""
+    return [path for path in paths if os.path.realpath(path) != "/"]
 
 
 def confine(soffice, writable=(), readable=()):

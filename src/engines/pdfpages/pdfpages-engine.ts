@@ -174,9 +174,6 @@ async function renderPage(document: PdfDocument, job: EngineJob, target: ImageTa
   }
 }
 
-/** Anything but white space: a page with none has no text layer. */
-const VISIBLE = /\S/;
-
 /**
  * Every page's text in order, each page's last line ended by a newline, pages separated by a form
  * feed (src/engines/page-text.ts); UTF-8. A PDF
@@ -193,7 +190,8 @@ async function extractText(document: PdfDocument, job: EngineJob): Promise<Engin
     const step = Math.max(1, Math.floor(count / 100));
     for (let index = 0; index < count; index++) {
       lastText = pageText(document.text(index));
-      seen ||= VISIBLE.test(lastText);
+      // pageText cuts white space: a page with anything left has a text layer.
+      seen ||= lastText !== '';
       await sink.write((index > 0 ? '\f' : '') + lastText);
       if (index % step === step - 1) {
         job.onProgress(Math.floor(((index + 1) / count) * 99));
