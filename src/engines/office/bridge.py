@@ -465,28 +465,32 @@ def load_with(desktop, url, options, filter_name):
 
 def other_filter(detection, url, request):
     """(filter, its options or None) for the file where its claimed format's filter refused it: the
-    filter LibreOffice's type detection finds, if it is an older version's (`olderFilters`), or the
-    one for the type it names among `disguises` (a text only where the file's head is text)."""
+    filter LibreOffice's type detection finds, if it is an older version's (`olderFilters`); the one
+    for the type it names among `disguises`; else, where the file's head is text, `asText`'s."""
     allowed = request.get("olderFilters") or []
     disguises = request.get("disguises") or {}
-    if detection is None or not (allowed or disguises):
+    as_text = request.get("asText")
+    if detection is None or not (allowed or disguises or as_text):
         return None
-    try:
-        type_name, descriptor = detection.queryTypeByDescriptor(props({"URL": url}), True)
-    except Exception:
-        return None
-    found = {p.Name: p.Value for p in descriptor}.get("FilterName")
+    type_name, found = detected(detection, url)
     if found in allowed:
         return found, None
     disguise = disguises.get(type_name)
-    if disguise is None:
-        return None
-    if disguise.get("sendAs"):
-        raise Failure("input_invalid", "The file is %s, not %s file: send it named .%s." % (disguise["what"], a_format(request["source"]), disguise["sendAs"]))
-    if not disguise.get("text"):
+    if disguise is not None:
+        if disguise.get("sendAs"):
+            raise Failure("input_invalid", "The file is %s, not %s file: send it named .%s." % (disguise["what"], a_format(request["source"]), disguise["sendAs"]))
         return disguise["filter"], None
-    options = text_options(request["input"], disguise["text"])
-    return (disguise["filter"], options) if options else None
+    options = text_options(request["input"], as_text["family"]) if as_text else None
+    return (as_text["filter"], options) if options else None
+
+
+def detected(detection, url):
+    """(type, filter) LibreOffice's type detection names for the file; (None, None) where it names none."""
+    try:
+        type_name, descriptor = detection.queryTypeByDescriptor(props({"URL": url}), True)
+    except Exception:
+        return None, None
+    return type_name, {p.Name: p.Value for p in descriptor}.get("FilterName")
 
 
 # Bytes a text file does not hold: NUL and the control characters but tab, line feed, form feed
@@ -503,7 +507,8 @@ def text_options(path, family):
             head = stream.read(TEXT_HEAD_BYTES)
     except OSError:
         return None
-    if not head or NOT_TEXT.search(head):
+    # Markup (an HTML page or an XML file the detection did not name) is not read as its source.
+    if not head or NOT_TEXT.search(head) or head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
         return None
     try:
         head.decode("utf-8")

@@ -72,54 +72,64 @@ const OLD_POWERPOINT = ['PowerPoint 3'];
 
 /**
  * What a file named as a binary Word or Excel file may be instead, and Word and Excel open as what
- * it is: Office 2003's XML formats saved under the old names, a text file called `.doc` (Python's
- * `pdb.doc`), the tab- or comma-separated text of a web application's "export to Excel". Keyed by
- * the type LibreOffice's detection names, asked only where the '97 filter refused the file; the
- * value is the filter that reads it into the claimed family. `text`: taken only where the file's
- * head is text (no NUL, no control character but tab, line ends and form feed; bridge.py
- * `text_options`), so that random or damaged bytes, which LibreOffice's detection calls text too,
- * still fail as damaged. `sendAs`: refused, with a message that names what the file is and the
- * name to send it under. An HTML page (the other "export to Word/Excel") is one: LibreOffice's
- * HTML import fetches the page's stylesheets and images whatever the profile's settings say
- * (tested: a loopback server was asked for both), where the HTML engine's Chromium fetches
- * nothing the sandbox does not allow.
+ * it is: Office 2003's XML formats saved under the old names. Keyed by the type LibreOffice's
+ * detection names, asked only where the '97 filter refused the file; the value is the filter that
+ * reads it into the claimed family. `sendAs`: refused, with a message that names what the file is
+ * and the name to send it under. An HTML page (the other "export to Word/Excel") is one:
+ * LibreOffice's HTML import fetches the page's stylesheets and images whatever the profile's
+ * settings say (tested: a loopback server was asked for both), where the HTML engine's Chromium
+ * fetches nothing the sandbox does not allow.
  */
-export type Disguise = { filter: string; text?: 'writer' | 'calc' } | { sendAs: string; what: string };
+export type Disguise = { filter: string } | { sendAs: string; what: string };
 const HTML_PAGE: Disguise = { sendAs: 'html', what: 'a web page (HTML)' };
 const WORD_DISGUISES: Record<string, Disguise> = {
   generic_HTML: HTML_PAGE,
   writer_web_HTML: HTML_PAGE,
   writer_MS_Word_2003_XML: { filter: 'MS Word 2003 XML' },
-  generic_Text: { filter: 'Text (encoded)', text: 'writer' },
 };
 const EXCEL_DISGUISES: Record<string, Disguise> = {
   calc_HTML: HTML_PAGE,
   generic_HTML: HTML_PAGE,
   calc_MS_Excel_2003_XML: { filter: 'MS Excel 2003 XML' },
-  generic_Text: { filter: 'Text - txt - csv (StarCalc)', text: 'calc' },
 };
+
+/**
+ * A text file under a binary Word or Excel name (Python's `pdb.doc`; the tab- or comma-separated
+ * text of a web application's "export to Excel"), read with this filter where neither the '97
+ * filter nor a disguise took it. Decided by the file's own bytes (bridge.py `text_options`: no NUL,
+ * no control character but tab, line ends and form feed in its head), not by LibreOffice's
+ * detection, which calls random bytes text and called a tab-separated text with an "ë" in it a
+ * WordPerfect document.
+ */
+export interface TextReading {
+  filter: string;
+  family: 'writer' | 'calc';
+}
+const WORD_TEXT: TextReading = { filter: 'Text (encoded)', family: 'writer' };
+const EXCEL_TEXT: TextReading = { filter: 'Text - txt - csv (StarCalc)', family: 'calc' };
 
 /**
  * LibreOffice's import filter for each source, always given: a file is read as what it claims to
  * be, or not at all. (Detected by content, a zip of random bytes named .docx was read as plain
  * text and "converted".) `older`: the filters of the same format's older versions, the only ones
  * LibreOffice's detection may choose instead when `filter` cannot open the file (a Word 6 .doc),
- * so that a damaged .doc is never read as plain text; `disguises`: what else a file of the name
- * may be (see Disguise). CSV is read as UTF-8, comma-separated, double-quoted.
+ * so that a damaged .doc is never read as plain text; `disguises` and `text`: what else a file of
+ * the name may be (see Disguise, TextReading). CSV is read as UTF-8, comma-separated, double-quoted.
  */
 export interface InputFilter {
   filter: string;
   options?: string;
   older?: string[];
   disguises?: Record<string, Disguise>;
+  text?: TextReading;
 }
 export const INPUT_FILTERS: Record<string, InputFilter> = {
   docx: { filter: 'MS Word 2007 XML' },
-  doc: { filter: 'MS Word 97', older: OLD_WORD, disguises: WORD_DISGUISES },
+  doc: { filter: 'MS Word 97', older: OLD_WORD, disguises: WORD_DISGUISES, text: WORD_TEXT },
   odt: { filter: 'writer8' },
   rtf: { filter: 'Rich Text Format' },
   xlsx: { filter: 'Calc MS Excel 2007 XML' },
-  xls: { filter: 'MS Excel 97', older: OLD_EXCEL, disguises: EXCEL_DISGUISES },
+  xls: { filter: 'MS Excel 97', older: OLD_EXCEL, disguises: EXCEL_DISGUISES, text: EXCEL_TEXT },
   ods: { filter: 'calc8' },
   csv: { filter: 'Text - txt - csv (StarCalc)', options: '44,34,76,1' },
   pptx: { filter: 'Impress MS PowerPoint 2007 XML' },
@@ -128,11 +138,11 @@ export const INPUT_FILTERS: Record<string, InputFilter> = {
   odg: { filter: 'draw8' },
   ott: { filter: 'writer8_template' },
   dotx: { filter: 'MS Word 2007 XML Template' },
-  dot: { filter: 'MS Word 97 Vorlage', older: OLD_WORD, disguises: WORD_DISGUISES },
+  dot: { filter: 'MS Word 97 Vorlage', older: OLD_WORD, disguises: WORD_DISGUISES, text: WORD_TEXT },
   fodt: { filter: 'OpenDocument Text Flat XML' },
   ots: { filter: 'calc8_template' },
   xltx: { filter: 'Calc MS Excel 2007 XML Template' },
-  xlt: { filter: 'MS Excel 97 Vorlage/Template', older: OLD_EXCEL, disguises: EXCEL_DISGUISES },
+  xlt: { filter: 'MS Excel 97 Vorlage/Template', older: OLD_EXCEL, disguises: EXCEL_DISGUISES, text: EXCEL_TEXT },
   fods: { filter: 'OpenDocument Spreadsheet Flat XML' },
   otp: { filter: 'impress8_template' },
   potx: { filter: 'Impress MS PowerPoint 2007 XML Template' },

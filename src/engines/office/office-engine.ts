@@ -258,6 +258,7 @@ export function createOfficeEngine(settings: OfficeEngineOptions = {}): Engine {
       inputFilterOptions: input.options,
       olderFilters: input.older,
       disguises: input.disguises,
+      asText: input.text,
       filters,
       filterOptions,
       filterData: job.target === 'pdf' ? pdfFilterData(job.variant, job.options) : undefined,
